@@ -1,0 +1,40 @@
+// `npx iwibench <command> [flags]`: one file per command in scripts/, each exporting `main(argv)`.
+// The table is explicit so that `npx iwibench help` lists exactly what exists.
+
+type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) => Promise<void> }> };
+
+const commands: Record<string, Command> = {
+  'make-tiny-checkpoint': { summary: 'write a seeded random Gemma 3 checkpoint folder', load: () => import('./make-tiny-checkpoint.ts') },
+  logits: { summary: 'write float32 logits of every position as .npy', load: () => import('./logits.ts') },
+  generate: { summary: 'greedy chat generation from a checkpoint folder', load: () => import('./generate.ts') },
+  bench: { summary: 'benchmarks: engine | weights | service | mmlu-pro', load: () => import('./bench.ts') },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((n) => n.length));
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return ['usage: npx iwibench <command> [flags]', '', 'commands:', ...rows].join('\n');
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const [name, ...rest] = argv;
+  if (!name || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(usage() + '\n');
+    return;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`iwibench: unknown command "${name}"\n\n${usage()}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  try {
+    const module = await command.load();
+    await module.main(rest);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`iwibench ${name}: ${message}\n`);
+    if (process.env.IWIBENCH_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    process.exitCode = 1;
+  }
+}

