@@ -1,0 +1,188 @@
+// A pinned Gemma 3 checkpoint on disk: config.json, tokenizer files and (sharded) safetensors.
+// Accepts a plain folder or the Hugging Face cache layout models--org--name/snapshots/<revision>/.
+// Nothing is downloaded; every tensor the text decoder needs is checked for presence, shape and dtype at open.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
+import { bf16ToF32, f16ToF32 } from './bf16.ts';
+import { SafetensorsFile, SafetensorsError, numel, type TensorInfo } from './safetensors.ts';
+import { expectedTextTensors, tiedAliases } from '../weights/names.ts';
+
+export class CheckpointError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckpointError';
+  }
+}
+
+export type CheckpointLocation = {
+  /** A checkpoint folder, or a Hugging Face cache repo folder (models--org--name) when `revision` is given. */
+  modelDir?: string;
+  /** Hugging Face cache root holding models--org--name/; needs `modelId` and `revision`. */
+  cacheDir?: string;
+  modelId?: string;
+  revision?: string;
+};
+
+/** Resolve a location to the folder holding config.json. */
+export function resolveCheckpointDir(location: CheckpointLocation): { dir: string; revision?: string } {
+  const { modelDir, cacheDir, modelId, revision } = location;
+  if (cacheDir) {
+    if (!modelId || !revision) throw new CheckpointError('--cache-dir needs a model id and a pinned revision');
+    return { dir: snapshotDir(path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`), revision), revision };
+  }
+  if (!modelDir) throw new CheckpointError('no checkpoint given: pass --model-dir DIR or --cache-dir DIR');
+  if (!existsSync(modelDir)) throw new CheckpointError(`checkpoint folder ${modelDir} does not exist`);
+  if (existsSync(path.join(modelDir, 'snapshots'))) {
+    if (!revision) throw new CheckpointError(`${modelDir} is a Hugging Face cache folder: pass the pinned revision`);
+    return { dir: snapshotDir(modelDir, revision), revision };
+  }
+  return { dir: modelDir, revision };
+}
+
+function snapshotDir(repoDir: string, revision: string): string {
+  const dir = path.join(repoDir, 'snapshots', revision);
+  if (!existsSync(dir)) {
+    const have = existsSync(path.join(repoDir, 'snapshots')) ? readdirSync(path.join(repoDir, 'snapshots')) : [];
+    throw new CheckpointError(`revision ${revision} is not in ${repoDir}/snapshots (have: ${have.join(', ') || 'none'})`);
+  }
+  return dir;
+}
+
+export class Checkpoint {
+  private constructor(
+    readonly dir: string,
+    readonly modelId: string,
+    readonly revision: string,
+    readonly rawConfig: Record<string, unknown>,
+    readonly config: Gemma3TextConfig,
+    private readonly files: SafetensorsFile[],
+    readonly tensors: ReadonlyMap<string, TensorInfo>,
+  ) {}
+
+  static open(location: CheckpointLocation | string): Checkpoint {
+    const loc = typeof location === 'string' ? { modelDir: location } : location;
+    const { dir, revision } = resolveCheckpointDir(loc);
+    const configPath = path.join(dir, 'config.json');
+    if (!existsSync(configPath)) throw new CheckpointError(`${configPath} is missing`);
+    let rawConfig: Record<string, unknown>;
+    try {
+      rawConfig = JSON.parse(readFileSync(configPath, 'utf8'));
+    } catch (error) {
+      throw new CheckpointError(`${configPath} is not valid JSON: ${(error as Error).message}`);
+    }
+    const config = parseGemma3Config(rawConfig);
+    const files = openShards(dir);
+    try {
+      const tensors = new Map<string, TensorInfo>();
+      for (const file of files) {
+        for (const [name, info] of file.tensors) {
+          if (tensors.has(name)) throw new CheckpointError(`tensor "${name}" appears in both ${path.basename(tensors.get(name)!.file)} and ${path.basename(file.file)}`);
+          tensors.set(name, info);
+        }
+      }
+      validateTextTensors(config, tensors);
+      for (const alias of Object.keys(tiedAliases(config))) tensors.delete(alias); // a stored tied head is ignored: it is embed_tokens
+      const modelId = loc.modelId ?? (typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : path.basename(path.resolve(dir)));
+      return new Checkpoint(path.resolve(dir), modelId, loc.revision ?? revision ?? 'local', rawConfig, config, files, tensors);
+    } catch (error) {
+      for (const file of files) file.close();
+      throw error;
+    }
+  }
+
+  info(name: string): TensorInfo {
+    const info = this.tensors.get(name);
+    if (!info) throw new CheckpointError(`no tensor named "${name}" in ${this.dir}`);
+    return info;
+  }
+
+  /** Raw bytes of a tensor as stored. */
+  readBytes(name: string): Uint8Array {
+    const info = this.info(name);
+    return this.fileOf(info).readBytes(name);
+  }
+
+  /** A tensor decoded to float32 (exact for BF16, F16 and F32). */
+  readF32(name: string): Float32Array {
+    const info = this.info(name);
+    const bytes = this.readBytes(name);
+    switch (info.dtype) {
+      case 'BF16':
+        return bf16ToF32(new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2));
+      case 'F16':
+        return f16ToF32(new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2));
+      case 'F32':
+        return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
+      default:
+        throw new CheckpointError(`tensor "${name}" has dtype ${info.dtype}; expected a float type`);
+    }
+  }
+
+  close(): void {
+    for (const file of this.files) file.close();
+  }
+
+  private fileOf(info: TensorInfo): SafetensorsFile {
+    return this.files.find((f) => f.file === info.file)!;
+  }
+}
+
+function openShards(dir: string): SafetensorsFile[] {
+  const indexPath = path.join(dir, 'model.safetensors.index.json');
+  let names: string[];
+  if (existsSync(indexPath)) {
+    let index: { weight_map?: Record<string, string> };
+    try {
+      index = JSON.parse(readFileSync(indexPath, 'utf8'));
+    } catch (error) {
+      throw new CheckpointError(`${indexPath} is not valid JSON: ${(error as Error).message}`);
+    }
+    if (!index.weight_map || typeof index.weight_map !== 'object') throw new CheckpointError(`${indexPath} has no weight_map`);
+    names = [...new Set(Object.values(index.weight_map))].sort();
+    const files = names.map((n) => openShard(path.join(dir, n)));
+    // The index and the shards must agree tensor for tensor.
+    for (const [tensor, shard] of Object.entries(index.weight_map)) {
+      const file = files.find((f) => path.basename(f.file) === shard)!;
+      if (!file.tensors.has(tensor)) {
+        for (const f of files) f.close();
+        throw new CheckpointError(`index maps tensor "${tensor}" to ${shard}, which does not hold it`);
+      }
+    }
+    return files;
+  }
+  const single = path.join(dir, 'model.safetensors');
+  if (!existsSync(single)) throw new CheckpointError(`${dir} has neither model.safetensors nor model.safetensors.index.json`);
+  return [openShard(single)];
+}
+
+function openShard(file: string): SafetensorsFile {
+  if (!existsSync(file) || !statSync(file).isFile()) throw new CheckpointError(`shard ${file} is missing`);
+  try {
+    return SafetensorsFile.open(file);
+  } catch (error) {
+    if (error instanceof SafetensorsError) throw new CheckpointError(`malformed safetensors file ${error.message}`);
+    throw error;
+  }
+}
+
+function validateTextTensors(config: Gemma3TextConfig, tensors: Map<string, TensorInfo>): void {
+  const problems: string[] = [];
+  for (const [name, shape] of expectedTextTensors(config)) {
+    const info = tensors.get(name);
+    if (!info) {
+      problems.push(`missing tensor "${name}"`);
+      continue;
+    }
+    if (info.shape.length !== shape.length || info.shape.some((d, i) => d !== shape[i])) {
+      problems.push(`tensor "${name}" in ${path.basename(info.file)} has shape ${JSON.stringify(info.shape)}, config.json implies ${JSON.stringify(shape)}`);
+    }
+    if (!['BF16', 'F16', 'F32'].includes(info.dtype)) problems.push(`tensor "${name}" has dtype ${info.dtype}; expected BF16`);
+    if (numel(info.shape) === 0) problems.push(`tensor "${name}" is empty`);
+  }
+  if (problems.length > 0) {
+    const shown = problems.slice(0, 20);
+    if (problems.length > 20) shown.push(`… and ${problems.length - 20} more`);
+    throw new CheckpointError(`checkpoint does not match its config.json:\n  - ${shown.join('\n  - ')}`);
+  }
+}
