@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Makes the shared tiny checkpoints once (test/fixtures.ts).
+    globalSetup: ['test/global-setup.ts'],
     // Model tests build ONNX sessions and spawn fresh processes: generous but bounded.
     testTimeout: 120_000,
     hookTimeout: 180_000,

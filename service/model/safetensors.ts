@@ -166,8 +166,9 @@ function validateEntry(file: string, name: string, entry: unknown, dataStart: nu
 export type TensorToWrite = { name: string; dtype: DType; shape: number[]; data: Uint8Array | ArrayBufferView };
 
 /**
- * Write a safetensors file atomically (temp file + fsync + rename). Tensors are laid out in the given order;
- * the header is padded with spaces to a multiple of 8 bytes so every tensor starts 8-byte aligned.
+ * Write a safetensors file atomically (temp file + fsync + rename). Tensors are laid out contiguously in the given
+ * order (the format allows no gaps); the header is padded with spaces to a multiple of 8 bytes so the data section
+ * starts 8-byte aligned.
  */
 export function writeSafetensors(file: string, tensors: TensorToWrite[], metadata?: Record<string, string>): void {
   const header: Record<string, unknown> = {};

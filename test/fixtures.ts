@@ -1,0 +1,24 @@
+// Tiny checkpoints shared by the test files, made once per run by test/global-setup.ts with the project's own
+// generator. The folder name carries a digest of the generator's source, so a change to it makes fresh fixtures.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const REPO_ROOT = path.resolve(here, '..');
+export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
+
+const generatorDigest = createHash('sha256')
+  .update(readFileSync(path.join(REPO_ROOT, 'service/model/tiny-checkpoint.ts')))
+  .digest('hex')
+  .slice(0, 12);
+
+export const FIXTURE_SEED = 7;
+export const FIXTURES_DIR = path.join(os.tmpdir(), `iwibench-fixtures-${generatorDigest}`);
+
+export type FixturePreset = 'tiny' | 'tiny-4b';
+export function fixtureCheckpoint(preset: FixturePreset): string {
+  return path.join(FIXTURES_DIR, preset);
+}

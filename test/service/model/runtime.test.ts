@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Checkpoint } from '../../../service/model/checkpoint.ts';
+import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import { Tokenizer } from '../../../service/model/tokenizer.ts';
+import { finalNormName, layerTensorNames } from '../../../service/weights/names.ts';
+import { referenceForward } from '../../reference/gemma3-forward.ts';
+import { fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
+
+/** max |a − b| relative to max |b|. */
+function relativeError(a: Float32Array, b: Float32Array): number {
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < b.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
+    scale = Math.max(scale, Math.abs(b[i]!));
+  }
+  return diff / scale;
+}
+
+function argmaxRow(logits: Float32Array, row: number, vocab: number): number {
+  let best = 0;
+  for (let i = 1; i < vocab; i++) if (logits[row * vocab + i]! > logits[row * vocab + best]!) best = i;
+  return best;
+}
+
+// 23 tokens: longer than both presets' sliding windows (8 and 6), so local and global layers differ.
+const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107, 105, 4368];
+
+for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
+  describe(`Gemma3Engine on ${preset}`, () => {
+    let checkpoint: Checkpoint;
+    let engine: Gemma3Engine;
+    let tokenizer: Tokenizer;
+    beforeAll(async () => {
+      checkpoint = Checkpoint.open(fixtureCheckpoint(preset));
+      tokenizer = await Tokenizer.load(fixtureCheckpoint(preset));
+      engine = await Gemma3Engine.create({ checkpoint, weights: 'inputs' });
+    });
+    afterAll(async () => {
+      await engine.close();
+      checkpoint.close();
+    });
+
+    it('matches the reference forward pass past the sliding window (max |Δlogit| ≤ 1e-4 · max |logit|)', async () => {
+      expect(IDS.length).toBeGreaterThan(checkpoint.config.sliding_window * 2);
+      const reference = referenceForward(checkpoint, IDS);
+      const graph = await engine.logits(IDS, IDS.length);
+      expect(relativeError(graph, reference)).toBeLessThan(1e-4);
+    });
+
+    it('decodes through the KV cache exactly as full recomputation', async () => {
+      const full = await engine.logits(IDS, IDS.length);
+      const oneByOne = await engine.logits(IDS, 1);
+      const chunked = await engine.logits(IDS, 5);
+      expect(relativeError(oneByOne, full)).toBeLessThan(1e-5);
+      expect(relativeError(chunked, full)).toBeLessThan(1e-5);
+      // Greedy generation through the cache picks the argmax of a full recomputation at every step.
+      const prompt = IDS.slice(0, 12);
+      const [result] = await engine.generate([prompt], 10);
+      const sequence = [...prompt, ...result!.outputIds];
+      const recomputed = referenceForward(checkpoint, sequence);
+      result!.outputIds.forEach((token, i) => {
+        expect(token).toBe(argmaxRow(recomputed, prompt.length - 1 + i, checkpoint.config.vocab_size));
+      });
+    });
+
+    it('gives a mixed-length batch the same outputs as each sequence alone, deterministically', async () => {
+      const prompts = [
+        tokenizer.chatIds([{ role: 'user', content: 'What is the capital of France? Answer in one word, please.' }]),
+        tokenizer.chatIds([{ role: 'user', content: 'Hi' }]),
+        tokenizer.chatIds([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Name a colour.' }]),
+      ];
+      const batch = await engine.generate(prompts, 12);
+      for (let i = 0; i < prompts.length; i++) {
+        const [alone] = await engine.generate([prompts[i]!], 12);
+        expect(batch[i]!.outputIds).toEqual(alone!.outputIds);
+        expect(batch[i]!.promptTokens).toBe(prompts[i]!.length);
+        expect(batch[i]!.outputTokens).toBe(alone!.outputIds.length);
+      }
+      const again = await engine.generate(prompts, 12);
+      expect(again.map((r) => r.outputIds)).toEqual(batch.map((r) => r.outputIds));
+    });
+
+    it('agrees across weight bindings: inputs, initializers, and a mix', async () => {
+      const initializers = await Gemma3Engine.create({ checkpoint, weights: 'initializers' });
+      const names = [...checkpoint.tensors.keys()].filter((n) => n.startsWith(checkpoint.config.tensor_prefix));
+      const mixed = await Gemma3Engine.create({ checkpoint, weights: new Set(names.filter((_, i) => i % 3 === 0)) });
+      const base = await engine.logits(IDS);
+      for (const other of [initializers, mixed]) {
+        expect(relativeError(await other.logits(IDS), base)).toBeLessThan(1e-5);
+        expect((await other.generate([IDS.slice(0, 9)], 8))[0]!.outputIds).toEqual((await engine.generate([IDS.slice(0, 9)], 8))[0]!.outputIds);
+        await other.close();
+      }
+    });
+
+    it('sees new weight values at the next run, with no rebuild', async () => {
+      const name = layerTensorNames(checkpoint.config.tensor_prefix, 1).down_proj;
+      const pristine = checkpoint.readF32(name);
+      // Not a uniform scale: the post-feed-forward RMSNorm would cancel it.
+      const edited = pristine.map((v, i) => (i % 7 === 0 ? v + 0.5 : v));
+      const source = { f32: (n: string) => (n === name ? edited : checkpoint.readF32(n)) };
+      const before = await engine.logits(IDS);
+      const after = await engine.logits(IDS, 64, source);
+      expect(relativeError(after, before)).toBeGreaterThan(1e-3);
+      expect(relativeError(await engine.logits(IDS), before)).toBe(0);
+    });
+
+    it('inspects: next-token log-probabilities, top-k and residual streams consistent with the logits', async () => {
+      const logits = await engine.logits(IDS);
+      const V = checkpoint.config.vocab_size;
+      const last = checkpoint.config.num_hidden_layers - 1;
+      const [result] = await engine.inspect([{ ids: IDS, start: 4, end: 10 }], { layers: [0, last], topK: 5 });
+      expect(result!.positions).toEqual([4, 5, 6, 7, 8, 9]);
+      result!.positions.forEach((p, i) => {
+        let max = -Infinity;
+        for (let v = 0; v < V; v++) max = Math.max(max, logits[p * V + v]!);
+        let sum = 0;
+        for (let v = 0; v < V; v++) sum += Math.exp(logits[p * V + v]! - max);
+        const logprob = logits[p * V + IDS[p + 1]!]! - max - Math.log(sum);
+        expect(result!.nextTokenLogprobs[i]).toBeCloseTo(logprob, 3);
+        expect(result!.topK[i]!.ids[0]).toBe(argmaxRow(logits, p, V));
+        expect([...result!.topK[i]!.logprobs].sort((a, b) => b - a)).toEqual(result!.topK[i]!.logprobs);
+      });
+      // The last layer's residual stream, through the final norm and the tied head, gives back the logits.
+      const norm = checkpoint.readF32(finalNormName(checkpoint.config.tensor_prefix));
+      const embed = checkpoint.readF32(`${checkpoint.config.tensor_prefix}embed_tokens.weight`);
+      const H = checkpoint.config.hidden_size;
+      const h = result!.hidden[last]![2]!; // position 6
+      const meanSquare = h.reduce((a, x) => a + x * x, 0) / H;
+      const normed = h.map((x, i) => (x / Math.sqrt(meanSquare + checkpoint.config.rms_norm_eps)) * (1 + norm[i]!));
+      for (const token of [IDS[7]!, 0, 1000]) {
+        const value = normed.reduce((a, x, i) => a + x * embed[token * H + i]!, 0);
+        expect(value).toBeCloseTo(logits[6 * V + token]!, 3);
+      }
+      expect(result!.hidden[0]![2]).not.toEqual(h);
+    });
+
+    it('refuses bad requests clearly', async () => {
+      await expect(engine.generate([], 4)).rejects.toThrow(/1…8 prompts/);
+      await expect(engine.generate(Array.from({ length: 9 }, () => [2]), 4)).rejects.toThrow(/1…8 prompts, got 9/);
+      await expect(engine.generate([[2, checkpoint.config.vocab_size]], 4)).rejects.toThrow(/token id \d+ is outside the vocabulary/);
+      await expect(engine.generate([[2, 3]], 0)).rejects.toThrow(/maxNewTokens must be a positive integer/);
+      await expect(engine.inspect([{ ids: IDS, start: 5, end: 5 }], { layers: [0], topK: 3 })).rejects.toThrow(/not a non-empty range/);
+      await expect(engine.inspect([{ ids: IDS, start: 0, end: 2 }], { layers: [99], topK: 3 })).rejects.toThrow(/layer 99 is outside/);
+    });
+  });
+}
