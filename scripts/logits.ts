@@ -20,7 +20,7 @@ export async function main(argv: string[]): Promise<void> {
   const ids = parseIntList(flags.ids!, '--ids');
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
   const engine = await Gemma3Engine.create({ checkpoint, weights: 'initializers', device: flags.device as Device });
-  const logits = await engine.logits(ids, flags.chunk);
+  const logits = await engine.logits(ids, { chunk: flags.chunk });
   writeNpy(flags.out!, logits, [ids.length, checkpoint.config.vocab_size]);
   await engine.close();
   process.stdout.write(JSON.stringify({ out: flags.out, shape: [ids.length, checkpoint.config.vocab_size], model: checkpoint.modelId, revision: checkpoint.revision }) + '\n');

@@ -49,7 +49,7 @@ export async function main(argv: string[]): Promise<void> {
   const T = flags['prompt-tokens'];
   const prompt = Array.from({ length: T }, (_, i) => 2 + ((i * 7919) % 200_000));
   process.stderr.write(`prefill ${T} tokens …\n`);
-  const prefillMs = await timeMs(() => engine.generate([prompt], 1), 2);
+  const prefillMs = await timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 2);
   const flopPerToken = 2 * params + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * (T / 2); // weights + attention (average context T/2)
   const prefillTokensPerSecond = T / (prefillMs / 1000);
 
@@ -57,8 +57,8 @@ export async function main(argv: string[]): Promise<void> {
   const decode = async (batch: number) => {
     const prompts = Array.from({ length: batch }, (_, b) => prompt.slice(0, 32 + b));
     // Stop ids are impossible to avoid on random weights, so decode cost = (N tokens − 1 token) difference.
-    const withN = await timeMs(() => engine.generate(prompts, N), 2);
-    const withOne = await timeMs(() => engine.generate(prompts, 1), 2);
+    const withN = await timeMs(() => engine.generate(prompts, { maxNewTokens: N }), 2);
+    const withOne = await timeMs(() => engine.generate(prompts, { maxNewTokens: 1 }), 2);
     return (withN - withOne) / (N - 1);
   };
   process.stderr.write('decode batch 1 and 8 …\n');

@@ -29,7 +29,7 @@ export type GenerateResult = {
   outputIds: number[];
   promptTokens: number;
   outputTokens: number;
-  stopReason: 'eos' | 'end_of_turn' | 'max_tokens';
+  stopReason: 'eos' | 'end_of_turn' | 'max_tokens' | 'stop_rule';
 };
 
 export type InspectRequest = {
@@ -48,6 +48,16 @@ export type InspectResult = {
   topK: { ids: number[]; logprobs: number[] }[];
   /** Residual stream after each requested layer: hidden[layer][k] is a Float32Array of hidden_size. */
   hidden: Record<number, Float32Array[]>;
+};
+
+export type GenerateOptions = {
+  maxNewTokens: number;
+  /** Weights for this call (an episode's overlay); default: the engine's source. */
+  weights?: WeightSource;
+  /** Called with each new token of sequence `index`, as it is decoded (streaming). */
+  onToken?: (index: number, token: number) => void;
+  /** Extra per-sequence stop rule (e.g. stop strings), checked after each token; the token is kept. */
+  stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
 };
 
 export const MAX_BATCH = 8;
@@ -79,7 +89,8 @@ export class Gemma3Engine {
    * Greedy decoding of a left-padded batch of ≤ 8 prompts (token ids, e.g. from Tokenizer.chatIds).
    * Each sequence stops at <eos> (1), <end_of_turn> (106) or maxNewTokens; the stop token is not in outputIds.
    */
-  async generate(prompts: number[][], maxNewTokens: number, weights?: WeightSource): Promise<GenerateResult[]> {
+  async generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
+    const { maxNewTokens, weights } = options;
     if (prompts.length === 0 || prompts.length > MAX_BATCH) throw new Error(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new Error(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
     for (const p of prompts) this.checkIds(p);
@@ -126,7 +137,12 @@ export class Gemma3Engine {
         }
         results[b]!.outputIds.push(token);
         results[b]!.outputTokens++;
+        options.onToken?.(b, token);
         if (results[b]!.outputTokens >= maxNewTokens) done[b] = true;
+        else if (options.stopWhen?.(b, results[b]!.outputIds)) {
+          done[b] = true;
+          results[b]!.stopReason = 'stop_rule';
+        }
         next[b] = BigInt(token);
       }
       if (done.every(Boolean)) break;
@@ -146,7 +162,8 @@ export class Gemma3Engine {
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], computed in chunks through the KV cache. */
-  async logits(ids: number[], chunk = 64, weights?: WeightSource): Promise<Float32Array> {
+  async logits(ids: number[], options: { chunk?: number; weights?: WeightSource } = {}): Promise<Float32Array> {
+    const { chunk = 64, weights } = options;
     this.checkIds(ids);
     const session = await this.session('decode');
     const T = ids.length;
@@ -171,7 +188,8 @@ export class Gemma3Engine {
   }
 
   /** Teacher-forced inspection of ≤ 4 sequences: next-token log-probabilities, top-k, and residual streams. */
-  async inspect(requests: InspectRequest[], options: { layers: number[]; topK: number }, weights?: WeightSource): Promise<InspectResult[]> {
+  async inspect(requests: InspectRequest[], options: { layers: number[]; topK: number; weights?: WeightSource }): Promise<InspectResult[]> {
+    const { weights } = options;
     const layers = [...new Set(options.layers)].sort((a, b) => a - b);
     for (const layer of layers) {
       if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers) throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);

@@ -44,19 +44,19 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     it('matches the reference forward pass past the sliding window (max |Δlogit| ≤ 1e-4 · max |logit|)', async () => {
       expect(IDS.length).toBeGreaterThan(checkpoint.config.sliding_window * 2);
       const reference = referenceForward(checkpoint, IDS);
-      const graph = await engine.logits(IDS, IDS.length);
+      const graph = await engine.logits(IDS, { chunk: IDS.length });
       expect(relativeError(graph, reference)).toBeLessThan(1e-4);
     });
 
     it('decodes through the KV cache exactly as full recomputation', async () => {
-      const full = await engine.logits(IDS, IDS.length);
-      const oneByOne = await engine.logits(IDS, 1);
-      const chunked = await engine.logits(IDS, 5);
+      const full = await engine.logits(IDS, { chunk: IDS.length });
+      const oneByOne = await engine.logits(IDS, { chunk: 1 });
+      const chunked = await engine.logits(IDS, { chunk: 5 });
       expect(relativeError(oneByOne, full)).toBeLessThan(1e-5);
       expect(relativeError(chunked, full)).toBeLessThan(1e-5);
       // Greedy generation through the cache picks the argmax of a full recomputation at every step.
       const prompt = IDS.slice(0, 12);
-      const [result] = await engine.generate([prompt], 10);
+      const [result] = await engine.generate([prompt], { maxNewTokens: 10 });
       const sequence = [...prompt, ...result!.outputIds];
       const recomputed = referenceForward(checkpoint, sequence);
       result!.outputIds.forEach((token, i) => {
@@ -70,15 +70,26 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
         tokenizer.chatIds([{ role: 'user', content: 'Hi' }]),
         tokenizer.chatIds([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Name a colour.' }]),
       ];
-      const batch = await engine.generate(prompts, 12);
+      const batch = await engine.generate(prompts, { maxNewTokens: 12 });
       for (let i = 0; i < prompts.length; i++) {
-        const [alone] = await engine.generate([prompts[i]!], 12);
+        const [alone] = await engine.generate([prompts[i]!], { maxNewTokens: 12 });
         expect(batch[i]!.outputIds).toEqual(alone!.outputIds);
         expect(batch[i]!.promptTokens).toBe(prompts[i]!.length);
         expect(batch[i]!.outputTokens).toBe(alone!.outputIds.length);
       }
-      const again = await engine.generate(prompts, 12);
+      const again = await engine.generate(prompts, { maxNewTokens: 12 });
       expect(again.map((r) => r.outputIds)).toEqual(batch.map((r) => r.outputIds));
+    });
+
+    it('streams each token as decoded and honours a per-sequence stop rule', async () => {
+      const prompts = [IDS.slice(0, 9), IDS.slice(0, 14)];
+      const streamed: number[][] = [[], []];
+      const full = await engine.generate(prompts, { maxNewTokens: 6, onToken: (i, token) => streamed[i]!.push(token) });
+      expect(streamed).toEqual(full.map((r) => r.outputIds));
+      const stopped = await engine.generate(prompts, { maxNewTokens: 6, stopWhen: (i, ids) => i === 0 && ids.length === 2 });
+      expect(stopped[0]!.outputIds).toEqual(full[0]!.outputIds.slice(0, 2));
+      expect(stopped[0]!.stopReason).toBe('stop_rule');
+      expect(stopped[1]!.outputIds).toEqual(full[1]!.outputIds);
     });
 
     it('agrees across weight bindings: inputs, initializers, and a mix', async () => {
@@ -88,7 +99,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const base = await engine.logits(IDS);
       for (const other of [initializers, mixed]) {
         expect(relativeError(await other.logits(IDS), base)).toBeLessThan(1e-5);
-        expect((await other.generate([IDS.slice(0, 9)], 8))[0]!.outputIds).toEqual((await engine.generate([IDS.slice(0, 9)], 8))[0]!.outputIds);
+        expect((await other.generate([IDS.slice(0, 9)], { maxNewTokens: 8 }))[0]!.outputIds).toEqual((await engine.generate([IDS.slice(0, 9)], { maxNewTokens: 8 }))[0]!.outputIds);
         await other.close();
       }
     });
@@ -100,7 +111,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const edited = pristine.map((v, i) => (i % 7 === 0 ? v + 0.5 : v));
       const source = { f32: (n: string) => (n === name ? edited : checkpoint.readF32(n)) };
       const before = await engine.logits(IDS);
-      const after = await engine.logits(IDS, 64, source);
+      const after = await engine.logits(IDS, { weights: source });
       expect(relativeError(after, before)).toBeGreaterThan(1e-3);
       expect(relativeError(await engine.logits(IDS), before)).toBe(0);
     });
@@ -136,10 +147,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     });
 
     it('refuses bad requests clearly', async () => {
-      await expect(engine.generate([], 4)).rejects.toThrow(/1…8 prompts/);
-      await expect(engine.generate(Array.from({ length: 9 }, () => [2]), 4)).rejects.toThrow(/1…8 prompts, got 9/);
-      await expect(engine.generate([[2, checkpoint.config.vocab_size]], 4)).rejects.toThrow(/token id \d+ is outside the vocabulary/);
-      await expect(engine.generate([[2, 3]], 0)).rejects.toThrow(/maxNewTokens must be a positive integer/);
+      await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
+      await expect(engine.generate(Array.from({ length: 9 }, () => [2]), { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts, got 9/);
+      await expect(engine.generate([[2, checkpoint.config.vocab_size]], { maxNewTokens: 4 })).rejects.toThrow(/token id \d+ is outside the vocabulary/);
+      await expect(engine.generate([[2, 3]], { maxNewTokens: 0 })).rejects.toThrow(/maxNewTokens must be a positive integer/);
       await expect(engine.inspect([{ ids: IDS, start: 5, end: 5 }], { layers: [0], topK: 3 })).rejects.toThrow(/not a non-empty range/);
       await expect(engine.inspect([{ ids: IDS, start: 0, end: 2 }], { layers: [99], topK: 3 })).rejects.toThrow(/layer 99 is outside/);
     });
