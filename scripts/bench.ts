@@ -2,6 +2,7 @@
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
+  'mmlu-pro': () => import('./bench/mmlu-pro.ts'),
 };
 
 export async function main(argv: string[]): Promise<void> {

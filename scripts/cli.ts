@@ -8,6 +8,7 @@ const commands: Record<string, Command> = {
   logits: { summary: 'write float32 logits of every position as .npy', load: () => import('./logits.ts') },
   generate: { summary: 'greedy chat generation from a checkpoint folder', load: () => import('./generate.ts') },
   bench: { summary: 'benchmarks: engine | weights | service | mmlu-pro', load: () => import('./bench.ts') },
+  'mmlu-pro': { summary: 'MMLU-Pro against an OpenAI-compatible server; `compare A B` for two result folders', load: () => import('./mmlu-pro.ts') },
   'editor-proxy': { summary: 'transport proxy between the harness and the editor API', load: () => import('./editor-proxy.ts') },
 };
 

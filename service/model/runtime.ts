@@ -6,6 +6,7 @@ import * as ort from 'onnxruntime-node';
 import type { Checkpoint } from './checkpoint.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { buildGemma3Graph, FLOAT_MIN, type WeightBinding } from './gemma3-graph.ts';
+import { embedTokensName } from '../weights/names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 
 export type Device = 'cpu' | 'cuda';
@@ -22,6 +23,8 @@ export type EngineOptions = {
   source?: WeightSource;
   device?: Device;
   threads?: number;
+  /** Write onnxruntime's per-node profile (JSON) with this file prefix: for benchmarks. */
+  profilePrefix?: string;
 };
 
 export type GenerateResult = {
@@ -74,7 +77,11 @@ export class Gemma3Engine {
     private readonly options: EngineOptions,
   ) {
     const all = [...checkpoint.tensors.keys()].filter((n) => n.startsWith(config.tensor_prefix));
-    this.inputNames = options.weights === 'inputs' ? new Set(all) : options.weights === 'initializers' ? new Set() : options.weights;
+    const requested = options.weights === 'inputs' ? new Set(all) : options.weights === 'initializers' ? new Set<string>() : options.weights;
+    // The embedding is always fed from JS: onnxruntime does not constant-fold the BF16→float32 Cast of a tensor this
+    // large (1.2 GB at 1B), so as an initializer it would be cast again on every run; as an input it costs nothing,
+    // since the tied head reads it at M = 1 and the Gather reads a few rows.
+    this.inputNames = new Set([...requested, embedTokensName(config.tensor_prefix)]);
     this.allInputs = all.every((name) => this.inputNames.has(name));
     this.source = options.source ?? cachedCheckpointSource(checkpoint);
   }
@@ -298,6 +305,7 @@ export class Gemma3Engine {
       executionProviders: [this.options.device === 'cuda' ? 'cuda' : 'cpu'],
       graphOptimizationLevel: 'all',
       ...(this.options.threads ? { intraOpNumThreads: this.options.threads } : {}),
+      ...(this.options.profilePrefix ? { enableProfiling: true, profileFilePrefix: this.options.profilePrefix } : {}),
     };
     if (!this.allInputs) {
       // External initializers resolve against the checkpoint folder (ORT refuses paths that leave it).
