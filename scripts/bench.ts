@@ -3,6 +3,8 @@
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
   'mmlu-pro': () => import('./bench/mmlu-pro.ts'),
+  service: () => import('./bench/service.ts'),
+  weights: () => import('./bench/weights.ts'),
 };
 
 export async function main(argv: string[]): Promise<void> {

@@ -7,7 +7,9 @@ const commands: Record<string, Command> = {
   'make-tiny-checkpoint': { summary: 'write a seeded random Gemma 3 checkpoint folder', load: () => import('./make-tiny-checkpoint.ts') },
   logits: { summary: 'write float32 logits of every position as .npy', load: () => import('./logits.ts') },
   generate: { summary: 'greedy chat generation from a checkpoint folder', load: () => import('./generate.ts') },
+  service: { summary: 'start the service (Fastify): episodes, tools, budgets, OpenAI-compatible endpoints', load: () => import('./service.ts') },
   bench: { summary: 'benchmarks: engine | weights | service | mmlu-pro', load: () => import('./bench.ts') },
+  'export-patched': { summary: 'write a patched checkpoint folder (and --peft a LoRA adapter) from a patch', load: () => import('./export-patched.ts') },
   'mmlu-pro': { summary: 'MMLU-Pro against an OpenAI-compatible server; `compare A B` for two result folders', load: () => import('./mmlu-pro.ts') },
   'editor-proxy': { summary: 'transport proxy between the harness and the editor API', load: () => import('./editor-proxy.ts') },
 };

@@ -1,0 +1,72 @@
+// The service as a Fastify app factory (tests use app.inject(); server.ts listens). It owns the target, the
+// episodes and their budgets; routes are plugins in routes/.
+import { STATUS_CODES } from 'node:http';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Authenticator, type Tokens } from './auth.ts';
+import { EpisodeRegistry } from './episodes.ts';
+import { IwiError, isIwiError } from './errors.ts';
+import { episodeRoutes, requestEpisodes } from './routes/episodes.ts';
+import { openaiRoutes } from './routes/openai.ts';
+import type { Target } from './target.ts';
+import { PACKAGE_VERSION } from './weights/patch.ts';
+
+export type AppOptions = {
+  target: Target;
+  outputDir: string;
+  tokens: Tokens;
+  logger?: FastifyServerOptions['logger'];
+  /** Largest request body; inline operands of 65,536 numbers fit well within it. */
+  bodyLimit?: number;
+};
+
+export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024; // 8 MiB
+
+export async function buildApp(options: AppOptions): Promise<{ app: FastifyInstance; registry: EpisodeRegistry }> {
+  const auth = new Authenticator(options.tokens);
+  const registry = new EpisodeRegistry(options.target, options.outputDir);
+  const restored = registry.restore();
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // Unknown fields are errors, never silently dropped; no type coercion: what the editor sends is what is checked.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
+  });
+  if (restored > 0) app.log.info({ restored }, 'episodes restored from the output folder');
+
+  // One error shape for every non-OpenAI route: {statusCode, code, error, message}, plus the budget on episode routes.
+  app.setErrorHandler((error: FastifyError | IwiError, request, reply) => {
+    let iwi: IwiError;
+    if (isIwiError(error)) iwi = error;
+    else if (error.validation) iwi = new IwiError('REQUEST_INVALID', describeValidation(error));
+    else if (error.statusCode && error.statusCode < 500) {
+      reply.code(error.statusCode).send({ statusCode: error.statusCode, code: error.code ?? 'REQUEST_INVALID', error: STATUS_CODES[error.statusCode] ?? 'Error', message: error.message });
+      return;
+    } else {
+      request.log.error(error);
+      reply.code(500).send({ statusCode: 500, code: 'INTERNAL', error: 'Internal Server Error', message: error.message });
+      return;
+    }
+    const episode = requestEpisodes.get(request);
+    reply.code(iwi.statusCode).send({ ...iwi.toReply(), ...(episode ? { budget: episode.ledger.state() } : {}) });
+  });
+
+  app.get('/health', async () => ({
+    status: 'ok',
+    model: options.target.modelId,
+    revision: options.target.checkpoint.revision,
+    package_version: PACKAGE_VERSION,
+    episodes: registry.list().length,
+    queue: options.target.queue.pending,
+  }));
+  await app.register(episodeRoutes, { target: options.target, registry, auth });
+  await app.register(openaiRoutes, { prefix: '/v1', target: options.target, registry, auth });
+  return { app, registry };
+}
+
+/** ajv's first error, with the field it concerns: `body/sequences/0 must NOT have additional properties ("prompts")`. */
+function describeValidation(error: FastifyError): string {
+  const first = error.validation![0]!;
+  const params = first.params as Record<string, unknown>;
+  const detail = params.additionalProperty ?? params.missingProperty ?? params.allowedValues ?? params.limit;
+  return `${error.validationContext ?? 'request'}${first.instancePath} ${first.message}${detail !== undefined ? ` (${JSON.stringify(detail)})` : ''}`;
+}

@@ -1,0 +1,36 @@
+// run_target: greedy generation on the episode's weights (and, with compare_base, on the pristine weights too).
+import type { Charge } from '../budgets.ts';
+import type { GenerateResult } from '../model/runtime.ts';
+import type { SequenceInput, Target } from '../target.ts';
+import { checkSequence, type ToolContext } from './context.ts';
+
+export type RunTargetArgs = { sequences: Partial<SequenceInput>[]; max_new_tokens?: number; compare_base?: boolean };
+
+export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs) {
+  const maxNewTokens = args.max_new_tokens ?? 64;
+  const compare = args.compare_base ?? false;
+  const prompts = args.sequences.map((s) => target.promptIds(checkSequence(s)));
+  const passes = compare ? 2 : 1;
+  const charge: Charge = {
+    tool: 'run_target',
+    sequences: prompts.length,
+    evaluations: prompts.length * passes,
+    maxNewTokens,
+    forwardTokens: passes * prompts.reduce((sum, p) => sum + p.length + maxNewTokens, 0),
+  };
+  context.ledger.check(charge);
+  const edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights });
+  const base = compare ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine }) : undefined;
+  const evaluated = [...edited, ...(base ?? [])].reduce((sum, r) => sum + r.promptTokens + r.outputTokens, 0);
+  context.ledger.charge(charge, evaluated);
+  const view = (r: GenerateResult) => ({
+    text: target.tokenizer.decode(r.outputIds),
+    prompt_tokens: r.promptTokens,
+    output_tokens: r.outputTokens,
+    stop_reason: r.stopReason,
+  });
+  return {
+    outputs: edited.map((r, i) => ({ ...view(r), ...(base ? { base: view(base[i]!) } : {}) })),
+    forward_tokens: evaluated,
+  };
+}

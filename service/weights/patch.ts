@@ -1,0 +1,362 @@
+// The submitted artefact: a patch folder `iwibench-patch/1` with
+//   patch.json         format, base {model_id, revision}, base_sha256 and result_sha256 of every touched tensor,
+//                      the ordered ops (array operands as {"array": key}), stats, created_by
+//   patch.safetensors  the array operands, F32, keyed `op<i>.<field>` (op3.u, op3.v, op0.values)
+// Operands are stored as F32 because that is what the live store computed with: inline numbers become float32
+// when parsed and handles are float32 (inspection vectors are not BF16 values), and storing them as BF16 would change
+// the result of low_rank_add. A tensor's SHA-256 is over its BF16 bytes, little-endian, in row-major order — the
+// bytes a safetensors file stores.
+//
+// applyPatch replays the ops with the live store's own code (ops.ts through an Episode) on the pristine
+// checkpoint, after checking the base, and refuses the patch unless every recorded digest and stat is reproduced
+// bit for bit.
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv } from 'ajv';
+import type { Checkpoint } from '../model/checkpoint.ts';
+import { bf16ToF32 } from '../model/bf16.ts';
+import type { WeightSource } from '../model/runtime.ts';
+import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
+import { IwiError } from '../errors.ts';
+import { checkFinite, parseWriteOp, type ArrayOperand, type WriteOp } from './ops.ts';
+import { bf16BitsOf } from './rounding.ts';
+import { WeightStore, type Episode } from './store.ts';
+
+export const PATCH_FORMAT = 'iwibench-patch/1';
+export const PATCH_JSON = 'patch.json';
+export const PATCH_ARRAYS = 'patch.safetensors';
+
+export type TensorStats = { changed: number; delta_frobenius: number; relative_delta: number | null };
+
+export type PatchJson = {
+  format: typeof PATCH_FORMAT;
+  base: { model_id: string; revision: string };
+  base_sha256: Record<string, string>;
+  ops: Record<string, unknown>[];
+  result_sha256: Record<string, string>;
+  stats: { changed_parameters: number; tensors: Record<string, TensorStats> };
+  created_by: { package: string; package_version: string } & Record<string, unknown>;
+};
+
+export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writing
+
+/**
+ * Write an episode's ops as a patch folder, atomically (a temp folder renamed into place). Refuses an existing
+ * folder unless `overwrite`. Returns the patch and its digest (the id in `<model>+patch:<sha256>`).
+ */
+export function writeEpisodePatch(
+  episode: Episode,
+  dir: string,
+  options: { createdBy?: Record<string, unknown>; overwrite?: boolean } = {},
+): { dir: string; digest: string; patch: PatchJson } {
+  const target = path.resolve(dir);
+  if (existsSync(target) && !options.overwrite) throw new IwiError('PATCH_EXISTS', `patch folder ${target} already exists`);
+  const { checkpoint } = episode.store;
+  const touched = episode.touchedTensors();
+  const arrays: TensorToWrite[] = [];
+  const patch: PatchJson = {
+    format: PATCH_FORMAT,
+    base: { model_id: checkpoint.modelId, revision: checkpoint.revision },
+    base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineValues(name))])),
+    ops: episode.ops.map((op, i) => opToJson(op, i, arrays)),
+    result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.values(name))])),
+    stats: tensorStats(touched, (name) => episode.store.pristineValues(name), (name) => episode.values(name)),
+    created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION },
+  };
+
+  mkdirSync(path.dirname(target), { recursive: true });
+  const temp = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
+  mkdirSync(temp);
+  try {
+    writeSafetensors(path.join(temp, PATCH_ARRAYS), arrays, { format: PATCH_FORMAT });
+    writeDurably(path.join(temp, PATCH_JSON), JSON.stringify(patch, null, 2) + '\n');
+    if (existsSync(target)) rmSync(target, { recursive: true }); // only reached with overwrite
+    renameSync(temp, target);
+  } catch (error) {
+    rmSync(temp, { recursive: true, force: true });
+    throw error;
+  }
+  return { dir: target, digest: patchDigest(target), patch };
+}
+
+/** The array operands of an op move to patch.safetensors; the op keeps {"array": key}. */
+function opToJson(op: WriteOp, index: number, arrays: TensorToWrite[]): Record<string, unknown> {
+  const ref = (field: string, operand: ArrayOperand) => {
+    const name = `op${index}.${field}`;
+    arrays.push({ name, dtype: 'F32', shape: operand.shape, data: operand.data });
+    return { array: name };
+  };
+  const head = { op: op.op, tensor: op.tensor, slice: op.slice };
+  switch (op.op) {
+    case 'replace':
+      return { ...head, values: ref('values', op.values) };
+    case 'fill':
+      return { ...head, value: op.value };
+    case 'scale':
+      return { ...head, factor: op.factor };
+    case 'copy':
+      return { ...head, source: op.source };
+    case 'low_rank_add':
+      return { ...head, alpha: op.alpha, u: ref('u', op.u), v: ref('v', op.v) };
+  }
+}
+
+/** Net change of each touched tensor against pristine: changed BF16 elements, ‖ΔW‖_F and ‖ΔW‖_F / ‖W‖_F. */
+function tensorStats(touched: string[], pristine: (name: string) => Float32Array, result: (name: string) => Float32Array): PatchJson['stats'] {
+  const tensors: Record<string, TensorStats> = {};
+  let changedParameters = 0;
+  for (const name of touched) {
+    const before = pristine(name);
+    const after = result(name);
+    const beforeBits = new Uint32Array(before.buffer, before.byteOffset, before.length);
+    const afterBits = new Uint32Array(after.buffer, after.byteOffset, after.length);
+    let changed = 0, deltaSquares = 0, baseSquares = 0;
+    for (let i = 0; i < before.length; i++) {
+      baseSquares += before[i]! * before[i]!;
+      if (beforeBits[i] === afterBits[i]) continue;
+      changed++;
+      deltaSquares += (after[i]! - before[i]!) ** 2;
+    }
+    const delta = Math.sqrt(deltaSquares);
+    tensors[name] = { changed, delta_frobenius: delta, relative_delta: baseSquares > 0 ? delta / Math.sqrt(baseSquares) : null };
+    changedParameters += changed;
+  }
+  return { changed_parameters: changedParameters, tensors };
+}
+
+function writeDurably(file: string, text: string): void {
+  const fd = openSync(file, 'w');
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Digests
+
+/** SHA-256 (hex) of the BF16 bytes of a float32 array holding BF16 values. */
+export function bf16Sha256(values: Float32Array): string {
+  const hash = createHash('sha256');
+  const chunk = new Uint16Array(1 << 20);
+  for (let start = 0; start < values.length; start += chunk.length) {
+    const n = Math.min(chunk.length, values.length - start);
+    bf16BitsOf(values.subarray(start, start + n), chunk);
+    hash.update(new Uint8Array(chunk.buffer, 0, n * 2));
+  }
+  return hash.digest('hex');
+}
+
+/**
+ * The patch's id: SHA-256 over the 8-byte little-endian length of patch.json, patch.json, then patch.safetensors
+ * (the length keeps the boundary between the two files unambiguous).
+ */
+export function patchDigest(dir: string): string {
+  const json = readPatchFile(dir, PATCH_JSON);
+  const arrays = readPatchFile(dir, PATCH_ARRAYS);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  return createHash('sha256').update(length).update(json).update(arrays).digest('hex');
+}
+
+function readPatchFile(dir: string, name: string): Buffer {
+  const file = path.join(dir, name);
+  if (!existsSync(file)) throw new IwiError('PATCH_INVALID', `patch folder ${dir} has no ${name}`);
+  return readFileSync(file);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading and applying
+
+export type LoadedPatch = { dir: string; json: PatchJson; arrays: Map<string, ArrayOperand> };
+
+const HEX64 = '^[0-9a-f]{64}$';
+const digestMap = { type: 'object', additionalProperties: { type: 'string', pattern: HEX64 } };
+const PATCH_SCHEMA = {
+  type: 'object',
+  required: ['format', 'base', 'base_sha256', 'ops', 'result_sha256', 'stats', 'created_by'],
+  additionalProperties: false,
+  properties: {
+    format: { const: PATCH_FORMAT },
+    base: { type: 'object', required: ['model_id', 'revision'], additionalProperties: false, properties: { model_id: { type: 'string' }, revision: { type: 'string' } } },
+    base_sha256: digestMap,
+    ops: { type: 'array', items: { type: 'object', required: ['op', 'tensor'] } },
+    result_sha256: digestMap,
+    stats: {
+      type: 'object',
+      required: ['changed_parameters', 'tensors'],
+      additionalProperties: false,
+      properties: {
+        changed_parameters: { type: 'integer', minimum: 0 },
+        tensors: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            required: ['changed', 'delta_frobenius', 'relative_delta'],
+            additionalProperties: false,
+            properties: { changed: { type: 'integer', minimum: 0 }, delta_frobenius: { type: 'number', minimum: 0 }, relative_delta: { type: ['number', 'null'] } },
+          },
+        },
+      },
+    },
+    created_by: { type: 'object', required: ['package', 'package_version'] },
+  },
+};
+const validatePatchJson = new Ajv({ allErrors: true }).compile(PATCH_SCHEMA);
+
+/** Read and structurally check a patch folder (format, schema, arrays); nothing about the checkpoint yet. */
+export function loadPatch(dir: string): LoadedPatch {
+  let json: unknown;
+  try {
+    json = JSON.parse(readPatchFile(dir, PATCH_JSON).toString('utf8'));
+  } catch (error) {
+    if (error instanceof IwiError) throw error;
+    throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} is not valid JSON: ${(error as Error).message}`);
+  }
+  const format = (json as { format?: unknown } | null)?.format;
+  if (format !== PATCH_FORMAT) {
+    throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} has format ${JSON.stringify(format)}; this build reads "${PATCH_FORMAT}" only`);
+  }
+  if (!validatePatchJson(json)) {
+    const problems = (validatePatchJson.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
+    throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} does not match ${PATCH_FORMAT}: ${problems.join('; ')}`);
+  }
+  const patch = json as PatchJson;
+
+  if (!existsSync(path.join(dir, PATCH_ARRAYS))) throw new IwiError('PATCH_INVALID', `patch folder ${dir} has no ${PATCH_ARRAYS}`);
+  let file: SafetensorsFile;
+  try {
+    file = SafetensorsFile.open(path.join(dir, PATCH_ARRAYS));
+  } catch (error) {
+    throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} is unreadable (truncated or edited?): ${(error as Error).message}`);
+  }
+  const arrays = new Map<string, ArrayOperand>();
+  try {
+    const referenced = new Set<string>();
+    patch.ops.forEach((op) => {
+      for (const value of Object.values(op)) {
+        const key = (value as { array?: unknown } | null)?.array;
+        if (typeof key === 'string') referenced.add(key);
+      }
+    });
+    for (const [name, info] of file.tensors) {
+      if (!referenced.has(name)) throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} holds array "${name}", which no op refers to`);
+      if (info.dtype !== 'F32') throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} array "${name}" is ${info.dtype}; operands are F32`);
+      const bytes = file.readBytes(name);
+      arrays.set(name, checkPatchFinite({ shape: [...info.shape], data: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4) }, name));
+    }
+  } finally {
+    file.close();
+  }
+  return { dir, json: patch, arrays };
+}
+
+function checkPatchFinite(operand: ArrayOperand, name: string): ArrayOperand {
+  try {
+    return checkFinite(operand, `${PATCH_ARRAYS} array "${name}"`);
+  } catch (error) {
+    throw new IwiError('PATCH_INVALID', (error as Error).message);
+  }
+}
+
+/**
+ * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (float32 holding BF16
+ * values) and the loaded patch; throws PATCH_INVALID, PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
+ */
+export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: LoadedPatch; tensors: Map<string, Float32Array>; ops: WriteOp[] } {
+  const patch = loadPatch(dir);
+  const { json } = patch;
+  if (json.base.model_id !== checkpoint.modelId || json.base.revision !== checkpoint.revision) {
+    throw new IwiError(
+      'PATCH_BASE_MISMATCH',
+      `patch was made for ${json.base.model_id}@${json.base.revision}, the checkpoint is ${checkpoint.modelId}@${checkpoint.revision}`,
+    );
+  }
+  const store = new WeightStore(checkpoint);
+  const ops = json.ops.map((request, i) => {
+    const resolve = (ref: unknown, what: string): ArrayOperand => {
+      const key = (ref as { array?: unknown } | null)?.array;
+      const operand = typeof key === 'string' ? patch.arrays.get(key) : undefined;
+      if (!operand) throw new IwiError('PATCH_INVALID', `${what} must be {"array": key} naming an array in ${PATCH_ARRAYS}, got ${JSON.stringify(ref)}`);
+      return operand;
+    };
+    return asPatchError(i, () => parseWriteOp(request, store.manifest, resolve));
+  });
+
+  const touched = [...new Set(ops.map((op) => op.tensor))];
+  for (const [field, recorded] of [['base_sha256', json.base_sha256], ['result_sha256', json.result_sha256], ['stats.tensors', json.stats.tensors]] as const) {
+    const keys = Object.keys(recorded).sort();
+    if (keys.join('\n') !== [...touched].sort().join('\n')) {
+      throw new IwiError('PATCH_INVALID', `patch.json ${field} lists ${JSON.stringify(keys)}, but the ops touch ${JSON.stringify([...touched].sort())}`);
+    }
+  }
+  for (const name of touched) {
+    const digest = createHash('sha256').update(checkpoint.readBytes(name)).digest('hex');
+    if (digest !== json.base_sha256[name]) {
+      throw new IwiError('PATCH_BASE_MISMATCH', `base tensor "${name}" has SHA-256 ${digest}, the patch expects ${json.base_sha256[name]}: the checkpoint's weights differ from the patch's base`);
+    }
+  }
+
+  const episode = store.createEpisode('patch-replay');
+  ops.forEach((op, i) => asPatchError(i, () => episode.apply(op)));
+  const tensors = new Map(touched.map((name) => [name, episode.values(name)]));
+  for (const [name, values] of tensors) {
+    const digest = bf16Sha256(values);
+    if (digest !== json.result_sha256[name]) {
+      throw new IwiError(
+        'PATCH_DIGEST_MISMATCH',
+        `replaying the patch gives "${name}" with SHA-256 ${digest}, the patch records ${json.result_sha256[name]}: its ops or operands were changed after it was written`,
+      );
+    }
+  }
+  const stats = tensorStats(touched, (name) => store.pristineValues(name), (name) => tensors.get(name)!);
+  for (const name of touched) {
+    const [got, want] = [stats.tensors[name]!, json.stats.tensors[name]!];
+    if (got.changed !== want.changed || got.delta_frobenius !== want.delta_frobenius || got.relative_delta !== want.relative_delta) {
+      throw new IwiError('PATCH_INVALID', `patch.json stats of "${name}" are ${JSON.stringify(want)}, replaying gives ${JSON.stringify(got)}`);
+    }
+  }
+  if (stats.changed_parameters !== json.stats.changed_parameters) {
+    throw new IwiError('PATCH_INVALID', `patch.json stats.changed_parameters is ${json.stats.changed_parameters}, replaying gives ${stats.changed_parameters}`);
+  }
+  return { patch, tensors, ops };
+}
+
+/** Apply a patch to the pristine checkpoint: the patched BF16 tensors (touched ones only), every digest verified. */
+export function applyPatch(checkpoint: Checkpoint, dir: string): Map<string, Uint16Array> {
+  const { tensors } = replayPatch(checkpoint, dir);
+  return new Map([...tensors].map(([name, values]) => [name, bf16BitsOf(values)]));
+}
+
+/** A WeightSource for an engine whose input-bound weights are exactly the patched tensors. */
+export function patchedSource(patched: ReadonlyMap<string, Uint16Array>): WeightSource {
+  const decoded = new Map<string, Float32Array>();
+  return {
+    f32(name) {
+      let values = decoded.get(name);
+      if (!values) {
+        const bits = patched.get(name);
+        if (!bits) throw new Error(`tensor "${name}" is not in the patch`);
+        values = bf16ToF32(bits);
+        decoded.set(name, values);
+      }
+      return values;
+    },
+  };
+}
+
+/** A refused op makes the whole patch invalid; the op's own code stays in the message. */
+function asPatchError<T>(index: number, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (!(error instanceof IwiError)) throw error;
+    throw new IwiError('PATCH_INVALID', `op ${index}: ${error.message}${error.code === 'PATCH_INVALID' ? '' : ` (${error.code})`}`);
+  }
+}

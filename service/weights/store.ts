@@ -1,0 +1,202 @@
+// The weight store: pristine weights shared by every episode, and per-episode overlays that hold only the tensors
+// an episode edited (copy on first write). Each tensor lives as one float32 array whose values are exactly BF16
+// (bf16ToF32 on load; every write rounds to BF16), which is both what the engine is fed and, through its top 16
+// bits, the BF16 tensor itself: no separate Uint16Array is kept (that would add half again to memory and to every
+// copy on write). Pristine text tensors are decoded from the checkpoint on first use and kept.
+//
+// `episode.source` is the engine's WeightSource for that episode: the engine reads the arrays at every run, so a
+// write is visible to the next run with no rebuild. Writes mutate the episode's own arrays in place, so a caller
+// must not write while a run of the same episode is in flight (the service's single queue guarantees it).
+import type { Checkpoint } from '../model/checkpoint.ts';
+import type { WeightSource } from '../model/runtime.ts';
+import { IwiError } from '../errors.ts';
+import { HandleStore, type HandleInfo } from './handles.ts';
+import { LIMITS } from './limits.ts';
+import { Manifest } from './manifest.ts';
+import { expectedTextTensors } from './names.ts';
+import { checkFinite, commitWrite, inlineOperand, parseWriteOp, planWrite, type ArrayOperand, type WriteOp } from './ops.ts';
+import { readWeights, type ReadResult } from './reads.ts';
+
+export type WriteOutcome = {
+  tensor: string;
+  /** Elements whose BF16 bits changed. */
+  changed: number;
+  /** ‖W_after − W_before‖_F of this op. */
+  deltaFrobenius: number;
+  /** Index of this op in the episode's log (0-based). */
+  opIndex: number;
+  opCount: number;
+};
+
+export class WeightStore {
+  readonly manifest: Manifest;
+  readonly handles: HandleStore;
+  /** Unedited weights, for runs outside any episode. */
+  readonly pristineSource: WeightSource;
+  private readonly pristine = new Map<string, Float32Array>();
+  private readonly textTensors: ReadonlySet<string>;
+  private readonly episodes = new Map<string, Episode>();
+
+  constructor(
+    readonly checkpoint: Checkpoint,
+    options: { handleCount?: number; handleBytes?: number } = {},
+  ) {
+    this.manifest = Manifest.fromCheckpoint(checkpoint);
+    this.handles = new HandleStore({ handleCount: options.handleCount ?? LIMITS.handleCount, handleBytes: options.handleBytes ?? LIMITS.handleBytes });
+    this.textTensors = new Set(expectedTextTensors(checkpoint.config).keys());
+    this.pristineSource = { f32: (name) => this.pristineValues(name) };
+  }
+
+  /**
+   * Pristine float32 values of a tensor (canonical name). Text tensors are decoded once and kept; others (vision)
+   * are decoded on each call, since only rare reads need them. Never write into the result.
+   */
+  pristineValues(name: string): Float32Array {
+    const cached = this.pristine.get(name);
+    if (cached) return cached;
+    const canonical = this.manifest.resolve(name).name;
+    let values = this.pristine.get(canonical);
+    if (!values) {
+      values = this.checkpoint.readF32(canonical);
+      if (this.textTensors.has(canonical)) this.pristine.set(canonical, values);
+    }
+    return values;
+  }
+
+  /** Decode every text tensor now (service start-up), so the first run does not pay for it. */
+  preload(): void {
+    for (const name of this.textTensors) this.pristineValues(name);
+  }
+
+  createEpisode(id: string): Episode {
+    if (this.episodes.has(id)) throw new Error(`episode "${id}" already exists in the weight store`);
+    const episode = new Episode(id, this);
+    this.episodes.set(id, episode);
+    return episode;
+  }
+
+  episode(id: string): Episode {
+    const episode = this.episodes.get(id);
+    if (!episode) throw new IwiError('EPISODE_NOT_FOUND', `no episode "${id}" in the weight store`);
+    return episode;
+  }
+
+  /** End an episode: its overlay and handles are freed. */
+  dropEpisode(id: string): void {
+    this.episodes.delete(id);
+    this.handles.dropEpisode(id);
+  }
+
+  source(episodeId: string): WeightSource {
+    return this.episode(episodeId).source;
+  }
+
+  /** Bytes held: decoded pristine tensors, and each episode's overlay. */
+  memory(): { pristineBytes: number; overlayBytes: Record<string, number> } {
+    let pristineBytes = 0;
+    for (const values of this.pristine.values()) pristineBytes += values.byteLength;
+    const overlayBytes: Record<string, number> = {};
+    for (const [id, episode] of this.episodes) overlayBytes[id] = episode.overlayBytes();
+    return { pristineBytes, overlayBytes };
+  }
+}
+
+export class Episode {
+  /** The engine's view of this episode's weights: edited tensors from the overlay, the rest pristine. */
+  readonly source: WeightSource;
+  private readonly overlay = new Map<string, Float32Array>();
+  private log: WriteOp[] = [];
+
+  constructor(
+    readonly id: string,
+    readonly store: WeightStore,
+  ) {
+    this.source = { f32: (name) => this.overlay.get(name) ?? store.pristineValues(name) };
+  }
+
+  get manifest(): Manifest {
+    return this.store.manifest;
+  }
+
+  /** The ops applied so far, in order (the patch's op list). */
+  get ops(): readonly WriteOp[] {
+    return this.log;
+  }
+
+  get opCount(): number {
+    return this.log.length;
+  }
+
+  /** Current float32 values of a tensor (canonical name). Never write into the result. */
+  values(name: string): Float32Array {
+    return this.overlay.get(name) ?? this.store.pristineValues(name);
+  }
+
+  /** read_weights: metadata, slice or summary (see reads.ts). */
+  read(request: unknown): ReadResult {
+    return readWeights(this, request);
+  }
+
+  /** write_weights: validate everything, then apply. A refused op throws an IwiError and changes nothing. */
+  write(request: unknown): WriteOutcome {
+    return this.apply(parseWriteOp(request, this.manifest, (ref, what) => this.operand(ref, what)));
+  }
+
+  /** Apply a parsed op (also how revert and patch replay run ops). */
+  apply(op: WriteOp): WriteOutcome {
+    const plan = planWrite(op, this.manifest, (name) => this.values(name));
+    const result = commitWrite(plan, this.own(op.tensor));
+    this.log.push(op);
+    return { ...result, opIndex: this.log.length - 1, opCount: this.log.length };
+  }
+
+  /** Back to pristine weights (toOpCount = 0) or to the state after the first `toOpCount` ops. */
+  revert(toOpCount = 0): { opCount: number } {
+    if (!Number.isSafeInteger(toOpCount) || toOpCount < 0 || toOpCount > this.log.length) {
+      throw new IwiError('REVERT_OUT_OF_RANGE', `cannot revert episode "${this.id}" to op count ${JSON.stringify(toOpCount)}: it has ${this.log.length} ops (valid: 0…${this.log.length})`);
+    }
+    const keep = this.log.slice(0, toOpCount);
+    this.overlay.clear();
+    this.log = [];
+    for (const op of keep) this.apply(op); // ops replay deterministically from pristine, so none can fail here
+    return { opCount: this.log.length };
+  }
+
+  /** Tensors named by an op in the log, in manifest order (a patch's touched tensors). */
+  touchedTensors(): string[] {
+    const named = new Set(this.log.map((op) => op.tensor));
+    return this.manifest.rows.filter((row) => named.has(row.name)).map((row) => row.name);
+  }
+
+  overlayBytes(): number {
+    let bytes = 0;
+    for (const values of this.overlay.values()) bytes += values.byteLength;
+    return bytes;
+  }
+
+  /** Keep a float32 array (taken over, never written again) as an array handle of this episode (handles.ts). */
+  createHandle(data: Float32Array, shape: number[], origin: string): HandleInfo {
+    return this.store.handles.create(this.id, data, shape, origin);
+  }
+
+  /** The episode's own copy of a tensor, made on first write. */
+  private own(name: string): Float32Array {
+    let values = this.overlay.get(name);
+    if (!values) {
+      values = this.store.pristineValues(name).slice();
+      this.overlay.set(name, values);
+    }
+    return values;
+  }
+
+  /** A write operand: inline nested numbers, or `{handle: "h12"}`. */
+  private operand(ref: unknown, what: string): ArrayOperand {
+    if (typeof ref === 'object' && ref !== null && !Array.isArray(ref)) {
+      const keys = Object.keys(ref);
+      if (keys.length !== 1 || keys[0] !== 'handle') throw new IwiError('OP_INVALID', `${what} must be nested lists of numbers or {"handle": id}, got an object with ${keys.join(', ') || 'no fields'}`);
+      const handle = this.store.handles.get(this.id, (ref as { handle: unknown }).handle);
+      return checkFinite({ shape: handle.shape, data: handle.data }, `${what} (handle ${handle.id})`);
+    }
+    return inlineOperand(ref, what);
+  }
+}

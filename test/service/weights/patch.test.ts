@@ -1,0 +1,263 @@
+// Patches: record → write → apply in a fresh process → the same bytes, bit for bit; the patch format on disk; and
+// every refusal: wrong base (id, revision, weights), edited digests, stats or ops, truncated or edited payloads,
+// unknown ops and format versions.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Checkpoint } from '../../../service/model/checkpoint.ts';
+import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
+import { isIwiError } from '../../../service/errors.ts';
+import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson } from '../../../service/weights/patch.ts';
+import { bf16BitsOf } from '../../../service/weights/rounding.ts';
+import { WeightStore, type Episode } from '../../../service/weights/store.ts';
+import { tinyFixture, type TinyFixture } from './fixtures.ts';
+
+const P = 'language_model.model.';
+const DOWN = `${P}layers.2.mlp.down_proj.weight`; // [64, 192]
+const Q = `${P}layers.0.self_attn.q_proj.weight`; // [64, 64]
+const NORM = `${P}layers.4.post_feedforward_layernorm.weight`; // [64]
+const EMBED = `${P}embed_tokens.weight`;
+const CHILD = path.join(import.meta.dirname, 'apply-patch-child.ts');
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+
+let fixture: TinyFixture;
+let store: WeightStore;
+let episode: Episode;
+let work: string;
+let patchDir: string;
+let lightDir: string; // the refusal tests' patch: no embedding, so each replay is quick
+
+/** The ops of the round-trip episode: all five, strided and negative slices, a handle, the tied-head alias, a revert. */
+function record(e: Episode): void {
+  e.write({ op: 'scale', tensor: DOWN, slice: [[null, null, -3], [5, -5, 2]], factor: -1.75 });
+  const handle = e.read({ op: 'slice', tensor: Q, slice: [[0, 40]] }) as { handle: { id: string } };
+  e.write({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { handle: handle.handle.id } });
+  e.write({ op: 'fill', tensor: NORM, value: 0.3 });
+  e.revert(2); // the fill is dropped from the log and from the weights
+  e.write({ op: 'low_rank_add', tensor: DOWN, slice: [[3, 40, 3], [null, null, -7]], alpha: 0.125, u: Array.from({ length: 13 }, (_, i) => [i / 7, -1, 0.5]), v: Array.from({ length: 28 }, (_, j) => [1, j / 28, -j]) });
+  e.write({ op: 'copy', tensor: 'language_model.lm_head.weight', slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
+  e.write({ op: 'replace', tensor: NORM, slice: [[0, 3]], values: [1 + 2 ** -8, 2.5 * 2 ** -133, -7] });
+}
+
+beforeAll(() => {
+  fixture = tinyFixture('tiny-4b');
+  store = new WeightStore(fixture.checkpoint);
+  episode = store.createEpisode('patch-test');
+  record(episode);
+  work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-patch-'));
+  patchDir = writeEpisodePatch(episode, path.join(work, 'patch'), { createdBy: { episode: 'patch-test' } }).dir;
+  const light = store.createEpisode('light');
+  for (const op of episode.ops) if (op.tensor !== EMBED) light.apply(op);
+  lightDir = writeEpisodePatch(light, path.join(work, 'light')).dir;
+});
+afterAll(() => {
+  fixture.cleanup();
+  rmSync(work, { recursive: true, force: true });
+});
+
+let copies = 0;
+/** A copy of the patch folder to tamper with. */
+function copyPatch(edit?: (json: PatchJson) => void): string {
+  const dir = path.join(work, `copy-${copies++}`);
+  cpSync(lightDir, dir, { recursive: true });
+  if (edit) {
+    const json = JSON.parse(readFileSync(path.join(dir, 'patch.json'), 'utf8'));
+    edit(json);
+    writeFileSync(path.join(dir, 'patch.json'), JSON.stringify(json));
+  }
+  return dir;
+}
+
+function refusal(dir: string, checkpoint = fixture.checkpoint): { code?: string; message: string } {
+  try {
+    applyPatch(checkpoint, dir);
+  } catch (error) {
+    return { code: isIwiError(error) ? error.code : `not an IwiError: ${(error as Error).stack}`, message: (error as Error).message };
+  }
+  return { message: 'applied' };
+}
+
+describe('patch files', () => {
+  it('records base, ops with array references, digests, stats and provenance', () => {
+    const json = JSON.parse(readFileSync(path.join(patchDir, 'patch.json'), 'utf8')) as PatchJson;
+    const touched = [EMBED, Q, DOWN, NORM].sort();
+    expect(json.format).toBe(PATCH_FORMAT);
+    expect(json.base).toEqual({ model_id: 'iwibench/tiny-4b', revision: 'local' });
+    expect(Object.keys(json.base_sha256).sort()).toEqual(touched);
+    expect(json.base_sha256[Q]).toBe(bf16Sha256(store.pristineValues(Q)));
+    expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.values(Q)));
+    expect(json.ops.map((op) => op.op)).toEqual(['scale', 'replace', 'low_rank_add', 'copy', 'replace']);
+    expect(json.ops[1]).toEqual({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { array: 'op1.values' } });
+    expect(json.ops[3]).toEqual({ op: 'copy', tensor: EMBED, slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
+    expect(json.created_by).toMatchObject({ package: 'iwibench-ts', package_version: '0.1.0', episode: 'patch-test' });
+
+    const stats = json.stats.tensors[NORM]!;
+    expect(stats.changed).toBe(3);
+    const before = store.pristineValues(NORM);
+    const after = episode.values(NORM);
+    const delta = Math.hypot(...Array.from(after, (v, i) => v - before[i]!));
+    expect(stats.delta_frobenius).toBeCloseTo(delta, 12);
+    expect(stats.relative_delta).toBeCloseTo(delta / Math.hypot(...before), 12);
+    expect(json.stats.changed_parameters).toBe(Object.values(json.stats.tensors).reduce((a, t) => a + t.changed, 0));
+
+    const arrays = SafetensorsFile.open(path.join(patchDir, 'patch.safetensors'));
+    expect([...arrays.tensors.values()].map((t) => [t.name, t.dtype, t.shape])).toEqual([
+      ['op1.values', 'F32', [40, 64]],
+      ['op2.u', 'F32', [13, 3]],
+      ['op2.v', 'F32', [28, 3]],
+      ['op4.values', 'F32', [3]],
+    ]);
+    arrays.close();
+    expect(readdirSync(work).filter((f) => f.includes('.partial'))).toEqual([]);
+  });
+
+  it('applies in a fresh process to exactly the bytes of the live episode', () => {
+    const out = path.join(work, 'applied.safetensors');
+    execFileSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, patchDir, out], { cwd: ROOT, stdio: 'pipe' });
+    const applied = SafetensorsFile.open(out);
+    expect([...applied.tensors.keys()].sort()).toEqual([EMBED, Q, DOWN, NORM].sort());
+    for (const name of applied.tensors.keys()) {
+      const live = bf16BitsOf(episode.values(name));
+      expect(Buffer.from(applied.readBytes(name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), name).toBe(true);
+    }
+    applied.close();
+  });
+
+  it('is deterministic: the same ops give the same patch id; another op gives another', () => {
+    const again = store.createEpisode('again');
+    record(again);
+    const same = writeEpisodePatch(again, path.join(work, 'again'), { createdBy: { episode: 'patch-test' } });
+    expect(same.digest).toBe(patchDigest(patchDir));
+    again.write({ op: 'fill', tensor: NORM, slice: [63], value: 0 });
+    expect(writeEpisodePatch(again, path.join(work, 'more'), { createdBy: { episode: 'patch-test' } }).digest).not.toBe(same.digest);
+  });
+
+  it('refuses to overwrite a patch folder unless asked', () => {
+    let error: unknown;
+    try {
+      writeEpisodePatch(episode, patchDir);
+    } catch (e) {
+      error = e;
+    }
+    expect(isIwiError(error, 'PATCH_EXISTS')).toBe(true);
+    const dir = path.join(work, 'overwritten');
+    writeEpisodePatch(store.createEpisode('empty'), dir);
+    writeEpisodePatch(episode, dir, { overwrite: true, createdBy: { episode: 'patch-test' } });
+    expect(patchDigest(dir)).toBe(patchDigest(patchDir));
+  });
+
+  it('applies an empty patch to no tensors', () => {
+    const dir = writeEpisodePatch(store.createEpisode('noop'), path.join(work, 'noop')).dir;
+    expect(applyPatch(fixture.checkpoint, dir).size).toBe(0);
+  });
+});
+
+describe('refusals', () => {
+  it('a different base model, revision or base weights', () => {
+    expect(refusal(copyPatch((j) => (j.base.model_id = 'google/gemma-3-4b-it')))).toEqual({
+      code: 'PATCH_BASE_MISMATCH',
+      message: 'patch was made for google/gemma-3-4b-it@local, the checkpoint is iwibench/tiny-4b@local',
+    });
+    const pinned = Checkpoint.open({ modelDir: fixture.dir, revision: '093f9f388b31de276ce2de164bdc2081324b9767' });
+    expect(refusal(lightDir, pinned).code).toBe('PATCH_BASE_MISMATCH');
+    pinned.close();
+    // Same name and revision, one BF16 value of a touched tensor changed on disk.
+    const otherDir = path.join(work, 'other-weights');
+    cpSync(fixture.dir, otherDir, { recursive: true });
+    const shard = path.join(otherDir, path.basename(fixture.checkpoint.info(DOWN).file));
+    const bytes = readFileSync(shard);
+    bytes[fixture.checkpoint.info(DOWN).offset + 101]! ^= 0x01;
+    writeFileSync(shard, bytes);
+    const other = Checkpoint.open(otherDir);
+    try {
+      const r = refusal(lightDir, other);
+      expect(r.code).toBe('PATCH_BASE_MISMATCH');
+      expect(r.message).toMatch(new RegExp(`^base tensor "${DOWN}" has SHA-256 [0-9a-f]{64}, the patch expects [0-9a-f]{64}`));
+    } finally {
+      other.close();
+    }
+  });
+
+  it('an edited result digest, op or payload does not reproduce its digests', () => {
+    const r = refusal(copyPatch((j) => (j.result_sha256[NORM] = '0'.repeat(64))));
+    expect(r.code).toBe('PATCH_DIGEST_MISMATCH');
+    expect(r.message).toContain(`replaying the patch gives "${NORM}"`);
+    expect(refusal(copyPatch((j) => ((j.ops[0] as { factor: number }).factor = -1.5))).code).toBe('PATCH_DIGEST_MISMATCH');
+    // Flip the sign of the first float of op3.values (1 + 2^-8) in the payload.
+    const dir = copyPatch();
+    const file = path.join(dir, 'patch.safetensors');
+    const arrays = SafetensorsFile.open(file);
+    const offset = arrays.info('op3.values').offset;
+    arrays.close();
+    const bytes = readFileSync(file);
+    bytes[offset + 3]! ^= 0x80;
+    writeFileSync(file, bytes);
+    expect(refusal(dir).code).toBe('PATCH_DIGEST_MISMATCH');
+  });
+
+  it('a truncated, non-finite or unreferenced payload', () => {
+    const truncated = copyPatch();
+    const file = path.join(truncated, 'patch.safetensors');
+    truncateSync(file, statSync(file).size - 5);
+    const r = refusal(truncated);
+    expect(r.code).toBe('PATCH_INVALID');
+    expect(r.message).toContain('truncated');
+
+    const nan = copyPatch();
+    const arrays = SafetensorsFile.open(path.join(nan, 'patch.safetensors'));
+    const tensors = [...arrays.tensors.keys()].map((name) => {
+      const data = new Float32Array(Uint8Array.from(arrays.readBytes(name)).buffer);
+      if (name === 'op2.u') data[4] = NaN;
+      return { name, dtype: 'F32' as const, shape: arrays.info(name).shape, data };
+    });
+    arrays.close();
+    writeSafetensors(path.join(nan, 'patch.safetensors'), tensors);
+    expect(refusal(nan)).toEqual({ code: 'PATCH_INVALID', message: 'patch.safetensors array "op2.u": element [1,1] is NaN' });
+
+    const extra = copyPatch();
+    writeSafetensors(path.join(extra, 'patch.safetensors'), [...tensors.map((t) => (t.name === 'op2.u' ? { ...t, data: new Float32Array(t.data.length) } : t)), { name: 'stray', dtype: 'F32', shape: [1], data: new Float32Array(1) }]);
+    expect(refusal(extra).message).toContain('holds array "stray", which no op refers to');
+    rmSync(path.join(extra, 'patch.safetensors'));
+    expect(refusal(extra).message).toContain('has no patch.safetensors');
+  });
+
+  it('an unknown op, format version, or malformed patch.json', () => {
+    const unknownOp = refusal(copyPatch((j) => (j.ops[2]!.op = 'rotate')));
+    expect(unknownOp.code).toBe('PATCH_INVALID');
+    expect(unknownOp.message).toContain('op 2: unknown write op "rotate"');
+    expect(refusal(copyPatch((j) => ((j as { format: string }).format = 'iwibench-patch/2')))).toEqual({
+      code: 'PATCH_INVALID',
+      message: `${path.join(work, `copy-${copies - 1}`, 'patch.json')} has format "iwibench-patch/2"; this build reads "iwibench-patch/1" only`,
+    });
+    expect(refusal(copyPatch((j) => delete (j as Partial<PatchJson>).stats)).message).toContain("must have required property 'stats'");
+    expect(refusal(copyPatch((j) => j.ops.push({ op: 'replace', tensor: Q, values: { array: 'op9.values' } }))).message).toContain(
+      'op 4: replace on "language_model.model.layers.0.self_attn.q_proj.weight" [:]: values must be {"array": key} naming an array in patch.safetensors',
+    );
+    expect(refusal(copyPatch((j) => (j.ops[0]!.slice = [[0, 999]]))).message).toContain('op 0: slice [0,999] for dimension 0 (size 64) of "language_model.model.layers.2.mlp.down_proj.weight": stop 999 is outside -64…64');
+    expect(refusal(copyPatch((j) => (j.ops[0]!.tensor = 'vision_tower.vision_model.post_layernorm.weight'))).message).toContain('(WEIGHT_NOT_WRITABLE)');
+    const broken = copyPatch();
+    writeFileSync(path.join(broken, 'patch.json'), '{"format": "iwibench-patch/1", ');
+    expect(refusal(broken).message).toContain('is not valid JSON');
+    rmSync(path.join(broken, 'patch.json'));
+    expect(refusal(broken).message).toContain('has no patch.json');
+  });
+
+  it('digest lists or stats that do not match the ops', () => {
+    expect(refusal(copyPatch((j) => (j.base_sha256[`${P}norm.weight`] = '0'.repeat(64)))).message).toContain('patch.json base_sha256 lists');
+    expect(refusal(copyPatch((j) => delete j.result_sha256[Q])).message).toContain('patch.json result_sha256 lists');
+    const stats = refusal(copyPatch((j) => (j.stats.tensors[Q]!.changed += 1)));
+    expect(stats.code).toBe('PATCH_INVALID');
+    expect(stats.message).toContain(`patch.json stats of "${Q}"`);
+    expect(refusal(copyPatch((j) => (j.stats.changed_parameters += 1))).message).toContain('stats.changed_parameters');
+  });
+
+  it('refuses in a fresh process too, with the code on stdout', () => {
+    const dir = copyPatch((j) => (j.result_sha256[DOWN] = 'f'.repeat(64)));
+    const child = spawnSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, dir, path.join(work, 'never.safetensors')], { cwd: ROOT, encoding: 'utf8' });
+    expect(child.status).toBe(3);
+    expect(JSON.parse(child.stdout).code).toBe('PATCH_DIGEST_MISMATCH');
+    expect(existsSync(path.join(work, 'never.safetensors'))).toBe(false);
+  });
+});

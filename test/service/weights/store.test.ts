@@ -1,0 +1,130 @@
+// Overlays: episodes share the pristine arrays and copy a tensor only when they first write it; an edit is visible
+// to the next engine run through episode.source, never to the pristine source or another episode; revert replays
+// the log prefix; memory grows by the edited tensors only.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import { isIwiError } from '../../../service/errors.ts';
+import { bf16Sha256 } from '../../../service/weights/patch.ts';
+import { WeightStore } from '../../../service/weights/store.ts';
+import { tinyFixture, type TinyFixture } from './fixtures.ts';
+
+const UP = 'model.layers.3.mlp.up_proj.weight'; // [128, 64]
+const DOWN = 'model.layers.3.mlp.down_proj.weight'; // [64, 128]
+const EMBED = 'model.embed_tokens.weight';
+const IDS = [2, 105, 2364, 107, 3689, 563, 506, 5279, 236881];
+
+let fixture: TinyFixture;
+
+beforeAll(() => {
+  fixture = tinyFixture('tiny');
+});
+afterAll(() => fixture.cleanup());
+
+/** Bit-identical float arrays (vitest's deep equality is far too slow for millions of logits). */
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+function codeOf(run: () => unknown): string | undefined {
+  try {
+    run();
+  } catch (error) {
+    return isIwiError(error) ? error.code : String(error);
+  }
+  return undefined;
+}
+
+describe('WeightStore overlays', () => {
+  it('copies a tensor on first write only, and never touches the pristine array or another episode', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const pristine = store.pristineValues(UP);
+    const pristineDigest = bf16Sha256(pristine);
+    const a = store.createEpisode('a');
+    const b = store.createEpisode('b');
+    expect(a.source.f32(UP)).toBe(pristine); // shared until written
+
+    a.write({ op: 'fill', tensor: UP, slice: [0], value: 2 });
+    const own = a.source.f32(UP);
+    expect(own).not.toBe(pristine);
+    expect(own[0]).toBe(2);
+    a.write({ op: 'fill', tensor: UP, slice: [1], value: 3 });
+    expect(a.source.f32(UP)).toBe(own); // later writes go in place
+
+    expect(bf16Sha256(store.pristineSource.f32(UP))).toBe(pristineDigest);
+    expect(b.source.f32(UP)).toBe(pristine);
+    expect(store.source('a')).toBe(a.source);
+    expect(a.source.f32(DOWN)).toBe(store.pristineValues(DOWN)); // untouched: shared
+    expect(store.memory().overlayBytes).toEqual({ a: 128 * 64 * 4, b: 0 });
+  });
+
+  it('reverts to pristine or to an earlier op count by replaying the log', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const e = store.createEpisode('e');
+    const digests = [bf16Sha256(e.values(UP))];
+    e.write({ op: 'scale', tensor: UP, slice: [[0, 64]], factor: 1.5 });
+    digests.push(bf16Sha256(e.values(UP)));
+    e.write({ op: 'low_rank_add', tensor: UP, slice: [[10, 20], [null, null, -1]], alpha: 0.5, u: Array.from({ length: 10 }, (_, i) => [i / 10]), v: Array.from({ length: 64 }, () => [1]) });
+    digests.push(bf16Sha256(e.values(UP)));
+    e.write({ op: 'fill', tensor: DOWN, value: 0 });
+
+    expect(e.revert(2)).toEqual({ opCount: 2 });
+    expect(bf16Sha256(e.values(UP))).toBe(digests[2]);
+    expect(e.values(DOWN)).toBe(store.pristineValues(DOWN)); // the dropped op's tensor is no longer in the overlay
+    expect(e.touchedTensors()).toEqual([UP]);
+    e.revert(1);
+    expect(bf16Sha256(e.values(UP))).toBe(digests[1]);
+    expect(e.ops.map((op) => op.op)).toEqual(['scale']);
+    e.revert();
+    expect(e.opCount).toBe(0);
+    expect(e.values(UP)).toBe(store.pristineValues(UP));
+    expect(e.overlayBytes()).toBe(0);
+    expect(codeOf(() => e.revert(1))).toBe('REVERT_OUT_OF_RANGE');
+    expect(codeOf(() => e.revert(-1))).toBe('REVERT_OUT_OF_RANGE');
+    expect(codeOf(() => e.revert(0.5))).toBe('REVERT_OUT_OF_RANGE');
+  });
+
+  it('holds only edited tensors per episode: N episodes editing small slices cost N copies of those tensors', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    store.preload();
+    const model = store.memory().pristineBytes;
+    expect(model).toBe([...fixture.checkpoint.tensors.values()].reduce((a, t) => a + t.byteLength * 2, 0)); // all f32
+    for (let i = 0; i < 8; i++) store.createEpisode(`e${i}`).write({ op: 'fill', tensor: `model.layers.${i % 6}.mlp.down_proj.weight`, slice: [0, [0, 4]], value: 1 });
+    const overlays = Object.values(store.memory().overlayBytes);
+    expect(overlays).toEqual(Array(8).fill(64 * 128 * 4));
+    expect(store.memory().pristineBytes).toBe(model);
+    store.dropEpisode('e0');
+    expect(Object.keys(store.memory().overlayBytes)).toHaveLength(7);
+    expect(codeOf(() => store.episode('e0'))).toBe('EPISODE_NOT_FOUND');
+    expect(() => store.createEpisode('e1')).toThrow('already exists');
+  });
+
+  it('makes an edit visible to the next engine run with no rebuild, per episode', async () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const engine = await Gemma3Engine.create({ checkpoint: fixture.checkpoint, weights: 'inputs', source: store.pristineSource });
+    try {
+      const base = await engine.logits(IDS);
+      const a = store.createEpisode('a');
+      const b = store.createEpisode('b');
+      expect(sameBits(await engine.logits(IDS, { weights: a.source }), base)).toBe(true);
+
+      a.write({ op: 'scale', tensor: 'lm_head.weight', slice: [[0, 1000]], factor: 3 }); // the tied head: changes logits of ids < 1000
+      const edited = await engine.logits(IDS, { weights: a.source });
+      const V = fixture.checkpoint.config.vocab_size;
+      const last = (logits: Float32Array) => logits.subarray((IDS.length - 1) * V, IDS.length * V);
+      expect(last(edited)[5]).not.toBe(last(base)[5]);
+      expect(sameBits(await engine.logits(IDS, { weights: b.source }), base)).toBe(true);
+      expect(sameBits(await engine.logits(IDS), base)).toBe(true);
+
+      a.revert();
+      expect(sameBits(await engine.logits(IDS, { weights: a.source }), base)).toBe(true);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('answers unknown episodes with EPISODE_NOT_FOUND and keeps vision out of the cache', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    expect(codeOf(() => store.source('nope'))).toBe('EPISODE_NOT_FOUND');
+    expect(store.pristineValues('lm_head.weight')).toBe(store.pristineValues(EMBED)); // alias → one cached array
+  });
+});
