@@ -1,0 +1,44 @@
+// npx iwibench check --family lexical_inhibition --seed 3 --item target-05 --response "People in Tunisia officially speak Arabic."
+// echo "The official language of Tunisia is Arabic." | npx iwibench check --family lexical_inhibition --seed 3 --item target-05 --response -
+// Prints the verdict of one graded item (terminal item or general control) for a response, exactly as scoring
+// computes it: the check as data, behaviour, content, passed (= behaviour && content) and a readable detail.
+import { readFileSync } from 'node:fs';
+import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { passes, runCheck } from '../taskset/checks/index.ts';
+import { assertSeed, episodeSpec, itemById } from '../taskset/episode.ts';
+import { familyById } from '../taskset/families/index.ts';
+import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
+import { FAMILY_VERSION } from '../taskset/types.ts';
+import { parseFlags } from './args.ts';
+
+const defaults = {
+  family: undefined as string | undefined,
+  seed: undefined as number | undefined,
+  'control-seed': undefined as number | undefined, // default: the episode seed (controls depend on it)
+  item: undefined as string | undefined,
+  response: undefined as string | undefined, // "-" reads the response from stdin
+};
+
+export async function main(argv: string[]): Promise<void> {
+  const { flags } = parseFlags(argv, defaults, { required: ['family', 'seed', 'item'], numbers: ['seed', 'control-seed'] });
+  if (flags.response === undefined) throw new Error('--response is required (use "-" to read it from stdin)');
+  const response = flags.response === '-' ? readFileSync(0, 'utf8').replace(/\n$/, '') : flags.response;
+  const seed = flags.seed!;
+  const controlSeed = flags['control-seed'];
+  familyById(flags.family!); // fail on bad input before the tokenizer loads
+  assertSeed(seed);
+  if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
+  const tokenizer = await gemma3Tokenizer();
+  const spec = episodeSpec(flags.family!, seed, { tokenizer, controlSeed });
+  const item = itemById(spec, flags.item!);
+  const verdict = runCheck(item.check, response);
+  const output = {
+    command: 'check',
+    packageVersion: PACKAGE_VERSION,
+    familyVersion: FAMILY_VERSION,
+    arguments: { family: spec.family, seed, controlSeed: spec.controlSeed, item: item.id, response },
+    item: { id: item.id, kind: item.kind, messages: item.messages, check: item.check },
+    verdict: { ...verdict, passed: passes(verdict) },
+  };
+  process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+}

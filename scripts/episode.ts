@@ -1,0 +1,37 @@
+// npx iwibench episode --family local_factual_update --seed 7
+// npx iwibench episode --family lexical_inhibition --seed 3 --control-seed 11 --view editor
+// Prints an episode spec as JSON, for audits: the admin view (everything graded: terminal items with their checks,
+// and the general controls) or the editor view (what the editor is shown: objective, relevant token ids, practice).
+import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { assertSeed, editorView, episodeSpec } from '../taskset/episode.ts';
+import { familyById } from '../taskset/families/index.ts';
+import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
+import { FAMILY_VERSION } from '../taskset/types.ts';
+import { parseFlags } from './args.ts';
+
+const defaults = {
+  family: undefined as string | undefined,
+  seed: undefined as number | undefined,
+  'control-seed': undefined as number | undefined, // default: the episode seed
+  view: 'admin', // admin | editor
+};
+
+export async function main(argv: string[]): Promise<void> {
+  const { flags } = parseFlags(argv, defaults, { required: ['family', 'seed'], numbers: ['seed', 'control-seed'] });
+  if (flags.view !== 'admin' && flags.view !== 'editor') throw new Error(`--view must be admin or editor, got "${flags.view}"`);
+  const seed = flags.seed!;
+  const controlSeed = flags['control-seed'];
+  familyById(flags.family!); // fail on bad input before the tokenizer loads
+  assertSeed(seed);
+  if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
+  const tokenizer = await gemma3Tokenizer();
+  const spec = episodeSpec(flags.family!, seed, { tokenizer, controlSeed });
+  const output = {
+    command: 'episode',
+    packageVersion: PACKAGE_VERSION,
+    familyVersion: FAMILY_VERSION,
+    arguments: { family: flags.family, seed, controlSeed: spec.controlSeed, view: flags.view },
+    episode: flags.view === 'editor' ? editorView(spec) : spec,
+  };
+  process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
+}

@@ -1,0 +1,67 @@
+// npx iwibench replay-patch RESULTS --control-seed N --model-dir DIR --output-dir D
+// The same patch and target questions with a new control seed, pristine and edited in fresh processes. The original
+// controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { writeJsonAtomic } from '../service/files.ts';
+import { Checkpoint } from '../service/model/checkpoint.ts';
+import { Tokenizer } from '../service/model/tokenizer.ts';
+import { episodeSpec } from '../taskset/episode.ts';
+import { RESULTS_FORMAT, evaluateEpisode, subsetSpec, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
+import { parseFlags } from './args.ts';
+
+const defaults = {
+  'control-seed': -1,
+  'model-dir': undefined as string | undefined,
+  'cache-dir': undefined as string | undefined,
+  model: undefined as string | undefined,
+  revision: undefined as string | undefined,
+  'output-dir': undefined as string | undefined,
+  'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
+};
+
+/** Of the items the pristine model answered correctly, the share the patched model still answers correctly. */
+function retention(items: ItemResult[]) {
+  const baseCorrect = items.filter((i) => i.base.passed);
+  const kept = baseCorrect.filter((i) => i.edited.passed);
+  return { items: items.length, base_correct: baseCorrect.length, retained: kept.length, retention: baseCorrect.length > 0 ? kept.length / baseCorrect.length : null };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['output-dir'] });
+  if (positionals.length !== 1) throw new Error('usage: npx iwibench replay-patch RESULTS --control-seed N --model-dir DIR --output-dir D');
+  if (flags['control-seed'] < 0) throw new Error('--control-seed is required (a non-negative integer)');
+  const resultsFile = positionals[0]!;
+  const original = JSON.parse(readFileSync(resultsFile, 'utf8')) as ResultsFile;
+  if (original.format !== RESULTS_FORMAT) throw new Error(`${resultsFile} is not an ${RESULTS_FORMAT} file`);
+  if (!original.patch) throw new Error(`${resultsFile} records no patch to replay`);
+  const patchDir = existsSync(original.patch.dir) ? original.patch.dir : path.join(path.dirname(resultsFile), 'patch');
+  const location = { modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision };
+  const checkpoint = Checkpoint.open(location);
+  const tokenizer = await Tokenizer.load(checkpoint.dir);
+  checkpoint.close();
+  const { family, seed, control_seed: originalSeed } = original.episode;
+  const itemsPerKind = flags['items-per-kind'] || undefined;
+  const spec = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: flags['control-seed'] }), itemsPerKind);
+  const originalControls = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: originalSeed }), itemsPerKind).controls;
+  const newIds = new Set(spec.controls.map((c) => c.id));
+  const repeatedIds = new Set(originalControls.map((c) => c.id));
+  const merged = { ...spec, controls: [...spec.controls, ...originalControls.filter((c) => !newIds.has(c.id))] };
+  const outputDir = flags['output-dir']!;
+  mkdirSync(outputDir, { recursive: true });
+  const results = await evaluateEpisode({ location, spec: merged, outputDir, patchDir, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
+  const controls = results.items.filter((i) => i.kind === 'control');
+  const replay = {
+    original: resultsFile,
+    family,
+    seed,
+    original_control_seed: originalSeed,
+    control_seed: flags['control-seed'],
+    score: results.score,
+    new_controls: retention(controls.filter((i) => newIds.has(i.id) && !repeatedIds.has(i.id))),
+    repeated_controls: retention(controls.filter((i) => repeatedIds.has(i.id))),
+    original_reward: original.score.reward,
+  };
+  writeJsonAtomic(path.join(outputDir, 'replay.json'), replay);
+  process.stdout.write(JSON.stringify(replay) + '\n');
+}

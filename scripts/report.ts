@@ -1,0 +1,26 @@
+// npx iwibench report RUNS [RUNS …] [--editor LABEL …] --output-dir D
+// Results by target and editor from every results.json under RUNS: D/results.csv (one row per attempt),
+// D/summary.csv (means per target, editor and family, and over all families, with a 95 % bootstrap interval on the
+// mean reward), D/report.html (one self-contained page with plots) and D/report.json (version, arguments, time).
+// --editor (repeatable) keeps only attempts whose results carry one of these editor labels; results with no label
+// (a bare evaluate-patch) take the label when exactly one --editor is given. Prints the output paths as JSON.
+import { writeReport } from '../taskset/report/index.ts';
+import { parseFlags } from './args.ts';
+
+const defaults = {
+  editor: [] as string[],
+  'output-dir': undefined as string | undefined,
+};
+
+export async function main(argv: string[]): Promise<void> {
+  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['output-dir'] });
+  if (positionals.length === 0) throw new Error('give at least one RUNS folder: npx iwibench report RUNS [RUNS …] --editor LABEL --output-dir D');
+  const outputs = writeReport({
+    runs: positionals,
+    editors: flags.editor,
+    outputDir: flags['output-dir']!,
+    invocation: { command: 'report', args: { runs: positionals, ...flags } },
+  });
+  if (outputs.skipped.length > 0) process.stderr.write(`report: left out ${outputs.skipped.length} results of other editors (listed in ${outputs.meta})\n`);
+  process.stdout.write(JSON.stringify(outputs) + '\n');
+}

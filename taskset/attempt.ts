@@ -1,0 +1,113 @@
+// One attempt: an episode on the service, the editor driven through the harness until it submits, and the patch
+// evaluated in fresh processes. Everything lands in the attempt's folder; attempt.json, written last, marks it
+// complete, so an interrupted attempt is recognised and rerun from scratch.
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CheckpointLocation } from '../service/model/checkpoint.ts';
+import { writeJsonAtomic } from '../service/files.ts';
+import { editorView } from './episode.ts';
+import { evaluateEpisode, subsetSpec, type ResultsFile } from './evaluation.ts';
+import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';
+import { AdminClient } from './service-client.ts';
+import type { ServiceEnv } from './service-process.ts';
+import type { EpisodeSpec } from './types.ts';
+
+export type AttemptStatus = { status: 'complete'; id: string; family: string; seed: number; editor: string; reward: number; stop_reason: string; finished_at: string };
+
+export function attemptId(family: string, seed: number, editorLabel: string, index: number): string {
+  return `${family}-s${seed}-${editorLabel.replace(/[^A-Za-z0-9._-]+/g, '_')}-a${index}`;
+}
+
+export function completedAttempt(dir: string): AttemptStatus | undefined {
+  const file = path.join(dir, 'attempt.json');
+  if (!existsSync(file)) return undefined;
+  const status = JSON.parse(readFileSync(file, 'utf8')) as AttemptStatus;
+  return status.status === 'complete' ? status : undefined;
+}
+
+/** An interrupted attempt's folder: wait for evaluation processes it may have left running, then clear it. */
+export async function clearInterrupted(dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.pid'))) {
+    const pid = Number(readFileSync(path.join(dir, file), 'utf8'));
+    while (Number.isInteger(pid) && isAlive(pid)) await sleep(200);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type AttemptOptions = {
+  spec: EpisodeSpec;
+  service: ServiceEnv;
+  location: CheckpointLocation;
+  editor: EditorConfig;
+  editorLabel: string;
+  dir: string;
+  budgets?: Record<string, number>;
+  /** Evaluate only the first N items of each kind (smoke tests; see subsetSpec). */
+  itemsPerKind?: number;
+  args?: Record<string, unknown>;
+};
+
+export async function runAttempt(options: AttemptOptions): Promise<{ results: ResultsFile; run: EditorRunResult }> {
+  const { spec, service, dir } = options;
+  mkdirSync(dir, { recursive: true });
+  const admin = new AdminClient(service.url, service.adminToken);
+  const view = editorView(spec);
+  const editor = await admin.createEpisode(
+    {
+      family: view.family,
+      seed: view.seed,
+      objective: view.objective,
+      relevant_token_ids: view.relevantTokenIds,
+      practice: view.practice,
+      label: `${options.editorLabel} ${path.basename(dir)}`,
+      ...(options.budgets ? { budgets: options.budgets } : {}),
+    },
+    service.editorToken,
+  );
+  const run = await runEditor({ editor, config: options.editor, traceDir: dir });
+  const summary = await admin.episode(editor.episodeId);
+  // The patch is copied next to its results, so the attempt folder stands alone.
+  const patchDir = path.join(dir, 'patch');
+  cpSync(run.submitted.patch.dir, patchDir, { recursive: true });
+  const used = summary.budget.used;
+  const results = await evaluateEpisode({
+    location: options.location,
+    spec: subsetSpec(spec, options.itemsPerKind),
+    outputDir: dir,
+    patchDir,
+    editor: { label: options.editorLabel, model: options.editor.model },
+    resources: {
+      turns: used.turns!,
+      tool_calls: used.tool_calls!,
+      forward_tokens: used.forward_tokens!,
+      run_target_sequence_evaluations: used.run_target_sequence_evaluations!,
+      inspect_target_sequence_evaluations: used.inspect_target_sequence_evaluations!,
+      editor: { requests: run.usage.requests, input_tokens: run.usage.input_tokens, cached_input_tokens: run.usage.cached_input_tokens, output_tokens: run.usage.output_tokens, reasoning_tokens: run.usage.reasoning_tokens },
+    },
+    args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
+  });
+  await admin.deleteEpisode(editor.episodeId);
+  const status: AttemptStatus = {
+    status: 'complete',
+    id: path.basename(dir),
+    family: spec.family,
+    seed: spec.seed,
+    editor: options.editorLabel,
+    reward: results.score.reward,
+    stop_reason: run.stopReason,
+    finished_at: new Date().toISOString(),
+  };
+  writeJsonAtomic(path.join(dir, 'attempt.json'), status);
+  return { results, run };
+}

@@ -1,0 +1,144 @@
+// Scoring a submitted patch the way the benchmark publishes it: the terminal items and general controls are
+// generated on the pristine weights and on the patched weights, each in a fresh `node` process running the fixed
+// inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
+// output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CheckpointLocation } from '../service/model/checkpoint.ts';
+import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
+import { writeJsonAtomic } from '../service/files.ts';
+import { PACKAGE_VERSION, loadPatch, patchDigest } from '../service/weights/patch.ts';
+import { runCheck } from './checks/index.ts';
+import { gradedItems } from './episode.ts';
+import { scoreEpisode, type EpisodeScore } from './scoring.ts';
+import { FAMILY_VERSION, type EpisodeSpec, type Item, type Verdict } from './types.ts';
+
+export const RESULTS_FORMAT = 'iwibench-results/1';
+const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
+
+/** What the editor spent, from the service's episode summary and the harness (absent for a bare patch). */
+export type Resources = {
+  turns: number;
+  tool_calls: number;
+  forward_tokens: number;
+  run_target_sequence_evaluations: number;
+  inspect_target_sequence_evaluations: number;
+  editor?: { requests: number; input_tokens: number; cached_input_tokens: number; output_tokens: number; reasoning_tokens: number };
+};
+
+export type ItemResult = {
+  id: string;
+  kind: Item['kind'];
+  messages: Item['messages'];
+  max_new_tokens: number;
+  check: Item['check'];
+  base: { output: string; verdict: Verdict; passed: boolean };
+  edited: { output: string; verdict: Verdict; passed: boolean };
+};
+
+export type ResultsFile = {
+  format: typeof RESULTS_FORMAT;
+  versions: { package: string; family_version: string; model_id: string; revision: string };
+  args: Record<string, unknown>;
+  episode: { family: string; seed: number; control_seed: number; params_key: string };
+  editor: { label: string; model?: string } | null;
+  patch: { dir: string; sha256: string; changed_parameters: number; tensors: Record<string, unknown>; ops: number } | null;
+  score: EpisodeScore;
+  resources: Resources | null;
+  items: ItemResult[];
+  evaluation: { pristine_seconds: number; edited_seconds: number; forward_tokens: number };
+  created_at: string;
+};
+
+/** Run one fresh evaluation process (`evaluate-patch --worker`) and read back its outputs. */
+export async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patchDir?: string): Promise<EvaluationRun> {
+  const jobFile = `${outFile}.job.json`;
+  writeJsonAtomic(jobFile, { location, items, patch_dir: patchDir ?? null });
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // A runner killed now leaves this process running; its successor waits for the pid before clearing the folder.
+    writeJsonAtomic(`${outFile}.pid`, child.pid);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`evaluation process (${patchDir ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
+  });
+  return JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
+}
+
+/**
+ * A smoke-test view of an episode: the first `n` items of each kind (target, preservation, override, controls).
+ * Results made from it record `items_per_kind` in their args; published numbers use whole episodes.
+ */
+export function subsetSpec(spec: EpisodeSpec, n: number | undefined): EpisodeSpec {
+  if (n === undefined) return spec;
+  if (!Number.isInteger(n) || n < 1) throw new Error(`items per kind must be a positive integer, got ${n}`);
+  const { target, preservation, override } = spec.terminal;
+  return { ...spec, terminal: { target: target.slice(0, n), preservation: preservation.slice(0, n), override: override.slice(0, n) }, controls: spec.controls.slice(0, n) };
+}
+
+export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
+  return gradedItems(spec).map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens }));
+}
+
+export type EvaluateOptions = {
+  location: CheckpointLocation;
+  spec: EpisodeSpec;
+  outputDir: string;
+  patchDir?: string;
+  editor?: ResultsFile['editor'];
+  resources?: Resources | null;
+  args?: Record<string, unknown>;
+  /** Pristine outputs already computed for these items (same model and items), e.g. by calibration. */
+  pristine?: EvaluationRun;
+};
+
+/** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
+export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
+  const { spec, outputDir } = options;
+  const items = evaluationItems(spec);
+  const base = options.pristine ?? (await runWorker(options.location, items, path.join(outputDir, 'outputs-pristine.json')));
+  const edited = options.patchDir ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patchDir) : base;
+  const results = buildResults(options, base, edited);
+  writeJsonAtomic(path.join(outputDir, 'results.json'), results);
+  return results;
+}
+
+export function buildResults(options: EvaluateOptions, base: EvaluationRun, edited: EvaluationRun): ResultsFile {
+  const { spec } = options;
+  const text = (run: EvaluationRun) => Object.fromEntries(Object.entries(run.outputs).map(([id, o]) => [id, o.text]));
+  const score = scoreEpisode(spec, text(base), text(edited));
+  const verdict = (item: Item, output: string) => {
+    const v = runCheck(item.check, output);
+    return { output, verdict: v, passed: v.behaviour && v.content };
+  };
+  const patch = options.patchDir && existsSync(options.patchDir) ? loadPatch(options.patchDir) : undefined;
+  return {
+    format: RESULTS_FORMAT,
+    versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, model_id: base.model.id, revision: base.model.revision },
+    args: options.args ?? {},
+    episode: { family: spec.family, seed: spec.seed, control_seed: spec.controlSeed, params_key: spec.paramsKey },
+    editor: options.editor ?? null,
+    patch: patch
+      ? { dir: patch.dir, sha256: patchDigest(patch.dir), changed_parameters: patch.json.stats.changed_parameters, tensors: patch.json.stats.tensors, ops: patch.json.ops.length }
+      : null,
+    score,
+    resources: options.resources ?? null,
+    items: gradedItems(spec).map((item) => ({
+      id: item.id,
+      kind: item.kind,
+      messages: item.messages,
+      max_new_tokens: item.maxNewTokens,
+      check: item.check,
+      base: verdict(item, base.outputs[item.id]!.text),
+      edited: verdict(item, edited.outputs[item.id]!.text),
+    })),
+    evaluation: { pristine_seconds: base.seconds, edited_seconds: edited === base ? 0 : edited.seconds, forward_tokens: base.forward_tokens + (edited === base ? 0 : edited.forward_tokens) },
+    created_at: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,81 @@
+// The editor over Chat Completions: one growing message list; assistant messages keep their tool calls, followed
+// by one `role: tool` message per call.
+import type OpenAI from 'openai';
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
+import { EditorReplyError } from './client.ts';
+import type { EditorConfig } from './config.ts';
+import type { EditorModel, SentRequest, ToolCall } from './model.ts';
+import type { Usage } from './trace.ts';
+
+export const CHAT_TOOLS: ChatCompletionTool[] = TOOL_DEFINITIONS.map((tool) => ({
+  type: 'function',
+  function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+}));
+
+export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStreaming> {
+  readonly api = 'chat';
+  private readonly messages: ChatCompletionMessageParam[];
+
+  constructor(
+    private readonly client: OpenAI,
+    private readonly config: EditorConfig,
+    system: string,
+    firstMessage: string,
+  ) {
+    this.messages = [
+      { role: 'system', content: system },
+      { role: 'user', content: firstMessage },
+    ];
+  }
+
+  nextRequest(): ChatCompletionCreateParamsNonStreaming {
+    const { config } = this;
+    return {
+      model: config.model,
+      messages: [...this.messages],
+      tools: CHAT_TOOLS,
+      max_completion_tokens: config.maxOutputTokens,
+      ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
+      // Sent only when set: many Chat Completions providers refuse the field.
+      ...(config.reasoningEffort !== undefined ? { reasoning_effort: config.reasoningEffort } : {}),
+    };
+  }
+
+  async send(request: ChatCompletionCreateParamsNonStreaming): Promise<SentRequest> {
+    const { data, request_id } = await this.client.chat.completions.create(request).withResponse();
+    const choice = data.choices?.[0];
+    if (!choice) throw new EditorReplyError(`the chat completion ${data.id ?? ''} has no choices`);
+    const { message } = choice;
+    // Only function tools are offered, so function calls are the only kind that can come back.
+    const toolCalls: ToolCall[] = (message.tool_calls ?? []).flatMap((call) =>
+      call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
+    );
+    this.messages.push({
+      role: 'assistant',
+      content: message.content ?? null,
+      ...(toolCalls.length > 0
+        ? { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) }
+        : {}),
+    });
+    return {
+      response: data,
+      requestId: request_id,
+      reply: { text: message.content ?? '', toolCalls, usage: chatUsage(data.usage), truncated: choice.finish_reason === 'length' },
+    };
+  }
+
+  addToolResults(results: { callId: string; output: string }[]): void {
+    for (const { callId, output } of results) this.messages.push({ role: 'tool', tool_call_id: callId, content: output });
+  }
+}
+
+/** prompt_tokens include cached tokens and completion_tokens include reasoning tokens, as in our Usage. */
+export function chatUsage(usage: ChatCompletion['usage']): Usage {
+  return {
+    input_tokens: usage?.prompt_tokens ?? 0,
+    cached_input_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    output_tokens: usage?.completion_tokens ?? 0,
+    reasoning_tokens: usage?.completion_tokens_details?.reasoning_tokens ?? 0,
+  };
+}

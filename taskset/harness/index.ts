@@ -1,0 +1,20 @@
+// The editor harness's public surface: resolve the editor's settings once, then `runEditor` per attempt.
+export { BUILTIN_EDITORS, noop, type BuiltinContext, type BuiltinEditor, type EpisodeHandle } from './builtin.ts';
+export { editorApiFailure, openaiClient, EditorReplyError, type EditorApiFailure, type EditorApiFailureKind } from './client.ts';
+export {
+  EDITOR_APIS,
+  EDITOR_DEFAULTS,
+  EditorConfigError,
+  publicConfig,
+  REASONING_EFFORTS,
+  RESPONSES_MODELS,
+  resolveEditorConfig,
+  type EditorApi,
+  type EditorConfig,
+  type EditorOptions,
+  type Effort,
+} from './config.ts';
+export { firstMessage, systemPrompt } from './prompt.ts';
+export { runEditor, type EditorRunResult, type EditorUsage, type RunEditorOptions, type StopReason } from './run.ts';
+export { loadScript, parseScript, ScriptError, type EditorScript, type ScriptCall } from './script.ts';
+export { Trace, type TraceLine, type Usage } from './trace.ts';

@@ -1,0 +1,157 @@
+// The harness's loop (design.md "Taskset"). Each turn: count it with the service, send one request to the editor,
+// run every tool call of the reply through the service and hand the results back. The episode ends with a reply
+// without a tool call, the turn limit, a call refused for an exhausted budget, or an editor API failure after the
+// SDK's retries; in each case the current patch is submitted, once. Anything else (the service unreachable, a bug)
+// is thrown without a submit, and editor.json records it.
+import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
+import { ServiceError, type Brief, type EditorClient, type SubmitResult } from '../service-client.ts';
+import { FAMILY_VERSION } from '../types.ts';
+import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';
+import { ChatEditor } from './chat.ts';
+import { editorApiFailure, openaiClient } from './client.ts';
+import { builtinName, editorKind, publicConfig, scriptFile, type EditorConfig } from './config.ts';
+import type { EditorModel, SentRequest } from './model.ts';
+import { firstMessage, systemPrompt } from './prompt.ts';
+import { ResponsesEditor } from './responses.ts';
+import { loadScript, ScriptEditor, type EditorScript } from './script.ts';
+import { callTool } from './tool-call.ts';
+import { addUsage, Trace, ZERO_USAGE, type Usage } from './trace.ts';
+
+export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
+export type EditorUsage = Usage & { requests: number };
+
+export type EditorRunResult = {
+  stopReason: StopReason;
+  /** Turns taken; each one was counted by the service. */
+  turns: number;
+  /** Tool calls answered, refused ones included (calls after a budget refusal are not run). */
+  toolCalls: number;
+  /** Tool calls answered with an error. */
+  toolErrors: number;
+  submitted: SubmitResult;
+  usage: EditorUsage;
+  /** The text of the reply without a tool call ('final_reply'). */
+  finalReply?: string;
+  /** What failed ('editor_error'). */
+  error?: string;
+};
+
+/** How the editor's part ended, before the submit. */
+export type Ending = Omit<EditorRunResult, 'submitted'>;
+
+export type RunEditorOptions = {
+  editor: EditorClient;
+  config: EditorConfig;
+  /** The attempt's folder: trace.jsonl and editor.json go here. */
+  traceDir: string;
+  /** Extra `builtin:NAME` editors, next to BUILTIN_EDITORS. */
+  builtins?: Record<string, BuiltinEditor>;
+};
+
+export async function runEditor({ editor, config, traceDir, builtins = {} }: RunEditorOptions): Promise<EditorRunResult> {
+  // Setup errors come before the episode is touched.
+  const kind = editorKind(config.model);
+  const builtin = kind === 'builtin' ? findBuiltin(builtinName(config.model), { ...BUILTIN_EDITORS, ...builtins }) : undefined;
+  const script = kind === 'script' ? loadScript(scriptFile(config.model)) : undefined;
+  const trace = new Trace(traceDir);
+  const started = new Date();
+  const header = { format: 'iwibench-editor/1', package_version: PACKAGE_VERSION, family_version: FAMILY_VERSION, config: publicConfig(config), started_at: started.toISOString() };
+  try {
+    const brief = await editor.brief();
+    trace.write({ type: 'brief', brief });
+    const ending = builtin ? await runBuiltin(builtin, editor, brief, trace) : await converse(openModel(config, brief, script), editor, config, brief, trace);
+    trace.write({ type: 'stop', reason: ending.stopReason, ...(ending.error !== undefined ? { error: ending.error } : {}) });
+    const submitted = await editor.submit();
+    trace.write({ type: 'submit', result: submitted });
+    const finished = new Date();
+    trace.summary({
+      ...header,
+      target: { model: brief.target.model, revision: brief.target.revision },
+      episode_id: brief.episode_id,
+      finished_at: finished.toISOString(),
+      duration_ms: finished.getTime() - started.getTime(),
+      stop_reason: ending.stopReason,
+      turns: ending.turns,
+      tool_calls: ending.toolCalls,
+      tool_errors: ending.toolErrors,
+      usage: ending.usage,
+      ...(ending.finalReply !== undefined ? { final_reply: ending.finalReply } : {}),
+      ...(ending.error !== undefined ? { error: ending.error } : {}),
+      submitted,
+    });
+    return { ...ending, submitted };
+  } catch (error) {
+    trace.summary({ ...header, failed_at: new Date().toISOString(), failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+    throw error;
+  } finally {
+    trace.close();
+  }
+}
+
+function findBuiltin(name: string, registry: Record<string, BuiltinEditor>): BuiltinEditor {
+  const builtin = registry[name];
+  if (!builtin) throw new Error(`no built-in editor "builtin:${name}" (known: ${Object.keys(registry).map((n) => `builtin:${n}`).join(', ')})`);
+  return builtin;
+}
+
+function openModel(config: EditorConfig, brief: Brief, script: EditorScript | undefined): EditorModel {
+  if (script) return new ScriptEditor(script, scriptFile(config.model));
+  const client = openaiClient(config);
+  const system = systemPrompt(brief, config.maxTurns);
+  const first = firstMessage(brief);
+  return config.api === 'responses' ? new ResponsesEditor(client, config, system, first) : new ChatEditor(client, config, system, first);
+}
+
+async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, brief: Brief, trace: Trace): Promise<Ending> {
+  let budget = brief.budget;
+  let usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
+  let turns = 0;
+  let toolCalls = 0;
+  let toolErrors = 0;
+  const end = (stopReason: StopReason, extra: Partial<Ending> = {}): Ending => ({ stopReason, turns, toolCalls, toolErrors, usage, ...extra });
+
+  for (;;) {
+    if (turns >= config.maxTurns) return end('turn_limit');
+    try {
+      budget = (await editor.turn()).budget;
+    } catch (error) {
+      if (error instanceof ServiceError && error.isBudget) return end('turn_limit');
+      throw error;
+    }
+    const turn = ++turns;
+
+    const request = model.nextRequest();
+    trace.write({ type: 'request', turn, api: model.api, body: request });
+    const sentAt = performance.now();
+    let sent: SentRequest;
+    try {
+      sent = await model.send(request);
+    } catch (error) {
+      const failure = editorApiFailure(error);
+      if (!failure) throw error;
+      trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
+      return end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
+    }
+    const { reply } = sent;
+    usage = { ...addUsage(usage, reply.usage), requests: usage.requests + 1 };
+    trace.write({ type: 'response', turn, duration_ms: elapsed(sentAt), request_id: sent.requestId, body: sent.response, usage: reply.usage, tool_calls: reply.toolCalls, truncated: reply.truncated });
+    if (reply.toolCalls.length === 0) return end('final_reply', { finalReply: reply.text });
+
+    const results: { callId: string; output: string }[] = [];
+    let exhausted = false;
+    for (const call of reply.toolCalls) {
+      const outcome = await callTool(editor, call, { turn, trace, budget });
+      toolCalls++;
+      if (!outcome.ok) toolErrors++;
+      budget = outcome.budget ?? budget;
+      results.push({ callId: call.id, output: outcome.output });
+      exhausted = outcome.budgetExhausted;
+      if (exhausted) break; // the reply's later calls are not run
+    }
+    model.addToolResults(results);
+    // A refusal for an exhausted budget ends the episode: its result is recorded, and no request follows.
+    if (exhausted) return end('budget');
+  }
+}
+
+const elapsed = (since: number): number => Math.round(performance.now() - since);

@@ -1,0 +1,75 @@
+// A pilot: every selected episode of a calibration, attempted by one editor, with N editors running at once against
+// one service. Resumable: completed attempts are kept as they are, interrupted ones (no attempt.json) are rerun
+// after any evaluation process they left behind has ended; pilot.json lists every attempt.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { CheckpointLocation } from '../service/model/checkpoint.ts';
+import type { Tokenizer } from '../service/model/tokenizer.ts';
+import { writeJsonAtomic } from '../service/files.ts';
+import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
+import type { Calibration } from './calibration.ts';
+import { episodeSpec } from './episode.ts';
+import type { EditorConfig } from './harness/index.ts';
+import type { ServiceEnv } from './service-process.ts';
+
+export type PilotOptions = {
+  episodes: Calibration['episodes'];
+  service: ServiceEnv;
+  location: CheckpointLocation;
+  tokenizer: Tokenizer;
+  editor: EditorConfig;
+  editorLabel: string;
+  outputDir: string;
+  workers: number;
+  attempts?: number;
+  budgets?: Record<string, number>;
+  itemsPerKind?: number;
+  args?: Record<string, unknown>;
+  onProgress?: (event: { done: number; total: number; skipped: number; attempt: string; reward?: number; error?: string }) => void;
+};
+
+export type PilotSummary = { format: 'iwibench-pilot/1'; package_version: string; args: Record<string, unknown>; attempts: (AttemptStatus | { status: 'failed'; id: string; error: string })[] };
+
+export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
+  const tasks = options.episodes.flatMap((episode) =>
+    Array.from({ length: options.attempts ?? 1 }, (_, index) => ({ ...episode, id: attemptId(episode.family, episode.seed, options.editorLabel, index) })),
+  );
+  const results = new Map<string, PilotSummary['attempts'][number]>();
+  let done = 0;
+  let skipped = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const task = tasks[next++]!;
+      const dir = path.join(options.outputDir, 'attempts', task.id);
+      const complete = completedAttempt(dir);
+      if (complete) {
+        results.set(task.id, complete);
+        skipped++;
+        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, reward: complete.reward });
+        continue;
+      }
+      if (existsSync(dir)) await clearInterrupted(dir);
+      try {
+        const spec = episodeSpec(task.family, task.seed, { tokenizer: options.tokenizer });
+        const { results: r } = await runAttempt({ spec, service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, args: options.args });
+        results.set(task.id, completedAttempt(dir)!);
+        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, reward: r.score.reward });
+      } catch (error) {
+        const message = (error as Error).message;
+        results.set(task.id, { status: 'failed', id: task.id, error: message });
+        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, error: message });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.workers) }, worker));
+  const summary: PilotSummary = {
+    format: 'iwibench-pilot/1',
+    package_version: PACKAGE_VERSION,
+    args: options.args ?? {},
+    attempts: tasks.map((t) => results.get(t.id)!),
+  };
+  writeJsonAtomic(path.join(options.outputDir, 'pilot.json'), summary);
+  return summary;
+}

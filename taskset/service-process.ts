@@ -1,0 +1,46 @@
+// Start `npx iwibench service` as a child process with fresh random tokens, for commands that need a service of
+// their own (demo, run-prime and run-pilot without --service-env). Resolves once it listens; `stop()` ends it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseEnv } from 'node:util';
+
+const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
+
+export type ServiceEnv = { url: string; adminToken: string; editorToken: string };
+
+export type ServiceHandle = ServiceEnv & { child: ChildProcess; stop: () => Promise<void> };
+
+export async function startServiceProcess(options: { modelDir?: string; cacheDir?: string; model?: string; revision?: string; outputDir: string; device?: string; logLevel?: string }): Promise<ServiceHandle> {
+  const adminToken = randomBytes(24).toString('hex');
+  const editorToken = randomBytes(24).toString('hex');
+  const args = [CLI, 'service', '--output-dir', options.outputDir, '--port', '0', '--log-level', options.logLevel ?? 'warn'];
+  for (const [flag, value] of [['--model-dir', options.modelDir], ['--cache-dir', options.cacheDir], ['--model', options.model], ['--revision', options.revision], ['--device', options.device]] as const) {
+    if (value) args.push(flag, value);
+  }
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, IWIBENCH_ADMIN_TOKEN: adminToken, IWIBENCH_EDITOR_TOKEN: editorToken },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line).url));
+    child.once('exit', (code) => reject(new Error(`the service exited with code ${code} before listening`)));
+  });
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { url, adminToken, editorToken, child, stop };
+}
+
+/** A `--service-env FILE`: IWIBENCH_SERVICE_URL, IWIBENCH_ADMIN_TOKEN, IWIBENCH_EDITOR_TOKEN (dotenv syntax). */
+export function readServiceEnv(file: string): ServiceEnv {
+  const env = parseEnv(readFileSync(file, 'utf8'));
+  const missing = ['IWIBENCH_SERVICE_URL', 'IWIBENCH_ADMIN_TOKEN', 'IWIBENCH_EDITOR_TOKEN'].filter((k) => !env[k]);
+  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')}`);
+  return { url: env.IWIBENCH_SERVICE_URL!, adminToken: env.IWIBENCH_ADMIN_TOKEN!, editorToken: env.IWIBENCH_EDITOR_TOKEN! };
+}
