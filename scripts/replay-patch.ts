@@ -4,18 +4,14 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../service/files.ts';
-import { Checkpoint } from '../service/model/checkpoint.ts';
-import { Tokenizer } from '../service/model/tokenizer.ts';
 import { episodeSpec } from '../taskset/episode.ts';
 import { RESULTS_FORMAT, evaluateEpisode, subsetSpec, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
 import { parseFlags } from './args.ts';
+import { TARGET_FLAG_DEFAULTS, openTarget } from './target-flags.ts';
 
 const defaults = {
   'control-seed': -1,
-  'model-dir': undefined as string | undefined,
-  'cache-dir': undefined as string | undefined,
-  model: undefined as string | undefined,
-  revision: undefined as string | undefined,
+  ...TARGET_FLAG_DEFAULTS,
   'output-dir': undefined as string | undefined,
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
 };
@@ -36,10 +32,8 @@ export async function main(argv: string[]): Promise<void> {
   if (original.format !== RESULTS_FORMAT) throw new Error(`${resultsFile} is not an ${RESULTS_FORMAT} file`);
   if (!original.patch) throw new Error(`${resultsFile} records no patch to replay`);
   const patchDir = existsSync(original.patch.dir) ? original.patch.dir : path.join(path.dirname(resultsFile), 'patch');
-  const location = { modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision };
-  const checkpoint = Checkpoint.open(location);
-  const tokenizer = await Tokenizer.load(checkpoint.dir);
-  checkpoint.close();
+  const { location, tokenizer, revision } = await openTarget(flags);
+  if (revision !== original.versions.revision) throw new Error(`${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`);
   const { family, seed, control_seed: originalSeed } = original.episode;
   const itemsPerKind = flags['items-per-kind'] || undefined;
   const spec = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: flags['control-seed'] }), itemsPerKind);

@@ -1,0 +1,48 @@
+// Our engine against Hugging Face transformers (Gemma3ForCausalLM / Gemma3ForConditionalGeneration, float32, eager)
+// on the same tiny checkpoints: golden logits made by test/golden/make_golden.py (the command is in its header).
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Checkpoint } from '../../../service/model/checkpoint.ts';
+import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import { FIXTURE_SEED, REPO_ROOT, fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
+
+type Golden = { checkpoint_sha256: string; ids: number[]; vocab_ids: number[]; logits: number[][]; argmax: number[]; logsumexp: number[]; max_abs_logit: number };
+
+function checkpointDigest(dir: string): string {
+  const hash = createHash('sha256');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors')).sort()) hash.update(readFileSync(path.join(dir, file)));
+  return hash.digest('hex');
+}
+
+for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
+  describe(`golden logits from Hugging Face transformers: ${preset}`, () => {
+    it('matches every position to 1e-4 of the largest logit, with the same argmax and log-sum-exp', async () => {
+      const golden = JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/golden', `${preset}.json`), 'utf8')) as Golden;
+      const dir = fixtureCheckpoint(preset);
+      // The fixture is made with the seed the golden file was made with; a changed generator needs new golden files.
+      expect(FIXTURE_SEED).toBe(7);
+      expect(checkpointDigest(dir), 'tiny checkpoint bytes changed: regenerate test/golden (see make_golden.py)').toBe(golden.checkpoint_sha256);
+      const checkpoint = Checkpoint.open(dir);
+      const engine = await Gemma3Engine.create({ checkpoint, weights: 'initializers' });
+      const logits = await engine.logits(golden.ids, { chunk: 7 });
+      const V = checkpoint.config.vocab_size;
+      let diff = 0;
+      golden.ids.forEach((_, t) => {
+        golden.vocab_ids.forEach((id, k) => (diff = Math.max(diff, Math.abs(logits[t * V + id]! - golden.logits[t]![k]!))));
+        const row = logits.subarray(t * V, (t + 1) * V);
+        let best = 0;
+        for (let i = 1; i < V; i++) if (row[i]! > row[best]!) best = i;
+        expect(best).toBe(golden.argmax[t]);
+        const max = row[best]!;
+        let sum = 0;
+        for (let i = 0; i < V; i++) sum += Math.exp(row[i]! - max);
+        expect(Math.abs(max + Math.log(sum) - golden.logsumexp[t]!)).toBeLessThan(1e-4 * golden.max_abs_logit);
+      });
+      expect(diff).toBeLessThan(1e-4 * golden.max_abs_logit);
+      await engine.close();
+      checkpoint.close();
+    });
+  });
+}
