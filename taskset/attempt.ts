@@ -55,6 +55,8 @@ export type AttemptOptions = {
   budgets?: Record<string, number>;
   /** Evaluate only the first N items of each kind (smoke tests; see subsetSpec). */
   itemsPerKind?: number;
+  /** Shared pristine outputs (see EvaluateOptions.pristineCacheDir). */
+  pristineCacheDir?: string;
   args?: Record<string, unknown>;
 };
 
@@ -84,6 +86,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const results = await evaluateEpisode({
     location: options.location,
     spec: subsetSpec(spec, options.itemsPerKind),
+    pristineCacheDir: options.pristineCacheDir,
     outputDir: dir,
     patchDir,
     editor: { label: options.editorLabel, model: options.editor.model },

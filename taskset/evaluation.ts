@@ -3,10 +3,11 @@
 // inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
 // output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CheckpointLocation } from '../service/model/checkpoint.ts';
+import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { PACKAGE_VERSION, loadPatch, patchDigest } from '../service/weights/patch.ts';
@@ -94,19 +95,38 @@ export type EvaluateOptions = {
   editor?: ResultsFile['editor'];
   resources?: Resources | null;
   args?: Record<string, unknown>;
-  /** Pristine outputs already computed for these items (same model and items), e.g. by calibration. */
-  pristine?: EvaluationRun;
+  /**
+   * A folder of pristine runs keyed by model, revision and items: an episode evaluated again (another attempt or
+   * editor, a replay) reuses the pristine outputs of its first fresh-process evaluation instead of regenerating them.
+   */
+  pristineCacheDir?: string;
 };
 
 /** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
 export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
   const { spec, outputDir } = options;
   const items = evaluationItems(spec);
-  const base = options.pristine ?? (await runWorker(options.location, items, path.join(outputDir, 'outputs-pristine.json')));
+  const base = await pristineRun(options, items);
   const edited = options.patchDir ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patchDir) : base;
   const results = buildResults(options, base, edited);
   writeJsonAtomic(path.join(outputDir, 'results.json'), results);
   return results;
+}
+
+async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): Promise<EvaluationRun> {
+  const file = path.join(options.outputDir, 'outputs-pristine.json');
+  if (!options.pristineCacheDir) return runWorker(options.location, items, file);
+  const checkpoint = Checkpoint.open(options.location);
+  const key = createHash('sha256').update(JSON.stringify([checkpoint.modelId, checkpoint.revision, items])).digest('hex');
+  checkpoint.close();
+  const cached = path.join(options.pristineCacheDir, `${key}.json`);
+  if (existsSync(cached)) {
+    copyFileSync(cached, file);
+    return JSON.parse(readFileSync(cached, 'utf8')) as EvaluationRun;
+  }
+  const run = await runWorker(options.location, items, file);
+  writeJsonAtomic(cached, run);
+  return run;
 }
 
 export function buildResults(options: EvaluateOptions, base: EvaluationRun, edited: EvaluationRun): ResultsFile {

@@ -53,7 +53,7 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
       if (existsSync(dir)) await clearInterrupted(dir);
       try {
         const spec = episodeSpec(task.family, task.seed, { tokenizer: options.tokenizer });
-        const { results: r } = await runAttempt({ spec, service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, args: options.args });
+        const { results: r } = await runAttempt({ spec, service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, pristineCacheDir: path.join(options.outputDir, 'pristine-cache'), args: options.args });
         results.set(task.id, completedAttempt(dir)!);
         options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, reward: r.score.reward });
       } catch (error) {
