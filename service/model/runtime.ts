@@ -59,6 +59,8 @@ export type GenerateOptions = {
   weights?: WeightSource;
   /** Called with each new token of sequence `index`, as it is decoded (streaming). */
   onToken?: (index: number, token: number) => void;
+  /** Called with the next-token logits (vocab_size floats) of sequence `index` before each greedy choice. */
+  onLogits?: (index: number, logits: Float32Array) => void;
   /** Extra per-sequence stop rule (e.g. stop strings), checked after each token; the token is kept. */
   stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
 };
@@ -136,6 +138,7 @@ export class Gemma3Engine {
       const next = new BigInt64Array(B);
       for (let b = 0; b < B; b++) {
         if (done[b]) continue;
+        options.onLogits?.(b, logits.subarray(b * this.config.vocab_size, (b + 1) * this.config.vocab_size));
         const token = argmax(logits, b * this.config.vocab_size, this.config.vocab_size);
         if (STOP_IDS.includes(token)) {
           done[b] = true;
@@ -273,6 +276,8 @@ export class Gemma3Engine {
         const query = start + t; // the query's cache slot; key slot j < past is cache slot j, j ≥ past is slot start + (j − past)
         const row = (b * T + t) * S;
         for (let j = 0; j < S; j++) {
+          // Cache slots at or after `start` are not written yet (the new tokens' keys come after the past).
+          if (j < past && j >= start) continue;
           const key = j < past ? j : start + (j - past);
           const visible = (key >= pads[b]! && key <= query) || key === query; // padding rows see themselves: no NaN
           if (!visible) continue;

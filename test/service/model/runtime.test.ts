@@ -54,13 +54,20 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const chunked = await engine.logits(IDS, { chunk: 5 });
       expect(relativeError(oneByOne, full)).toBeLessThan(1e-5);
       expect(relativeError(chunked, full)).toBeLessThan(1e-5);
-      // Greedy generation through the cache picks the argmax of a full recomputation at every step.
-      const prompt = IDS.slice(0, 12);
-      const [result] = await engine.generate([prompt], { maxNewTokens: 10 });
-      const sequence = [...prompt, ...result!.outputIds];
-      const recomputed = referenceForward(checkpoint, sequence);
-      result!.outputIds.forEach((token, i) => {
-        expect(token).toBe(argmaxRow(recomputed, prompt.length - 1 + i, checkpoint.config.vocab_size));
+      // Greedy generation through the cache: every step's logits equal a full recomputation's, for every sequence
+      // of a left-padded batch, well past the sliding window.
+      const V = checkpoint.config.vocab_size;
+      const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
+      const steps: Float32Array[][] = [[], []];
+      const results = await engine.generate(prompts, { maxNewTokens: 12, onLogits: (i, logits) => steps[i]!.push(logits.slice()) });
+      results.forEach((result, i) => {
+        const sequence = [...prompts[i]!, ...result.outputIds];
+        const recomputed = referenceForward(checkpoint, sequence);
+        steps[i]!.forEach((logits, step) => {
+          const row = recomputed.subarray((prompts[i]!.length - 1 + step) * V, (prompts[i]!.length + step) * V);
+          expect(relativeError(logits, row)).toBeLessThan(1e-4);
+        });
+        result.outputIds.forEach((token, step) => expect(token).toBe(argmaxRow(recomputed, prompts[i]!.length - 1 + step, V)));
       });
     });
 
