@@ -4,11 +4,12 @@
 // - `<category>_result.journal.jsonl`: while a run is going, each answer is appended as one line with one write()
 //   call, which a killed process cannot tear; rewriting the whole array per answer would cost O(n²) bytes.
 //   The next run (or the end of this one) folds the journal into the result file and deletes it.
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Usage } from './client.ts';
 import type { Question } from './data.ts';
 import type { ChatMessage } from './prompts.ts';
+import { writeFileAtomic } from '../service/files.ts';
 
 export type ResultRecord = Question & {
   /** Present when log_prompt is on: the chat messages, or the completion text (no_chat), as the reference logs it. */
@@ -27,19 +28,10 @@ export function resultFileName(category: string): string {
   return `${category}_result.json`;
 }
 
-/** Writes `text` so that readers see the old file or the new one, never a part. */
-export function writeFileAtomic(file: string, text: string): void {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  const fd = openSync(temp, 'w');
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-}
+/** Atomic writes (temp file, fsync, rename): the project's one implementation. */
+export { writeFileAtomic };
 
+/** Result files keep tab indentation, as the reference's json.dump(indent='\t'). */
 export function writeJsonAtomic(file: string, value: unknown): void {
   writeFileAtomic(file, `${JSON.stringify(value, null, '\t')}\n`);
 }

@@ -1,5 +1,5 @@
 // NumPy .npy (format 1.0) writer for float32 arrays, so other implementations can compare our logits exactly.
-import { writeFileSync, renameSync } from 'node:fs';
+import { writeFileAtomic } from '../files.ts';
 
 export function npyBytes(data: Float32Array, shape: number[]): Buffer {
   const header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
@@ -15,9 +15,7 @@ export function npyBytes(data: Float32Array, shape: number[]): Buffer {
 }
 
 export function writeNpy(file: string, data: Float32Array, shape: number[]): void {
-  const temp = `${file}.tmp-${process.pid}`;
-  writeFileSync(temp, npyBytes(data, shape));
-  renameSync(temp, file);
+  writeFileAtomic(file, npyBytes(data, shape));
 }
 
 /** Parse a float32 C-order .npy (used by tests and cross-checks). */
