@@ -1,6 +1,10 @@
 // Machine references measured in the same run as a benchmark: memory read bandwidth and onnxruntime's MatMul peak.
 import * as ort from 'onnxruntime-node';
 import { DataType, GraphBuilder } from '../../service/model/onnx-builder.ts';
+import { defaultThreads } from '../../service/model/runtime.ts';
+
+/** The references run with the engine's thread count, so the ratios compare like with like. */
+const sessionOptions = { intraOpNumThreads: defaultThreads() };
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -29,7 +33,7 @@ export async function memoryReadBandwidth(bytes = 1 << 30): Promise<{ gbPerSecon
   const rows = 8192;
   const x = g.input('x', DataType.FLOAT, [rows, elements / rows]);
   g.output('y', g.one('ReduceSum', [x], { keepdims: { i: 0 } }), DataType.FLOAT, []);
-  const session = await ort.InferenceSession.create(g.toBytes('bandwidth'));
+  const session = await ort.InferenceSession.create(g.toBytes('bandwidth'), sessionOptions);
   const data = new Float32Array(elements).fill(1);
   const feeds = { x: new ort.Tensor('float32', data, [rows, elements / rows]) };
   const ms = await timeMs(() => session.run(feeds));
@@ -43,7 +47,7 @@ export async function matMulPeak(n = 2048): Promise<{ gflopPerSecond: number; n:
   const a = g.input('a', DataType.FLOAT, [n, n]);
   const b = g.constFloat(new Float32Array(n * n).fill(0.001), [n, n], 'b');
   g.output('c', g.one('MatMul', [a, b]), DataType.FLOAT, [n, n]);
-  const session = await ort.InferenceSession.create(g.toBytes('matmul'));
+  const session = await ort.InferenceSession.create(g.toBytes('matmul'), sessionOptions);
   const feeds = { a: new ort.Tensor('float32', new Float32Array(n * n).fill(0.5), [n, n]) };
   const ms = await timeMs(() => session.run(feeds));
   await session.release();

@@ -1,6 +1,7 @@
 // Gemma 3 text runtime on onnxruntime-node: greedy generation with a JS-side KV cache, teacher-forced inspection,
 // and full-sequence logits. One graph builder (gemma3-graph.ts); weights bound as graph inputs (editable, fed from
 // JS memory at every run) or as external initializers into the safetensors files (fixed, fastest).
+import os from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { Checkpoint } from './checkpoint.ts';
@@ -309,7 +310,7 @@ export class Gemma3Engine {
     const sessionOptions: ort.InferenceSession.SessionOptions = {
       executionProviders: [this.options.device === 'cuda' ? 'cuda' : 'cpu'],
       graphOptimizationLevel: 'all',
-      ...(this.options.threads ? { intraOpNumThreads: this.options.threads } : {}),
+      intraOpNumThreads: this.options.threads ?? defaultThreads(),
       ...(this.options.profilePrefix ? { enableProfiling: true, profileFilePrefix: this.options.profilePrefix } : {}),
     };
     if (!this.allInputs) {
@@ -387,6 +388,14 @@ function argmax(values: Float32Array, offset: number, length: number): number {
     }
   }
   return best;
+}
+
+/**
+ * One onnxruntime thread per logical CPU. onnxruntime's own default counts physical cores, which on this kind of
+ * 2-vCPU machine is 1: half the memory bandwidth a decode step needs (measured: 220 → 130 ms/token at 1B).
+ */
+export function defaultThreads(): number {
+  return os.availableParallelism();
 }
 
 /** Decode each input-bound weight from the checkpoint once, on first use. */
