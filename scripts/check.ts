@@ -5,8 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { PACKAGE_VERSION } from '../service/weights/patch.ts';
 import { passes, runCheck } from '../taskset/checks/index.ts';
-import { assertSeed, episodeSpec, itemById } from '../taskset/episode.ts';
-import { familyById } from '../taskset/families/index.ts';
+import { episodeSpecFromArgs, itemById } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
 import { FAMILY_VERSION } from '../taskset/types.ts';
 import { parseFlags } from './args.ts';
@@ -25,11 +24,7 @@ export async function main(argv: string[]): Promise<void> {
   const response = flags.response === '-' ? readFileSync(0, 'utf8').replace(/\n$/, '') : flags.response;
   const seed = flags.seed!;
   const controlSeed = flags['control-seed'];
-  familyById(flags.family!); // fail on bad input before the tokenizer loads
-  assertSeed(seed);
-  if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
-  const tokenizer = await gemma3Tokenizer();
-  const spec = episodeSpec(flags.family!, seed, { tokenizer, controlSeed });
+  const spec = await episodeSpecFromArgs(flags.family!, seed, controlSeed, gemma3Tokenizer);
   const item = itemById(spec, flags.item!);
   const verdict = runCheck(item.check, response);
   const output = {

@@ -3,8 +3,7 @@
 // Prints an episode spec as JSON, for audits: the admin view (everything graded: terminal items with their checks,
 // and the general controls) or the editor view (what the editor is shown: objective, relevant token ids, practice).
 import { PACKAGE_VERSION } from '../service/weights/patch.ts';
-import { assertSeed, editorView, episodeSpec } from '../taskset/episode.ts';
-import { familyById } from '../taskset/families/index.ts';
+import { editorView, episodeSpecFromArgs } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
 import { FAMILY_VERSION } from '../taskset/types.ts';
 import { parseFlags } from './args.ts';
@@ -21,11 +20,7 @@ export async function main(argv: string[]): Promise<void> {
   if (flags.view !== 'admin' && flags.view !== 'editor') throw new Error(`--view must be admin or editor, got "${flags.view}"`);
   const seed = flags.seed!;
   const controlSeed = flags['control-seed'];
-  familyById(flags.family!); // fail on bad input before the tokenizer loads
-  assertSeed(seed);
-  if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
-  const tokenizer = await gemma3Tokenizer();
-  const spec = episodeSpec(flags.family!, seed, { tokenizer, controlSeed });
+  const spec = await episodeSpecFromArgs(flags.family!, seed, controlSeed, gemma3Tokenizer);
   const output = {
     command: 'episode',
     packageVersion: PACKAGE_VERSION,

@@ -37,6 +37,17 @@ export function episodeSpec(family: FamilyId | string, seed: number, options: Ep
   };
 }
 
+/**
+ * The spec of command-line arguments: the family and seeds are checked before the tokenizer loads, so a typo fails
+ * at once (used by the `episode` and `check` commands).
+ */
+export async function episodeSpecFromArgs(family: string, seed: number, controlSeed: number | undefined, tokenizer: () => Promise<Tokenizer>): Promise<EpisodeSpec> {
+  familyById(family);
+  assertSeed(seed);
+  if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
+  return episodeSpec(family, seed, { tokenizer: await tokenizer(), controlSeed });
+}
+
 /** What the editor is shown: no parameters beyond the objective, no terminal items, no controls. */
 export function editorView(spec: EpisodeSpec): EditorView {
   return {

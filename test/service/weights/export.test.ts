@@ -9,12 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { SafetensorsFile } from '../../../service/model/safetensors.ts';
-import { isIwiError } from '../../../service/errors.ts';
 import { exportPatched } from '../../../service/weights/export.ts';
 import { writeEpisodePatch } from '../../../service/weights/patch.ts';
 import { bf16BitsOf } from '../../../service/weights/rounding.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
-import { tinyFixture, type TinyFixture } from './fixtures.ts';
+import { tinyFixture, type TinyFixture, errorOf } from './fixtures.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const P = 'language_model.model.';
@@ -34,15 +33,6 @@ afterAll(() => {
   tiny.cleanup();
   rmSync(work, { recursive: true, force: true });
 });
-
-function errorOf(run: () => unknown): { code?: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    return { code: isIwiError(error) ? error.code : undefined, message: (error as Error).message };
-  }
-  throw new Error('expected an error');
-}
 
 describe('export-patched', () => {
   it('writes a checkpoint that differs only in the touched tensors and runs like the in-memory edit', async () => {

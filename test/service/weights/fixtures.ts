@@ -1,5 +1,6 @@
 // Shared by the weight tests: the run's tiny checkpoints (test/fixtures.ts, made once by the global setup; read
 // only here), a plain BF16 rounding reference, and NumPy-style index lists.
+import { isIwiError } from '../../../service/errors.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
 
@@ -67,4 +68,14 @@ export function referenceOffsets(indices: number[][], shape: number[]): number[]
     offsets = offsets.flatMap((o) => list.map((i) => o + i * stride));
   });
   return offsets;
+}
+
+/** The IwiError code and message `run` throws; fails the test when it does not throw. */
+export function errorOf(run: () => unknown): { code?: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    return { code: isIwiError(error) ? error.code : undefined, message: (error as Error).message };
+  }
+  throw new Error('expected an error');
 }

@@ -1,20 +1,11 @@
 // Array handles: per-episode bounds on count and bytes (least recently used evicted), and a distinct error for
 // unknown, foreign, expired (with the reason) and too-large arrays.
 import { describe, expect, it } from 'vitest';
-import { isIwiError } from '../../../service/errors.ts';
 import { HandleStore } from '../../../service/weights/handles.ts';
 import { LIMITS } from '../../../service/weights/limits.ts';
+import { errorOf } from './fixtures.ts';
 
 const array = (n: number) => new Float32Array(n).fill(1);
-
-function errorOf(run: () => unknown): { code?: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    return { code: isIwiError(error) ? error.code : undefined, message: (error as Error).message };
-  }
-  throw new Error('expected an error');
-}
 
 describe('HandleStore', () => {
   it('stores arrays per episode and hands them back', () => {

@@ -1,9 +1,8 @@
 // The manifest of the 1B layout (tiny) and the 4B layout (tiny-4b: language_model.* names, vision tower): every
 // tensor once, the tied head as an alias of embed_tokens, vision fixed, and the filters the editor uses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isIwiError } from '../../../service/errors.ts';
 import { Manifest } from '../../../service/weights/manifest.ts';
-import { tinyFixture, type TinyFixture } from './fixtures.ts';
+import { tinyFixture, type TinyFixture, errorOf } from './fixtures.ts';
 
 let tiny: TinyFixture;
 let tiny4b: TinyFixture;
@@ -20,15 +19,6 @@ afterAll(() => {
   tiny.cleanup();
   tiny4b.cleanup();
 });
-
-function errorOf(run: () => unknown): { code?: string; message: string } {
-  try {
-    run();
-  } catch (error) {
-    return { code: isIwiError(error) ? error.code : undefined, message: (error as Error).message };
-  }
-  throw new Error('expected an error');
-}
 
 describe('Manifest', () => {
   it('lists every checkpoint tensor once, text decoder first, with shape, dtype and numel', () => {
