@@ -6,6 +6,7 @@ type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) =
 const commands: Record<string, Command> = {
   demo: { summary: 'the main job end to end on a seeded tiny target, no GPU, key or download', load: () => import('./demo.ts') },
   'make-tiny-checkpoint': { summary: 'write a seeded random Gemma 3 checkpoint folder', load: () => import('./make-tiny-checkpoint.ts') },
+  'make-toy-target': { summary: 'train the toy target (small Gemma 3 on the taskset\'s world) into a checkpoint folder', load: () => import('./make-toy-target.ts') },
   logits: { summary: 'write float32 logits of every position as .npy', load: () => import('./logits.ts') },
   generate: { summary: 'greedy chat generation from a checkpoint folder', load: () => import('./generate.ts') },
   service: { summary: 'start the service (Fastify): episodes, tools, budgets, OpenAI-compatible endpoints', load: () => import('./service.ts') },
@@ -16,7 +17,7 @@ const commands: Record<string, Command> = {
   'replay-patch': { summary: 'replay a submitted patch with a new control seed (new and repeated controls apart)', load: () => import('./replay-patch.ts') },
   report: { summary: 'results by target and editor: results.csv, summary.csv and a self-contained report.html', load: () => import('./report.ts') },
   'report-token-efficiency': { summary: 'editor tokens per attempt joined to results.csv; reward per 1,000 editor tokens', load: () => import('./report-token-efficiency.ts') },
-  bench: { summary: 'benchmarks: engine | weights | service | mmlu-pro', load: () => import('./bench.ts') },
+  bench: { summary: 'benchmarks: engine | weights | service | mmlu-pro | toy', load: () => import('./bench.ts') },
   'export-patched': { summary: 'write a patched checkpoint folder (and --peft a LoRA adapter) from a patch', load: () => import('./export-patched.ts') },
   episode: { summary: 'print an episode spec as JSON (--view admin: everything graded; editor: what the editor sees)', load: () => import('./episode.ts') },
   check: { summary: 'print the verdict of one graded item for a response (behaviour, content, detail)', load: () => import('./check.ts') },

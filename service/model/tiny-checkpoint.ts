@@ -13,7 +13,7 @@ import { expectedTextTensors } from '../weights/names.ts';
 export const PRESETS = ['tiny', 'tiny-4b', 'gemma-3-1b-shape', 'gemma-3-4b-shape'] as const;
 export type Preset = (typeof PRESETS)[number];
 
-const GENERATION_CONFIG = { bos_token_id: 2, cache_implementation: 'hybrid', do_sample: true, eos_token_id: [1, 106], pad_token_id: 0, top_k: 64, top_p: 0.95 };
+export const GENERATION_CONFIG = { bos_token_id: 2, cache_implementation: 'hybrid', do_sample: true, eos_token_id: [1, 106], pad_token_id: 0, top_k: 64, top_p: 0.95 };
 
 /** config.json of each preset. The 4B-style ones are sparse like the hub file (defaults fill the rest). */
 export function presetConfig(preset: Preset): Record<string, unknown> {

@@ -6,6 +6,7 @@ import { ServiceError, type Brief, type EditorClient } from '../service-client.t
 import type { Ending } from './run.ts';
 import { ZERO_USAGE, type Trace } from './trace.ts';
 import { demo } from './builtin-demo.ts';
+import { rankOne } from './builtin-rank-one.ts';
 
 /** The episode as a built-in sees it: no submit, which is the harness's. */
 export type EpisodeHandle = Pick<EditorClient, 'episodeId' | 'brief' | 'turn' | 'tool'>;
@@ -18,7 +19,7 @@ export const noop: BuiltinEditor = async ({ editor, brief }) => {
   return { finalReply: `builtin:noop made no edit (episode ${brief.episode_id}, ${brief.manifest.length} manifest lines read).` };
 };
 
-export const BUILTIN_EDITORS: Readonly<Record<string, BuiltinEditor>> = Object.freeze({ noop, demo });
+export const BUILTIN_EDITORS: Readonly<Record<string, BuiltinEditor>> = Object.freeze({ noop, demo, 'rank-one': rankOne });
 
 export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, brief: Brief, trace: Trace): Promise<Ending> {
   let turns = 0;

@@ -116,7 +116,7 @@ describe('builtin:NAME', () => {
     const editor = await service.episode();
     const dir = traceDir('unknown');
     const config = resolveEditorConfig({ model: 'builtin:nonexistent' }, {});
-    await expect(runEditor({ editor, config, traceDir: dir })).rejects.toThrow(/no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo\)/);
+    await expect(runEditor({ editor, config, traceDir: dir })).rejects.toThrow(/no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo, builtin:rank-one\)/);
     expect(existsSync(dir)).toBe(false);
     expect((await service.admin.episode(editor.episodeId)).status).toBe('active');
   });
