@@ -51,6 +51,8 @@ export class Tokenizer {
   }
 
   decode(ids: number[], skipSpecialTokens = true): string {
+    // transformers.js refuses an empty list; an answer that stops at once is the empty string.
+    if (ids.length === 0) return '';
     return this.inner.decode(ids, { skip_special_tokens: skipSpecialTokens });
   }
 

@@ -26,6 +26,7 @@ describe('Gemma 3 tokenizer and chat template (offline, from the checkpoint fold
     expect(tokenizer.tokenToId('▁world')).toBe(1902);
     expect(tokenizer.vocabSize).toBe(262145);
     expect(tokenizer.decode([9259, 1902])).toBe('Hello world');
+    expect(tokenizer.decode([])).toBe(''); // a generation that stops at once
   });
 
   it('fails clearly when the files are missing', async () => {
