@@ -100,12 +100,24 @@ function learningRateAt(step: number, total: number, options: TrainOptions): num
   return options.learningRate * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
 }
 
+const [BETA1, BETA2, EPSILON] = [0.9, 0.98, 1e-8];
+
+/** One Adam step (bias-corrected moments, no weight decay) of one variable. */
+function adamUpdate(variable: tf.Variable, grad: tf.Tensor, moments: { m: tf.Variable; v: tf.Variable }, lr: number, t: number): void {
+  tf.tidy(() => {
+    const { m, v } = moments;
+    m.assign(tf.add(tf.mul(BETA1, m), tf.mul(1 - BETA1, grad)));
+    v.assign(tf.add(tf.mul(BETA2, v), tf.mul(1 - BETA2, tf.square(grad))));
+    const update = tf.div(tf.div(m, 1 - BETA1 ** t), tf.add(tf.sqrt(tf.div(v, 1 - BETA2 ** t)), EPSILON));
+    variable.assign(tf.sub(variable, tf.mul(lr, update)));
+  });
+}
+
 export async function trainToy(config: Gemma3TextConfig, sequences: readonly TrainingSequence[], options: TrainOptions): Promise<TrainResult> {
   await useWasmBackend();
   const weights = initialWeights(config, options.seed);
   const variables = [...weights.values()];
-  const moments = variables.map((v) => ({ m: tf.variable(tf.zerosLike(v), false), v: tf.variable(tf.zerosLike(v), false) }));
-  const [beta1, beta2, epsilon] = [0.9, 0.98, 1e-8];
+  const moments = variables.map((v) => tf.tidy(() => ({ m: tf.variable(tf.zerosLike(v), false), v: tf.variable(tf.zerosLike(v), false) })));
   const rng = new Rng(`toy-target/batches/seed=${options.seed}`);
   const epochs = Array.from({ length: options.epochs }, () => epochBatches(sequences, options.batchTokens, rng));
   const total = epochs.reduce((n, e) => n + e.length, 0);
@@ -125,17 +137,7 @@ export async function trainToy(config: Gemma3TextConfig, sequences: readonly Tra
         correct = out.correct.dataSync()[0]!;
         return out.loss;
       }, variables);
-      const t = step + 1;
-      tf.tidy(() => {
-        variables.forEach((variable, i) => {
-          const g = grads[variable.name]!;
-          const { m, v } = moments[i]!;
-          m.assign(tf.add(tf.mul(beta1, m), tf.mul(1 - beta1, g)));
-          v.assign(tf.add(tf.mul(beta2, v), tf.mul(1 - beta2, tf.square(g))));
-          const update = tf.div(tf.div(m, 1 - beta1 ** t), tf.add(tf.sqrt(tf.div(v, 1 - beta2 ** t)), epsilon));
-          variable.assign(tf.sub(variable, tf.mul(lr, update)));
-        });
-      });
+      variables.forEach((variable, i) => adamUpdate(variable, grads[variable.name]!, moments[i]!, lr, step + 1));
       const loss = value.dataSync()[0]!;
       tf.dispose([value, ...Object.values(grads), targets]);
       if (!Number.isFinite(loss)) throw new Error(`toy training diverged at step ${step} (loss ${loss})`);

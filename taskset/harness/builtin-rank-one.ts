@@ -9,8 +9,9 @@
 //      G and U come from read_weights.
 //   3. The value direction raises the wanted token's logit over the predicted one: (E[want] − E[got]) scaled by the
 //      final norm's (1 + w) and divided by the post-feedforward norm's (1 + w), through which the MLP output passes.
-//   4. W_down += α · u kᵀ/‖k‖² (the key averaged over the examples), with α the smallest of a doubling ladder for which
-//      the practice targets come out right, checked with run_target.
+//   4. W_down += α · u vᵀ with v ∝ (C + λI)⁻¹ k and vᵀk = 1 (k averaged over the examples; C the second moment of
+//      every other inspected key, as ROME whitens its key), all terms in one low_rank_add; α is the smallest power of
+//      two that gives ¾ of the practice targets (a binary search checked with run_target).
 //
 // Editing the last layer keeps every position independent (no later layer reads it), so one teacher-forced pass
 // finds every wrong token at once. It is a baseline: it edits what the practice examples show and nothing more.
@@ -183,7 +184,8 @@ async function readRows(editor: EpisodeHandle, source: { tensor: string } | { ha
  * keys use are damped, so an edit keyed on x reaches them less (Cholesky factorisation, solved per call).
  */
 export function ridgeSolver(keys: Row[], share = RIDGE_SHARE): (x: Row) => Row {
-  const n = keys[0]?.length ?? 0;
+  if (keys.length === 0) return (x) => [...x]; // nothing to steer clear of
+  const n = keys[0]!.length;
   const C = Array.from({ length: n }, () => new Float64Array(n));
   for (const k of keys) for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) C[i]![j]! += (k[i]! * k[j]!) / keys.length;
   let trace = 0;

@@ -54,4 +54,17 @@ describe('the benchmark on the toy target', () => {
     expect(noop.score.gain).toBe(0);
     expect(noop.score.reward).toBe(0);
   });
+
+  it('demo calibrates the toy, runs builtin:rank-one and reports the reward it earned', async () => {
+    const out = path.join(work, 'demo');
+    const { stdout } = await cli(['demo', '--output-dir', out, '--families', 'local_factual_update,lexical_inhibition']);
+    const summary = JSON.parse(stdout) as { report_html: string; results_csv: string; attempts: number; failed: number };
+    expect(summary).toMatchObject({ attempts: 2, failed: 0 });
+    const demoCalibration = JSON.parse(readFileSync(path.join(out, 'calibration.json'), 'utf8')) as Calibration;
+    expect(demoCalibration.episodes.map((e) => e.family).sort()).toEqual(['lexical_inhibition', 'local_factual_update']);
+    const [header, ...rows] = readFileSync(summary.results_csv, 'utf8').trim().split('\n').map((line) => line.split(','));
+    const reward = (family: string) => Number(rows.find((r) => r[header!.indexOf('family')] === family)![header!.indexOf('reward')]);
+    expect(reward('local_factual_update')).toBeGreaterThan(0);
+    expect(readFileSync(summary.report_html, 'utf8')).toContain(reward('local_factual_update').toFixed(3));
+  });
 });
