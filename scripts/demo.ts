@@ -1,17 +1,19 @@
-// npx iwibench demo [--output-dir runs/demo] [--model-dir DIR] [--editor-model builtin:rank-one] [--families a,b] [--seed 0]
+// npx iwibench demo [--output-dir runs/demo] [--model-dir DIR] [--editor-model builtin:rank-one] [--families a,b]
+//                   [--calibration-seeds 8] [--seed 0]
 // The main job end to end on an embedded default, with no GPU, no key and no download: the committed toy target
-// (toy/target, a small Gemma 3 trained on the taskset's world), the service, one episode per family with a built-in
-// editor, fresh-process evaluation, and the report. Rerunning the same command resumes (completed attempts are kept).
+// (toy/target, a small Gemma 3 trained on the taskset's world), calibration, the service, each family's first
+// eligible episode with a built-in editor, fresh-process evaluation, and the report. Rerunning the same command
+// resumes (the calibration and completed attempts are kept).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { ItemEvaluator } from '../service/evaluate.ts';
+import { writeJsonAtomic } from '../service/files.ts';
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
+import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { runPilot } from '../taskset/pilot.ts';
 import { writeReport } from '../taskset/report/index.ts';
 import { startServiceProcess } from '../taskset/service-process.ts';
-import { ItemEvaluator } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
-import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
 import { parseFlags } from './args.ts';
@@ -76,23 +78,22 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 /**
- * Each family's first eligible episode on the pristine target (calibration.json, reused when the demo resumes), or
- * `fallbackSeed` where calibration found none, as its log says.
+ * Each family's first eligible episode on the pristine target (calibration.json, reused when the demo resumes with
+ * the same model, seeds and families), or `fallbackSeed` where calibration found none, as its log says.
  */
 async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: number, modelDir: string, outputDir: string, log: (m: string) => void): Promise<Calibration['episodes']> {
   if (seeds === 0) return families.map((family) => ({ family, seed: fallbackSeed, params_key: '' }));
   const file = path.join(outputDir, 'calibration.json');
-  let calibration: Calibration;
-  if (existsSync(file)) {
-    calibration = JSON.parse(readFileSync(file, 'utf8')) as Calibration;
-  } else {
+  const args = { command: 'demo', model_dir: modelDir, seeds, families: families.join(',') };
+  let calibration = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Calibration) : undefined;
+  if (JSON.stringify(calibration?.args) !== JSON.stringify(args)) {
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
-    calibration = await calibrate({ evaluator, tokenizer: evaluator.tokenizer, seeds, eligiblePerFamily: 1, families, args: { command: 'demo', seeds } }).finally(() => evaluator.close());
+    calibration = await calibrate({ evaluator, tokenizer: evaluator.tokenizer, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
     writeJsonAtomic(file, calibration);
   }
   return families.map((family) => {
-    const found = calibration.episodes.find((e) => e.family === family);
+    const found = calibration!.episodes.find((e) => e.family === family);
     if (!found) log(`${family}: no eligible episode within ${seeds} seeds (see ${file}); running seed ${fallbackSeed}`);
     return found ?? { family, seed: fallbackSeed, params_key: '' };
   });

@@ -31,7 +31,17 @@ type InspectResult = { sequences: { positions: InspectPosition[]; hidden: Record
 type Example = { messages: { role: 'system' | 'user' | 'assistant'; content: string }[]; response: string };
 type Mismatch = { sequence: number; row: number; want: number; got: number };
 
-export const rankOne: BuiltinEditor = async ({ editor, brief }) => {
+export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
+  // Tool calls left in the episode, from every answer: the α search must still fit after the reads.
+  let callsLeft = brief.budget.remaining.tool_calls ?? Infinity;
+  const editor: EpisodeHandle = {
+    ...episode,
+    tool: async (name, args) => {
+      const response = await episode.tool(name, args);
+      callsLeft = response.budget.remaining.tool_calls ?? callsLeft;
+      return response;
+    },
+  };
   const targets = brief.practice.filter((p) => p.note === TARGET_NOTE) as Example[];
   const examples = targets.slice(0, MAX_EXAMPLES);
   const keeps = brief.practice.filter((p) => p.note !== TARGET_NOTE).slice(0, MAX_EXAMPLES) as Example[];
@@ -99,9 +109,19 @@ export const rankOne: BuiltinEditor = async ({ editor, brief }) => {
     return embedding.get(id)!;
   };
 
-  // 3. One rank-one term per wrong token (adding exactly α·u where its key is), the value direction u.
+  // 3. One rank-one term per wrong token (adding exactly α·u where its key is), the value direction u; as many tokens
+  //    as the embedding rows they need leave calls for the α search.
+  const searchCalls = 3 * (Math.ceil(Math.log2(MAX_EXPONENT + 1)) + 1) + 2;
+  const rowsNeeded = new Set<number>();
+  const affordable = groups.filter((group) => {
+    const more = new Set([...rowsNeeded, ...group.flatMap((m) => [m.want, m.got])]);
+    if (more.size > callsLeft - searchCalls) return false;
+    more.forEach((id) => rowsNeeded.add(id));
+    return true;
+  });
+  if (affordable.length === 0) return { finalReply: `builtin:rank-one: ${callsLeft} tool calls left, too few to edit; no edit made.` };
   const terms: { u: Row; v: Row }[] = [];
-  for (const group of groups) {
+  for (const group of affordable) {
     const key = mean(group.map((m) => targetKeys[m.sequence]![m.row]!));
     const direction = mean(await Promise.all(group.map(async (m) => subtract(await embedRow(m.want), await embedRow(m.got)))));
     // The MLP output reaches the logits through the post-feedforward norm's (1 + w) and the final norm's (1 + w).
