@@ -11,7 +11,9 @@ export type ToyWeights = Map<string, tf.Variable>;
 /** Variables from float32 arrays keyed by checkpoint name (shapes from the config). */
 export function createWeights(config: Gemma3TextConfig, values: (name: string, shape: number[]) => Float32Array): ToyWeights {
   const weights: ToyWeights = new Map();
-  for (const [name, shape] of expectedTextTensors(config)) weights.set(name, tf.variable(tf.tensor(values(name, shape), shape), true, name));
+  for (const [name, shape] of expectedTextTensors(config)) {
+    weights.set(name, tf.tidy(() => tf.variable(tf.tensor(values(name, shape), shape), true, name)));
+  }
   return weights;
 }
 
