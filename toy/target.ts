@@ -14,7 +14,7 @@ import { Tokenizer, gemma3TokenizerDir } from '../service/model/tokenizer.ts';
 import { expectedTextTensors } from '../service/weights/names.ts';
 import { PACKAGE_VERSION } from '../service/weights/patch.ts';
 import { tokenizerConfig, trainBpe } from './bpe.ts';
-import { buildCorpus, corpusTexts } from './corpus.ts';
+import { buildCorpus, corpusTexts, type Corpus } from './corpus.ts';
 import { trainToy, type StepRecord, type TrainOptions, type TrainingSequence } from './train.ts';
 
 export const TOY_FORMAT = 'iwibench-toy-target/1';
@@ -64,6 +64,15 @@ export function lossCsv(steps: readonly StepRecord[]): string {
   return ['step,epoch,loss,token_accuracy,learning_rate,tokens,seconds', ...rows].join('\n') + '\n';
 }
 
+/** Each chat as the model sees it: the prompt with the generation prompt, the answer, and <end_of_turn> to stop. */
+export function trainingSequences(corpus: Corpus, tokenizer: Tokenizer): TrainingSequence[] {
+  const endOfTurn = tokenizer.tokenToId('<end_of_turn>')!;
+  return corpus.examples.map(({ messages, answer }) => {
+    const prompt = tokenizer.chatIds(messages);
+    return { ids: [...prompt, ...tokenizer.encodeRaw(answer), endOfTurn], answerStart: prompt.length };
+  });
+}
+
 export async function makeToyTarget(options: MakeToyOptions): Promise<ToyTargetRecord> {
   const log = options.log ?? (() => {});
   if (!Number.isSafeInteger(options.seed) || options.seed < 0) throw new Error(`seed must be a non-negative integer, got ${options.seed}`);
@@ -79,10 +88,7 @@ export async function makeToyTarget(options: MakeToyOptions): Promise<ToyTargetR
   const tokenizer = await Tokenizer.load(temp);
   log(`corpus: ${corpus.examples.length} chats; tokenizer: ${tokenizer.vocabSize} tokens`);
 
-  const sequences: TrainingSequence[] = corpus.examples.map(({ messages, answer }) => {
-    const prompt = tokenizer.chatIds(messages);
-    return { ids: [...prompt, ...tokenizer.encodeRaw(answer), 106], answerStart: prompt.length };
-  });
+  const sequences = trainingSequences(corpus, tokenizer);
   const config = parseGemma3Config({ ...TOY_CONFIG });
   const { tensors, steps } = await trainToy(config, sequences, { seed: options.seed, ...TOY_TRAINING, maxSteps: options.maxSteps, onStep: options.onStep });
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../service/model/runtime.ts';
-import { Tokenizer, gemma3TokenizerDir } from '../../service/model/tokenizer.ts';
+import { Tokenizer, gemma3TokenizerDir, type ChatMessage } from '../../service/model/tokenizer.ts';
 import { buildCorpus, corpusSeeds, PARAMETER_SETS_PER_FAMILY } from '../../toy/corpus.ts';
 import { createWeights, disposeWeights, logitsAt } from '../../toy/model.ts';
 import { TOY_TARGET_DIR, lossCsv, makeToyTarget, type ToyTargetRecord } from '../../toy/target.ts';
@@ -102,7 +102,7 @@ describe('the toy target in our engine', () => {
   });
 
   it('matches Hugging Face transformers: tokenizer ids, logits within 1e-4 of the largest, greedy answers', async () => {
-    type Case = { messages: never; ids: number[]; logits: number[][]; argmax: number[]; logsumexp: number[]; max_abs_logit: number; greedy_ids: number[] };
+    type Case = { messages: ChatMessage[]; ids: number[]; logits: number[][]; argmax: number[]; logsumexp: number[]; max_abs_logit: number; greedy_ids: number[] };
     const golden = JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/golden/toy-target.json'), 'utf8')) as { checkpoint_sha256: string; vocab_ids: number[]; cases: Case[] };
     expect(sha256(path.join(TOY_TARGET_DIR, 'model.safetensors')), 'toy retrained: regenerate test/golden/toy-target.json (make_toy_golden.py)').toBe(golden.checkpoint_sha256);
     const V = checkpoint.config.vocab_size;
