@@ -2,7 +2,7 @@
 // Hugging Face transformers both load: corpus → BPE tokenizer → chat-formatted sequences → training → BF16
 // safetensors, config.json, tokenizer files, the loss curve and a training record. Deterministic from the seed.
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { version_core as tfjsVersion } from '@tensorflow/tfjs-core';
@@ -64,6 +64,14 @@ export function lossCsv(steps: readonly StepRecord[]): string {
   return ['step,epoch,loss,token_accuracy,learning_rate,tokens,seconds', ...rows].join('\n') + '\n';
 }
 
+/** The output folder is replaced at the end: only a missing or empty folder, or an earlier checkpoint, may be. */
+function assertReplaceable(out: string): void {
+  if (!existsSync(out)) return;
+  if (!statSync(out).isDirectory()) throw new Error(`--out ${out} is a file, not a folder: refusing to replace it`);
+  const entries = readdirSync(out);
+  if (entries.length > 0 && !entries.includes('config.json')) throw new Error(`--out ${out} holds files but no config.json: refusing to replace a folder that is not a checkpoint`);
+}
+
 /** Each chat as the model sees it: the prompt with the generation prompt, the answer, and <end_of_turn> to stop. */
 export function trainingSequences(corpus: Corpus, tokenizer: Tokenizer): TrainingSequence[] {
   const endOfTurn = tokenizer.tokenToId('<end_of_turn>')!;
@@ -76,6 +84,7 @@ export function trainingSequences(corpus: Corpus, tokenizer: Tokenizer): Trainin
 export async function makeToyTarget(options: MakeToyOptions): Promise<ToyTargetRecord> {
   const log = options.log ?? (() => {});
   if (!Number.isSafeInteger(options.seed) || options.seed < 0) throw new Error(`seed must be a non-negative integer, got ${options.seed}`);
+  assertReplaceable(options.out);
   const temp = `${path.resolve(options.out)}.partial-${process.pid}`;
   rmSync(temp, { recursive: true, force: true });
   mkdirSync(temp, { recursive: true });

@@ -1,7 +1,7 @@
 // The committed toy target (toy/target): reproducible from its seed, the same network in TensorFlow.js (training)
 // and in our engine (serving), the same logits as Hugging Face transformers, and the answers of its corpus.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,8 +61,17 @@ describe('make-toy-target', () => {
     expect(made.corpus.sha256).toBe(record.corpus.sha256);
   });
 
-  it('refuses a bad seed before writing anything', async () => {
-    await expect(makeToyTarget({ out: path.join(path.dirname(out), 'bad'), seed: -1 })).rejects.toThrow(/seed must be a non-negative integer/);
+  it('refuses a bad seed, or an output that is not a checkpoint folder, before writing anything', async () => {
+    const bad = path.join(path.dirname(out), 'bad');
+    await expect(makeToyTarget({ out: bad, seed: -1 })).rejects.toThrow(/seed must be a non-negative integer/);
+    expect(existsSync(bad)).toBe(false);
+    const file = path.join(path.dirname(out), 'notes.txt');
+    writeFileSync(file, 'keep me');
+    await expect(makeToyTarget({ out: file, seed: 0 })).rejects.toThrow(/is a file, not a folder/);
+    mkdirSync(bad);
+    writeFileSync(path.join(bad, 'notes.txt'), 'keep me');
+    await expect(makeToyTarget({ out: bad, seed: 0 })).rejects.toThrow(/not a checkpoint/);
+    expect(readFileSync(file, 'utf8') + readFileSync(path.join(bad, 'notes.txt'), 'utf8')).toBe('keep mekeep me');
   });
 
   it('records the whole run beside the checkpoint', () => {
