@@ -62,7 +62,8 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
     finalNorm: tensor('norm.weight'),
     embed: tensor('embed_tokens.weight'),
   };
-  const teacherForced = (e: Example) => ({ messages: e.messages, continuation: e.response });
+  // The turn's end is part of the answer: a response the target runs past is not the response.
+  const teacherForced = (e: Example) => ({ messages: e.messages, continuation: `${e.response}<end_of_turn>` });
   const sequences = examples.map(teacherForced);
 
   // 1. Where do the greedy tokens differ from the requested responses (teacher-forced)?
