@@ -6,7 +6,7 @@ import { isIwiError } from '../../../service/errors.ts';
 import { LIMITS } from '../../../service/weights/limits.ts';
 import { nest } from '../../../service/weights/reads.ts';
 import { WeightStore, type Episode } from '../../../service/weights/store.ts';
-import { tinyFixture, type TinyFixture } from './fixtures.ts';
+import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const GATE = 'model.layers.1.mlp.gate_proj.weight'; // [128, 64]
 
@@ -23,15 +23,6 @@ beforeAll(() => {
   stored = bf16ToF32(new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2));
 });
 afterAll(() => fixture.cleanup());
-
-function codeOf(run: () => unknown): string | undefined {
-  try {
-    run();
-  } catch (error) {
-    return isIwiError(error) ? error.code : String(error);
-  }
-  return undefined;
-}
 
 describe('readWeights', () => {
   it('metadata: manifest rows through the filter', () => {
@@ -99,16 +90,16 @@ describe('readWeights', () => {
   });
 
   it('refuses malformed reads', () => {
-    expect(codeOf(() => episode.read({ op: 'peek', tensor: GATE }))).toBe('OP_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice', tensor: GATE, slices: [] }))).toBe('OP_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice' }))).toBe('OP_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice', tensor: GATE, handle: 'h1' }))).toBe('OP_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice', tensor: 'nope' }))).toBe('WEIGHT_NOT_FOUND');
-    expect(codeOf(() => episode.read({ op: 'slice', tensor: GATE, slice: [128] }))).toBe('SLICE_OUT_OF_RANGE');
-    expect(codeOf(() => episode.read({ op: 'summary', tensor: GATE, slice: 3 }))).toBe('SLICE_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice', tensor: GATE, as_handle: 'yes' }))).toBe('OP_INVALID');
-    expect(codeOf(() => episode.read({ op: 'slice', handle: 'h999' }))).toBe('HANDLE_NOT_FOUND');
-    expect(codeOf(() => episode.read({ op: 'metadata', filter: { kind: 'x' } }))).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'peek', tensor: GATE })).code).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice', tensor: GATE, slices: [] })).code).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice' })).code).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice', tensor: GATE, handle: 'h1' })).code).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice', tensor: 'nope' })).code).toBe('WEIGHT_NOT_FOUND');
+    expect(errorOf(() => episode.read({ op: 'slice', tensor: GATE, slice: [128] })).code).toBe('SLICE_OUT_OF_RANGE');
+    expect(errorOf(() => episode.read({ op: 'summary', tensor: GATE, slice: 3 })).code).toBe('SLICE_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice', tensor: GATE, as_handle: 'yes' })).code).toBe('OP_INVALID');
+    expect(errorOf(() => episode.read({ op: 'slice', handle: 'h999' })).code).toBe('HANDLE_NOT_FOUND');
+    expect(errorOf(() => episode.read({ op: 'metadata', filter: { kind: 'x' } })).code).toBe('OP_INVALID');
   });
 
   it('nest() builds row-major nested lists', () => {

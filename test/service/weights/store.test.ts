@@ -3,10 +3,9 @@
 // the log prefix; memory grows by the edited tensors only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
-import { isIwiError } from '../../../service/errors.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
-import { tinyFixture, type TinyFixture } from './fixtures.ts';
+import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const UP = 'model.layers.3.mlp.up_proj.weight'; // [128, 64]
 const DOWN = 'model.layers.3.mlp.down_proj.weight'; // [64, 128]
@@ -23,15 +22,6 @@ afterAll(() => fixture.cleanup());
 /** Bit-identical float arrays (vitest's deep equality is far too slow for millions of logits). */
 function sameBits(a: Float32Array, b: Float32Array): boolean {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
-}
-
-function codeOf(run: () => unknown): string | undefined {
-  try {
-    run();
-  } catch (error) {
-    return isIwiError(error) ? error.code : String(error);
-  }
-  return undefined;
 }
 
 describe('WeightStore overlays', () => {
@@ -78,9 +68,9 @@ describe('WeightStore overlays', () => {
     expect(e.opCount).toBe(0);
     expect(e.values(UP)).toBe(store.pristineValues(UP));
     expect(e.overlayBytes()).toBe(0);
-    expect(codeOf(() => e.revert(1))).toBe('REVERT_OUT_OF_RANGE');
-    expect(codeOf(() => e.revert(-1))).toBe('REVERT_OUT_OF_RANGE');
-    expect(codeOf(() => e.revert(0.5))).toBe('REVERT_OUT_OF_RANGE');
+    expect(errorOf(() => e.revert(1)).code).toBe('REVERT_OUT_OF_RANGE');
+    expect(errorOf(() => e.revert(-1)).code).toBe('REVERT_OUT_OF_RANGE');
+    expect(errorOf(() => e.revert(0.5)).code).toBe('REVERT_OUT_OF_RANGE');
   });
 
   it('holds only edited tensors per episode: N episodes editing small slices cost N copies of those tensors', () => {
@@ -94,7 +84,7 @@ describe('WeightStore overlays', () => {
     expect(store.memory().pristineBytes).toBe(model);
     store.dropEpisode('e0');
     expect(Object.keys(store.memory().overlayBytes)).toHaveLength(7);
-    expect(codeOf(() => store.episode('e0'))).toBe('EPISODE_NOT_FOUND');
+    expect(errorOf(() => store.episode('e0')).code).toBe('EPISODE_NOT_FOUND');
     expect(() => store.createEpisode('e1')).toThrow('already exists');
   });
 
@@ -124,7 +114,7 @@ describe('WeightStore overlays', () => {
 
   it('answers unknown episodes with EPISODE_NOT_FOUND and keeps vision out of the cache', () => {
     const store = new WeightStore(fixture.checkpoint);
-    expect(codeOf(() => store.source('nope'))).toBe('EPISODE_NOT_FOUND');
+    expect(errorOf(() => store.source('nope')).code).toBe('EPISODE_NOT_FOUND');
     expect(store.pristineValues('lm_head.weight')).toBe(store.pristineValues(EMBED)); // alias → one cached array
   });
 });
