@@ -5,7 +5,7 @@ import type { Tokenizer } from '../../service/model/tokenizer.ts';
 import { readData } from '../data.ts';
 import { Rng } from '../random.ts';
 import { onSide, type Split } from '../split.ts';
-import type { ChatMessage, Check, FamilyId, Item, Modulation, Objective, PracticeExample } from '../types.ts';
+import type { ChatMessage, Check, EpisodeSpec, FamilyId, Item, Modulation, Objective, PracticeExample } from '../types.ts';
 import { FAMILY_VERSION } from '../types.ts';
 
 /** Default sizes of an episode (families.md). */
@@ -43,13 +43,7 @@ export type FamilyDefinition<P extends Record<string, unknown>> = {
 };
 
 /** What a family contributes to an episode spec (episode.ts adds the seeds and the general controls). */
-export type FamilyEpisode = {
-  paramsKey: string;
-  params: Record<string, unknown>;
-  objective: Objective;
-  relevantTokenIds: number[];
-  practice: PracticeExample[];
-  terminal: { target: Item[]; preservation: Item[]; override: Item[] };
+export type FamilyEpisode = Pick<EpisodeSpec, 'paramsKey' | 'params' | 'objective' | 'relevantTokenIds' | 'practice' | 'terminal'> & {
   controlExclusions: string[];
 };
 
