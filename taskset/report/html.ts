@@ -122,7 +122,7 @@ const CSS = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; } h2 small { font-weight: normal; color: #666; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
-dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; }
+dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
 figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: 4px; }
 .plot-area { fill: #fafafa; stroke: #ccc; } .grid { stroke: #e4e4e4; } .ci { stroke: #222; stroke-width: 1.5; }

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCsvRecords } from '../../../taskset/report/csv.ts';
+import { FAMILY_IDS } from '../../../taskset/types.ts';
 import { writeReport } from '../../../taskset/report/index.ts';
 import { tempDir, writeGrid } from './fixtures.ts';
 
@@ -24,7 +25,7 @@ describe('report.html in headless Chromium', () => {
     const root = tempDir('html');
     const runs = writeGrid(root);
     out = path.join(root, 'out');
-    writeReport({ runs: [runs.alpha, runs.beta], editors: [], outputDir: out, invocation: { command: 'report', args: { runs: [runs.alpha, runs.beta] } } });
+    writeReport({ runs: [runs.alpha, runs.beta], editors: [], outputDir: out, invocation: { command: 'report', args: { runs: [runs.alpha, runs.beta], families: FAMILY_IDS.join(',') } } });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -102,5 +103,14 @@ describe('report.html in headless Chromium', () => {
     expect(meta).toMatch(/package 0\.1\.0, families 0\.2\.2, google\/gemma-3-1b-it @ dcc83ea8/);
     expect(meta).toMatch(/"runs":\[/);
     expect(meta).toMatch(/Generated\s*\d{4}-\d\d-\d\dT/);
+  });
+
+  it('wraps a long line of arguments inside the page', async () => {
+    const boxes = await page.$$eval('dl.meta dd', (dds) => dds.map((dd) => ({ right: dd.getBoundingClientRect().right, overflow: dd.scrollWidth - dd.clientWidth })));
+    const width = await page.evaluate(() => window.innerWidth);
+    for (const box of boxes) {
+      expect(box.right).toBeLessThanOrEqual(width);
+      expect(box.overflow).toBe(0);
+    }
   });
 });
