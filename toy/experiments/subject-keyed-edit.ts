@@ -2,8 +2,7 @@
 // subject's last token, in the MLP of layer l) with a value chosen without gradients (the unembedding direction
 // E[new answer's first token] − E[old answer's first token], through the post-feedforward norm) on the toy target.
 // For every layer and α = 4^0 … 4^6 it prints the share of target and preservation items answered as requested
-// (greedy, the family's own checks; in process: the fixed inference code of `evaluate-patch`, without its fresh
-// processes).
+// (greedy with the items' token cap, the family's own checks; in process, with the engine `evaluate-patch` uses).
 //
 //   npx tsx toy/experiments/subject-keyed-edit.ts [--seed 0]    # a local-factual-update seed; ~10 s here
 import { parseArgs } from 'node:util';
@@ -36,7 +35,8 @@ async function shareAnswered(items: Item[], weights?: WeightSource): Promise<num
   let passed = 0;
   for (let i = 0; i < items.length; i += MAX_BATCH) {
     const batch = items.slice(i, i + MAX_BATCH);
-    const outputs = await engine.generate(batch.map((item) => tokenizer.chatIds(item.messages)), { maxNewTokens: 24, weights });
+    const maxNewTokens = Math.max(...batch.map((item) => item.maxNewTokens)); // one cap for every item of this family
+    const outputs = await engine.generate(batch.map((item) => tokenizer.chatIds(item.messages)), { maxNewTokens, weights });
     outputs.forEach((o, j) => (passed += Number(passes(runCheck(batch[j]!.check, tokenizer.decode(o.outputIds))))));
   }
   return passed / items.length;
