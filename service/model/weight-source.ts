@@ -1,0 +1,35 @@
+// Where the engine's weights come from: BF16 bits, exactly the checkpoint's values (or an episode's edits, rounded to
+// BF16 when written). Every process holds weights this way, 2 bytes per parameter; float32 exists only in transient
+// tiles inside the engine.
+import type { Checkpoint } from './checkpoint.ts';
+
+/** BF16 bits of a text tensor by canonical checkpoint name: row-major, as in the safetensors file. Never write into it. */
+export type WeightSource = { bf16(name: string): Uint16Array };
+
+/** A tensor's BF16 bits as stored; only BF16 checkpoints are served (every pinned target and our fixtures are). */
+export function readBf16(checkpoint: Checkpoint, name: string): Uint16Array {
+  const info = checkpoint.info(name);
+  if (info.dtype !== 'BF16') throw new Error(`tensor "${name}" is ${info.dtype}; the engine holds weights as BF16, as the pinned checkpoints store them`);
+  const bytes = checkpoint.readBytes(name);
+  return new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
+}
+
+/** Read each tensor from the checkpoint once, on first use, and keep its BF16 bits. */
+export function checkpointSource(checkpoint: Checkpoint): WeightSource {
+  const cache = new Map<string, Uint16Array>();
+  return {
+    bf16(name) {
+      let bits = cache.get(name);
+      if (!bits) {
+        bits = readBf16(checkpoint, name);
+        cache.set(name, bits);
+      }
+      return bits;
+    },
+  };
+}
+
+/** A source that serves `overrides` (e.g. a patch's touched tensors) and `base` for everything else. */
+export function overlaySource(base: WeightSource, overrides: ReadonlyMap<string, Uint16Array>): WeightSource {
+  return { bf16: (name) => overrides.get(name) ?? base.bf16(name) };
+}
