@@ -4,7 +4,7 @@ import { STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Authenticator, type Tokens } from './auth.ts';
 import { EpisodeRegistry } from './episodes.ts';
-import { IwiError, isIwiError } from './errors.ts';
+import { IwiError, boundedMessage, describeValidation, isIwiError } from './errors.ts';
 import { episodeRoutes, requestEpisodes } from './routes/episodes.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import type { Target } from './target.ts';
@@ -31,7 +31,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     // Unknown fields are errors, never silently dropped; no type coercion: what the editor sends is what is checked.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
   });
-  if (restored > 0) app.log.info({ restored }, 'episodes restored from the output folder');
+  if (restored.restored > 0 || restored.leftovers > 0) app.log.info(restored, 'episodes restored from the output folder');
 
   // One error shape for every non-OpenAI route: {statusCode, code, error, message}, plus the budget on episode routes.
   app.setErrorHandler((error: FastifyError | IwiError, request, reply) => {
@@ -39,11 +39,11 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     if (isIwiError(error)) iwi = error;
     else if (error.validation) iwi = new IwiError('REQUEST_INVALID', describeValidation(error));
     else if (error.statusCode && error.statusCode < 500) {
-      reply.code(error.statusCode).send({ statusCode: error.statusCode, code: error.code ?? 'REQUEST_INVALID', error: STATUS_CODES[error.statusCode] ?? 'Error', message: error.message });
+      reply.code(error.statusCode).send({ statusCode: error.statusCode, code: error.code ?? 'REQUEST_INVALID', error: STATUS_CODES[error.statusCode] ?? 'Error', message: boundedMessage(error.message) });
       return;
     } else {
       request.log.error(error);
-      reply.code(500).send({ statusCode: 500, code: 'INTERNAL', error: 'Internal Server Error', message: error.message });
+      reply.code(500).send({ statusCode: 500, code: 'INTERNAL', error: 'Internal Server Error', message: boundedMessage(error.message) });
       return;
     }
     const episode = requestEpisodes.get(request);
@@ -61,12 +61,4 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
   await app.register(episodeRoutes, { target: options.target, registry, auth });
   await app.register(openaiRoutes, { prefix: '/v1', target: options.target, registry, auth });
   return { app, registry };
-}
-
-/** ajv's first error, with the field it concerns: `body/sequences/0 must NOT have additional properties ("prompts")`. */
-function describeValidation(error: FastifyError): string {
-  const first = error.validation![0]!;
-  const params = first.params as Record<string, unknown>;
-  const detail = params.additionalProperty ?? params.missingProperty ?? params.allowedValues ?? params.limit;
-  return `${error.validationContext ?? 'request'}${first.instancePath} ${first.message}${detail !== undefined ? ` (${JSON.stringify(detail)})` : ''}`;
 }

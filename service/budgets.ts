@@ -1,6 +1,6 @@
 // Per-episode budgets, enforced by the service (design.md "Service"). One ledger per episode; every check happens
 // before any work, and a refused call changes nothing. Reverting weights never restores a budget.
-import { IwiError } from './errors.ts';
+import { IwiError, quote } from './errors.ts';
 
 /** Defaults of design.md; an episode spec may override any of them. */
 export const DEFAULT_BUDGETS = Object.freeze({
@@ -42,11 +42,12 @@ export const EMPTY_USE: Readonly<BudgetUse> = Object.freeze({
   inspect_target_sequence_evaluations: 0,
 });
 
+/** The budgets of an episode: the defaults with `overrides` (own keys only: `toString` is no budget) applied. */
 export function resolveBudgets(overrides: Partial<Budgets> = {}): Budgets {
   const budgets = { ...DEFAULT_BUDGETS } as Budgets;
   for (const [key, value] of Object.entries(overrides)) {
-    if (!(key in DEFAULT_BUDGETS)) throw new IwiError('EPISODE_SPEC_INVALID', `unknown budget "${key}" (known: ${Object.keys(DEFAULT_BUDGETS).join(', ')})`);
-    if (!Number.isSafeInteger(value) || (value as number) < 0) throw new IwiError('EPISODE_SPEC_INVALID', `budget ${key} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    if (!Object.hasOwn(DEFAULT_BUDGETS, key)) throw new IwiError('EPISODE_SPEC_INVALID', `unknown budget ${quote(key)} (known: ${Object.keys(DEFAULT_BUDGETS).join(', ')})`);
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw new IwiError('EPISODE_SPEC_INVALID', `budget ${key} must be a non-negative integer, got ${quote(value)}`);
     budgets[key as BudgetKind] = value as number;
   }
   return budgets;

@@ -1,13 +1,14 @@
 // Episodes as the service keeps them: the editor-visible spec, the budgets ledger, the weight-store episode, and
 // their state on disk (<output-dir>/episodes/<id>/), written as it changes so that a killed service restarts with
-// every recorded op and all budget use intact.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+// every recorded op and all budget use intact. Episode keys are kept only as SHA-256 hashes, in files only the
+// service's user can read.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { BudgetLedger, resolveBudgets, type Budgets, type BudgetUse } from './budgets.ts';
-import { IwiError } from './errors.ts';
+import { IwiError, quote } from './errors.ts';
 import { readOps, writeOp } from './episode-log.ts';
-import { writeJsonAtomic } from './files.ts';
+import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from './files.ts';
 import type { ChatMessage } from './model/tokenizer.ts';
 import type { Target } from './target.ts';
 import type { ToolContext } from './tools/context.ts';
@@ -30,7 +31,8 @@ export type SubmittedPatch = { dir: string; sha256: string; changed_parameters: 
 
 type StateFile = {
   id: string;
-  key: string;
+  /** SHA-256 of the episode key, hex. The key itself is returned once, by POST /episodes, and never stored. */
+  key_sha256: string;
   status: EpisodeStatus;
   budgets: Budgets;
   used: BudgetUse;
@@ -40,13 +42,24 @@ type StateFile = {
   updated_at: string;
 };
 
+/** state.json as versions before key hashing wrote it: the key in clear. */
+type LegacyStateFile = Omit<StateFile, 'key_sha256'> & { key: string };
+
+const keyHash = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
+
+/** A presented key against a stored hash: SHA-256 digests compared in constant time (equal lengths whatever the input). */
+const keyOpens = (stored: Buffer, presented: string | undefined): boolean => timingSafeEqual(keyHash(presented ?? ''), stored);
+
+/** The hash of a key never given out: an unknown episode id costs the same comparison as a wrong key. */
+const NO_EPISODE_KEY = keyHash(randomBytes(24).toString('base64url'));
+
 export class ServiceEpisode {
   status: EpisodeStatus = 'active';
   patch: SubmittedPatch | null = null;
 
   constructor(
     readonly id: string,
-    readonly key: string,
+    readonly keySha256: Buffer,
     readonly spec: EpisodeSpec,
     readonly ledger: BudgetLedger,
     readonly weights: WeightEpisode,
@@ -63,11 +76,9 @@ export class ServiceEpisode {
     if (this.status !== 'active') throw new IwiError('EPISODE_CLOSED', `episode ${this.id} is ${this.status}; its tools are closed`);
   }
 
-  /** The episode key the editor presents (X-Episode-Key), compared in constant time. */
+  /** The episode key the editor presents (X-Episode-Key): its hash compared with the stored one in constant time. */
   keyMatches(presented: string | undefined): boolean {
-    const a = Buffer.from(presented ?? '');
-    const b = Buffer.from(this.key);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return keyOpens(this.keySha256, presented);
   }
 
   /**
@@ -77,7 +88,7 @@ export class ServiceEpisode {
   persist(durable = false): void {
     const state: StateFile = {
       id: this.id,
-      key: this.key,
+      key_sha256: this.keySha256.toString('hex'),
       status: this.status,
       budgets: this.ledger.limits,
       used: this.ledger.use,
@@ -86,7 +97,7 @@ export class ServiceEpisode {
       created_at: this.createdAt,
       updated_at: new Date().toISOString(),
     };
-    writeJsonAtomic(path.join(this.dir, 'state.json'), state, durable);
+    writeJsonAtomic(path.join(this.dir, 'state.json'), state, durable, SECRET_FILE_MODE);
   }
 
   /** After a successful write: the op goes to disk, then the state that counts it. */
@@ -121,19 +132,33 @@ export class EpisodeRegistry {
     readonly outputDir: string,
   ) {}
 
-  create(spec: EpisodeSpec): ServiceEpisode {
+  /** A new episode and its key: the only time the key exists outside the editor's hands. */
+  create(spec: EpisodeSpec): { episode: ServiceEpisode; key: string } {
     const ledger = new BudgetLedger(resolveBudgets(spec.budgets));
     const id = `ep-${randomBytes(8).toString('hex')}`;
-    const episode = new ServiceEpisode(id, randomBytes(24).toString('base64url'), spec, ledger, this.target.store.createEpisode(id), path.join(this.outputDir, 'episodes', id), new Date().toISOString());
+    const key = randomBytes(24).toString('base64url');
+    const episode = new ServiceEpisode(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), path.join(this.outputDir, 'episodes', id), new Date().toISOString());
     writeJsonAtomic(path.join(episode.dir, 'spec.json'), spec);
     episode.persist(true);
     this.episodes.set(id, episode);
+    return { episode, key };
+  }
+
+  /** An episode by id, for the admin: 404 when there is none. */
+  get(id: string): ServiceEpisode {
+    const episode = this.episodes.get(id);
+    if (!episode) throw new IwiError('EPISODE_NOT_FOUND', `no episode ${quote(id)}`);
     return episode;
   }
 
-  get(id: string): ServiceEpisode {
+  /**
+   * The episode an editor's X-Episode-Key opens. An unknown id and another episode's id get the same 403 and the
+   * same message (and the same hash comparison), so an editor cannot probe which ids exist.
+   */
+  forEditor(id: string, presentedKey: string | undefined): ServiceEpisode {
     const episode = this.episodes.get(id);
-    if (!episode) throw new IwiError('EPISODE_NOT_FOUND', `no episode "${id}"`);
+    const opens = keyOpens(episode?.keySha256 ?? NO_EPISODE_KEY, presentedKey);
+    if (!episode || !opens) throw new IwiError('FORBIDDEN', `the editor token may only reach its own episode: this X-Episode-Key does not open episode ${quote(id)}`);
     return episode;
   }
 
@@ -167,27 +192,38 @@ export class EpisodeRegistry {
     return digest;
   }
 
-  /** Rebuild every episode found in the output folder: spec, budget use, status, and the op log replayed. */
-  restore(): number {
+  /**
+   * Rebuild every episode found in the output folder: spec, budget use, status, and the op log replayed. First the
+   * temp files that killed atomic writes left are removed. A state.json of an older version, with the key in clear,
+   * is migrated: the key is hashed and the file rewritten (mode 0600) without it; the editor's key keeps working.
+   */
+  restore(): { restored: number; migrated: number; leftovers: number } {
+    const counts = { restored: 0, migrated: 0, leftovers: 0 };
+    if (!existsSync(this.outputDir)) return counts;
+    counts.leftovers = removeAtomicLeftovers(this.outputDir).length;
     const root = path.join(this.outputDir, 'episodes');
-    if (!existsSync(root)) return 0;
-    let restored = 0;
+    if (!existsSync(root)) return counts;
     for (const id of readdirSync(root).sort()) {
       const dir = path.join(root, id);
       const stateFile = path.join(dir, 'state.json');
       if (!existsSync(stateFile)) continue;
-      const state = JSON.parse(readFileSync(stateFile, 'utf8')) as StateFile;
+      const state = JSON.parse(readFileSync(stateFile, 'utf8')) as StateFile | LegacyStateFile;
       if (state.status === 'deleted') continue;
       const spec = JSON.parse(readFileSync(path.join(dir, 'spec.json'), 'utf8')) as EpisodeSpec;
       const weights = this.target.store.createEpisode(id);
       for (const op of readOps(dir, state.op_count)) weights.apply(op);
-      const episode = new ServiceEpisode(id, state.key, spec, new BudgetLedger(state.budgets, state.used), weights, dir, state.created_at);
+      const hash = 'key_sha256' in state ? Buffer.from(state.key_sha256, 'hex') : keyHash(state.key);
+      const episode = new ServiceEpisode(id, hash, spec, new BudgetLedger(state.budgets, state.used), weights, dir, state.created_at);
       episode.status = state.status;
       episode.patch = state.patch;
       if (state.patch) this.patches.set(state.patch.sha256, state.patch.dir);
       this.episodes.set(id, episode);
-      restored++;
+      if (!('key_sha256' in state)) {
+        episode.persist(true);
+        counts.migrated++;
+      }
+      counts.restored++;
     }
-    return restored;
+    return counts;
   }
 }

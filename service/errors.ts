@@ -2,6 +2,7 @@
 // status it maps to, and what it means. Throw `new IwiError(code, message)`; the service's error handler renders
 // `error.toReply()` as `{statusCode, code, error, message}` (fastify's error shape). Add rows here, never elsewhere.
 import { STATUS_CODES } from 'node:http';
+import type { FastifyError } from 'fastify';
 
 export const ERRORS = {
   // Weights: names, slices, operands (service/weights)
@@ -30,6 +31,7 @@ export const ERRORS = {
   QUEUE_FULL: { status: 503, meaning: 'too many requests are waiting for the execution queue; retry later' },
   MODEL_NOT_FOUND: { status: 404, meaning: 'no served model (pristine id or submitted patch digest) of that name' },
   UNSUPPORTED_PARAMETER: { status: 400, meaning: 'a request parameter the target runtime does not support (e.g. sampling)' },
+  CLIENT_GONE: { status: 499, meaning: 'the client closed the connection; the request was dropped from the queue or stopped' },
   // Patches (service/weights/patch.ts, export.ts)
   PATCH_INVALID: { status: 422, meaning: 'a patch folder is malformed, truncated, edited or of an unknown format or op' },
   PATCH_BASE_MISMATCH: { status: 409, meaning: "a patch was made for another model, revision or base tensor content" },
@@ -55,10 +57,38 @@ export class IwiError extends Error {
   }
 
   toReply(): ErrorReply {
-    return { statusCode: this.statusCode, code: this.code, error: STATUS_CODES[this.statusCode] ?? 'Error', message: this.message };
+    return { statusCode: this.statusCode, code: this.code, error: STATUS_CODES[this.statusCode] ?? 'Error', message: boundedMessage(this.message) };
   }
 }
 
 export function isIwiError(error: unknown, code?: ErrorCode): error is IwiError {
   return error instanceof IwiError && (code === undefined || error.code === code);
+}
+
+/** The longest stretch of user input an error message quotes. */
+export const QUOTE_LIMIT = 200;
+
+/**
+ * User input as an error message quotes it: JSON, cut at `limit` characters with an ellipsis and the full length, so
+ * a 1 MB model name or tensor name does not come back as a 1 MB message. Every message that quotes input uses this.
+ */
+export function quote(value: unknown, limit = QUOTE_LIMIT): string {
+  if (typeof value === 'string' && value.length > limit) return `${JSON.stringify(value.slice(0, limit))}… (${value.length} characters)`;
+  const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return text.length > limit ? `${text.slice(0, limit)}… (${text.length} characters)` : text;
+}
+
+/** The longest message a reply carries; a safety net behind `quote` for messages that other libraries build. */
+export const MESSAGE_LIMIT = 2000;
+
+export function boundedMessage(message: string): string {
+  return message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT)}… (${message.length} characters)` : message;
+}
+
+/** ajv's first error, with the field it concerns: `body/sequences/0 must NOT have additional properties ("prompts")`. */
+export function describeValidation(error: FastifyError): string {
+  const first = error.validation![0]!;
+  const params = first.params as Record<string, unknown>;
+  const detail = params.additionalProperty ?? params.missingProperty ?? params.allowedValues ?? params.limit;
+  return `${error.validationContext ?? 'request'}${first.instancePath} ${first.message}${detail !== undefined ? ` (${quote(detail)})` : ''}`;
 }

@@ -3,8 +3,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import { editorBrief } from '../brief.ts';
+import { DEFAULT_BUDGETS } from '../budgets.ts';
 import type { EpisodeRegistry, EpisodeSpec, ServiceEpisode } from '../episodes.ts';
 import { IwiError } from '../errors.ts';
+import { disconnectSignal } from '../disconnect.ts';
 import type { Target } from '../target.ts';
 import { inspectTarget, type InspectTargetArgs } from '../tools/inspect-target.ts';
 import { runTarget, type RunTargetArgs } from '../tools/run-target.ts';
@@ -43,7 +45,8 @@ export const EPISODE_SPEC_SCHEMA = {
         additionalProperties: false,
       },
     },
-    budgets: { type: 'object', additionalProperties: { type: 'integer', minimum: 0 } },
+    // Named budgets only: an allow-list, so a key such as `toString` is refused like any unknown one.
+    budgets: { type: 'object', properties: Object.fromEntries(Object.keys(DEFAULT_BUDGETS).map((k) => [k, { type: 'integer', minimum: 0 }])), additionalProperties: false },
     label: { type: 'string', maxLength: 200 },
   },
   required: ['family', 'seed', 'objective', 'relevant_token_ids', 'practice'],
@@ -59,15 +62,12 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
   const admin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin']) };
   const editorOrAdmin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin', 'editor']) };
 
-  /** The episode of `:id`; an editor must also present that episode's key (X-Episode-Key). */
+  /** The episode of `:id`; an editor must also present that episode's key (X-Episode-Key), or gets 403 for any id. */
   const episodeOf = (request: FastifyRequest): ServiceEpisode => {
-    const episode = registry.get((request.params as { id: string }).id);
-    if (auth.roleOf(request.headers.authorization) === 'editor') {
-      const key = request.headers['x-episode-key'];
-      if (!episode.keyMatches(typeof key === 'string' ? key : undefined)) {
-        throw new IwiError('FORBIDDEN', `the editor token may only reach its own episode: X-Episode-Key does not match episode ${episode.id}`);
-      }
-    }
+    const id = (request.params as { id: string }).id;
+    const key = request.headers['x-episode-key'];
+    const editor = auth.roleOf(request.headers.authorization) === 'editor';
+    const episode = editor ? registry.forEditor(id, typeof key === 'string' ? key : undefined) : registry.get(id);
     requestEpisodes.set(request, episode);
     return episode;
   };
@@ -77,16 +77,16 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
     const vocabulary = target.checkpoint.config.vocab_size;
     const bad = spec.relevant_token_ids.find((id) => id >= vocabulary);
     if (bad !== undefined) throw new IwiError('EPISODE_SPEC_INVALID', `relevant token id ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
-    const episode = registry.create(spec);
+    const { episode, key } = registry.create(spec);
     reply.code(201);
-    return { id: episode.id, episode_key: episode.key, budget: episode.ledger.state() };
+    return { id: episode.id, episode_key: key, budget: episode.ledger.state() };
   });
 
   app.get('/episodes', admin, async () => ({ episodes: registry.list().map((e) => e.summary()) }));
   app.get('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request) => episodeOf(request).summary());
-  app.delete('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request) => {
+  app.delete('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request, reply) => {
     const episode = episodeOf(request);
-    await target.queue.run(episode.id, async () => registry.delete(episode));
+    await target.queue.run(episode.id, async () => registry.delete(episode), disconnectSignal(reply));
     return { id: episode.id, status: episode.status };
   });
 
@@ -114,39 +114,53 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
     },
   );
 
-  app.post('/episodes/:id/turn', { ...editorOrAdmin, schema: { params: idParams } }, async (request) => {
+  app.post('/episodes/:id/turn', { ...editorOrAdmin, schema: { params: idParams } }, async (request, reply) => {
     const episode = episodeOf(request);
-    return target.queue.run(episode.id, async () => {
-      episode.requireActive();
-      episode.ledger.turn();
-      episode.persist();
-      return { budget: episode.ledger.state() };
-    });
+    return target.queue.run(
+      episode.id,
+      async () => {
+        episode.requireActive();
+        episode.ledger.turn();
+        episode.persist();
+        return { budget: episode.ledger.state() };
+      },
+      disconnectSignal(reply),
+    );
   });
 
   for (const tool of TOOL_DEFINITIONS) {
-    app.post(`/episodes/:id/tools/${tool.name}`, { ...editorOrAdmin, schema: { params: idParams, body: tool.parameters } }, async (request) => {
+    app.post(`/episodes/:id/tools/${tool.name}`, { ...editorOrAdmin, schema: { params: idParams, body: tool.parameters } }, async (request, reply) => {
       const episode = episodeOf(request);
-      return target.queue.run(episode.id, async () => {
-        episode.requireActive();
-        const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>);
-        episode.persist(tool.name === 'write_weights'); // a revert changes the live op count: make it durable
-        return { tool: tool.name, result, budget: episode.ledger.state() };
-      });
+      // A call whose client has gone is dropped if it has not started; a started one stops at its next step and is
+      // charged what it evaluated (its reply goes nowhere).
+      return target.queue.run(
+        episode.id,
+        async (signal) => {
+          episode.requireActive();
+          const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>, signal);
+          episode.persist(tool.name === 'write_weights'); // a revert changes the live op count: make it durable
+          return { tool: tool.name, result, budget: episode.ledger.state() };
+        },
+        disconnectSignal(reply),
+      );
     });
   }
 
-  app.post('/episodes/:id/submit', { ...editorOrAdmin, schema: { params: idParams } }, async (request) => {
+  app.post('/episodes/:id/submit', { ...editorOrAdmin, schema: { params: idParams } }, async (request, reply) => {
     const episode = episodeOf(request);
-    return target.queue.run(episode.id, async () => {
-      const patch = registry.submit(episode, { package: 'iwibench-ts', package_version: PACKAGE_VERSION, model: target.modelId, revision: target.checkpoint.revision });
-      return { id: episode.id, status: episode.status, patch, model: `${target.modelId}+patch:${patch.sha256}`, budget: episode.ledger.state() };
-    });
+    return target.queue.run(
+      episode.id,
+      async () => {
+        const patch = registry.submit(episode, { package: 'iwibench-ts', package_version: PACKAGE_VERSION, model: target.modelId, revision: target.checkpoint.revision });
+        return { id: episode.id, status: episode.status, patch, model: `${target.modelId}+patch:${patch.sha256}`, budget: episode.ledger.state() };
+      },
+      disconnectSignal(reply),
+    );
   });
 }
 
 /** One tool call, inside the queue: check the budget, do the work (which validates before it changes anything), charge. */
-async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>): Promise<unknown> {
+async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
   const { ledger, weights } = episode;
   switch (tool) {
     case 'read_weights': {
@@ -170,8 +184,8 @@ async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, 
       return outcome;
     }
     case 'run_target':
-      return runTarget(target, episode.context, body as RunTargetArgs);
+      return runTarget(target, episode.context, body as RunTargetArgs, signal);
     case 'inspect_target':
-      return inspectTarget(target, episode.context, body as InspectTargetArgs);
+      return inspectTarget(target, episode.context, body as InspectTargetArgs, signal);
   }
 }

@@ -5,10 +5,11 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
-import { IwiError, isIwiError } from '../errors.ts';
+import { IwiError, QUOTE_LIMIT, boundedMessage, describeValidation, isIwiError, quote } from '../errors.ts';
 import { bf16ToF32 } from '../model/bf16.ts';
 import type { GenerateResult, WeightSource } from '../model/runtime.ts';
 import type { ChatMessage } from '../model/tokenizer.ts';
+import { disconnectSignal } from '../disconnect.ts';
 import type { Target } from '../target.ts';
 import { applyPatch } from '../weights/patch.ts';
 
@@ -21,7 +22,7 @@ const PATCH_CACHE_SIZE = 2; // patched weight sets kept decoded (each holds its 
 const contentSchema = {
   anyOf: [
     { type: 'string' },
-    { type: 'array', items: { type: 'object', properties: { type: { const: 'text' }, text: { type: 'string' } }, required: ['type', 'text'] } },
+    { type: 'array', items: { type: 'object', properties: { type: { const: 'text' }, text: { type: 'string' } }, required: ['type', 'text'], additionalProperties: false } },
   ],
 };
 const common = {
@@ -33,20 +34,27 @@ const common = {
   n: { type: 'integer', minimum: 1 },
   stop: { anyOf: [{ type: 'string' }, { type: 'array', maxItems: 8, items: { type: 'string' } }, { type: 'null' }] },
   stream: { type: 'boolean' },
-  stream_options: { type: ['object', 'null'] },
+  stream_options: { anyOf: [{ type: 'object', properties: { include_usage: { type: 'boolean' } }, additionalProperties: false }, { type: 'null' }] },
 };
 const chatSchema = {
   type: 'object',
   properties: {
     ...common,
-    messages: { type: 'array', minItems: 1, maxItems: 256, items: { type: 'object', properties: { role: { enum: ['system', 'developer', 'user', 'assistant'] }, content: contentSchema }, required: ['role', 'content'] } },
+    messages: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 256,
+      items: { type: 'object', properties: { role: { enum: ['system', 'developer', 'user', 'assistant'] }, content: contentSchema }, required: ['role', 'content'], additionalProperties: false },
+    },
   },
   required: ['model', 'messages'],
+  additionalProperties: false, // no parameter is silently ignored: an unknown one is a 400 naming it
 };
 const completionSchema = {
   type: 'object',
   properties: { ...common, prompt: { anyOf: [{ type: 'string' }, { type: 'array', minItems: 1, maxItems: 1, items: { type: 'string' } }] } },
   required: ['model', 'prompt'],
+  additionalProperties: false,
 };
 
 type Common = {
@@ -69,8 +77,9 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     const status = isIwiError(error) ? error.statusCode : invalid ? 400 : (error.statusCode ?? 500);
     if (status >= 500) request.log.error(error);
     const type = status === 401 ? 'authentication_error' : status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
-    const message = invalid ? `invalid request: ${error.message}` : error.message;
-    reply.code(status).send({ error: { message, type, param: null, code: isIwiError(error) ? error.code : (error.code ?? null) } });
+    const message = boundedMessage(invalid ? `invalid request: ${describeValidation(error)}` : error.message);
+    const param = invalid ? validationParam(error) : error instanceof OpenAIParameterError ? error.param : null;
+    reply.code(status).send({ error: { message, type, param, code: isIwiError(error) ? error.code : (error.code ?? null) } });
   });
 
   const patchSources = new Map<string, WeightSource>();
@@ -79,7 +88,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     if (model === target.modelId) return target.pristine;
     const match = /^(.+)\+patch:([0-9a-f]{64})$/.exec(model);
     const dir = match && match[1] === target.modelId ? registry.patches.get(match[2]!) : undefined;
-    if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model "${model}" is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
+    if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model ${quote(model)} is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
     let source = patchSources.get(match[2]!);
     if (!source) {
       const patched = new Map([...applyPatch(target.checkpoint, dir)].map(([name, bits]) => [name, bf16ToF32(bits)]));
@@ -109,18 +118,20 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   });
 
   async function complete(request: FastifyRequest, reply: FastifyReply, body: Common, ids: number[], kind: 'chat' | 'text') {
-    if ((body.temperature ?? 0) > 0) throw new IwiError('UNSUPPORTED_PARAMETER', `temperature ${body.temperature}: the target decodes greedily only (send 0 or omit it)`);
-    if ((body.n ?? 1) !== 1) throw new IwiError('UNSUPPORTED_PARAMETER', 'n must be 1');
+    if ((body.temperature ?? 0) > 0) throw new OpenAIParameterError('temperature', `temperature ${body.temperature}: the target decodes greedily only (send 0 or omit it)`);
+    if ((body.n ?? 1) !== 1) throw new OpenAIParameterError('n', 'n must be 1');
     const weights = weightsFor(body.model);
     const maxNewTokens = Math.min(body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS, MAX_TOKENS_CAP);
     const stops = body.stop == null ? [] : Array.isArray(body.stop) ? body.stop.filter((s) => s.length > 0) : [body.stop];
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
     const decode = (outputIds: readonly number[]) => cutAtStop(target.tokenizer.decode([...outputIds]), stops);
-    const stopWhen = stops.length > 0 ? (_: number, outputIds: readonly number[]) => decode(outputIds).stopped : undefined;
+    // A gone client's request leaves the queue, or its generation stops at the next token.
+    const signal = disconnectSignal(reply);
+    const stopWhen = (_: number, outputIds: readonly number[]) => signal.aborted || (stops.length > 0 && decode(outputIds).stopped);
 
     if (!body.stream) {
-      const [result] = await target.queue.run('openai', () => target.engine.generate([ids], { maxNewTokens, weights, stopWhen }));
+      const [result] = await target.queue.run('openai', () => target.engine.generate([ids], { maxNewTokens, weights, stopWhen }), signal);
       const { text } = decode(result!.outputIds);
       const choice = kind === 'chat'
         ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason(result!), logprobs: null }
@@ -132,7 +143,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     // string is held back until it is known not to be one.
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const send = (data: unknown) => reply.raw.write(`data: ${JSON.stringify(data)}\n\n`);
+    const send = (data: unknown) => void (reply.raw.destroyed || reply.raw.write(`data: ${JSON.stringify(data)}\n\n`));
     const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
     const chunk = (delta: string | null, finish: string | null, extra: Record<string, unknown> = {}) => ({
       id,
@@ -157,12 +168,13 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     try {
       const [result] = await target.queue.run('openai', () =>
         target.engine.generate([ids], { maxNewTokens, weights, stopWhen, onToken: (_, token) => (outputIds.push(token), emit(false)) }),
+        signal,
       );
       emit(true);
       send(chunk(null, finishReason(result!)));
       if (body.stream_options?.include_usage) send({ id, object, created, model: body.model, choices: [], usage: usage(result!) });
     } catch (error) {
-      send({ error: { message: (error as Error).message, type: 'server_error', param: null, code: null } });
+      if (!isIwiError(error, 'CLIENT_GONE')) send({ error: { message: boundedMessage((error as Error).message), type: 'server_error', param: null, code: null } });
     }
     reply.raw.end('data: [DONE]\n\n');
   }
@@ -190,4 +202,24 @@ function finishReason(result: GenerateResult): 'stop' | 'length' {
 
 function usage(result: GenerateResult) {
   return { prompt_tokens: result.promptTokens, completion_tokens: result.outputTokens, total_tokens: result.promptTokens + result.outputTokens };
+}
+
+/** A refused parameter, named in the error's `param` as OpenAI does. */
+class OpenAIParameterError extends IwiError {
+  constructor(
+    readonly param: string,
+    message: string,
+  ) {
+    super('UNSUPPORTED_PARAMETER', message);
+  }
+}
+
+/** The parameter a schema error concerns, OpenAI-style (`messages[0].name`), or null for the body as a whole. */
+function validationParam(error: FastifyError): string | null {
+  const first = error.validation![0]!;
+  const params = first.params as Record<string, unknown>;
+  const property = params.additionalProperty ?? params.missingProperty;
+  const segments = [...first.instancePath.split('/').slice(1), ...(typeof property === 'string' ? [property] : [])];
+  const param = segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+  return param === '' ? null : param.slice(0, QUOTE_LIMIT);
 }

@@ -14,7 +14,8 @@ export type InspectTargetArgs = {
 
 const DEFAULT_POSITIONS = 8;
 
-export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs) {
+/** `signal` (the client has gone) stops before the next sequence; the sequences inspected are charged. */
+export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs, signal?: AbortSignal) {
   const layers = args.layers ?? [];
   const topK = args.top_k ?? 5;
   const { num_hidden_layers: L, hidden_size: H } = target.checkpoint.config;
@@ -35,8 +36,14 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
     forwardTokens: requests.reduce((sum, r) => sum + r.ids.length, 0),
   };
   context.ledger.check(charge);
-  const results = await target.engine.inspect(requests, { layers, topK, weights: context.weights });
-  context.ledger.charge(charge);
+  // One sequence at a time (the engine runs them one by one anyway), so a gone client stops the call between them.
+  const results: Awaited<ReturnType<typeof target.engine.inspect>> = [];
+  for (const request of requests) {
+    if (signal?.aborted) break;
+    results.push(...(await target.engine.inspect([request], { layers, topK, weights: context.weights })));
+  }
+  const forwardTokens = requests.slice(0, results.length).reduce((sum, r) => sum + r.ids.length, 0);
+  context.ledger.charge({ ...charge, evaluations: results.length }, forwardTokens);
 
   const token = (id: number) => ({ id, token: target.tokenizer.idToToken(id) ?? null });
   return {
@@ -65,7 +72,7 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
         hidden,
       };
     }),
-    forward_tokens: charge.forwardTokens,
+    forward_tokens: forwardTokens,
   };
 }
 

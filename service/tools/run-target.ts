@@ -6,7 +6,8 @@ import { checkSequence, type ToolContext } from './context.ts';
 
 export type RunTargetArgs = { sequences: Partial<SequenceInput>[]; max_new_tokens?: number; compare_base?: boolean };
 
-export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs) {
+/** `signal` (the client has gone) stops generation at the next token and skips the base pass; what ran is charged. */
+export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs, signal?: AbortSignal) {
   const maxNewTokens = args.max_new_tokens ?? 64;
   const compare = args.compare_base ?? false;
   const prompts = args.sequences.map((s) => target.promptIds(checkSequence(s)));
@@ -19,8 +20,9 @@ export async function runTarget(target: Target, context: ToolContext, args: RunT
     forwardTokens: passes * prompts.reduce((sum, p) => sum + p.length + maxNewTokens, 0),
   };
   context.ledger.check(charge);
-  const edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights });
-  const base = compare ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine }) : undefined;
+  const stopWhen = signal ? () => signal.aborted : undefined;
+  const edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights, stopWhen });
+  const base = compare && !signal?.aborted ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, stopWhen }) : undefined;
   const evaluated = [...edited, ...(base ?? [])].reduce((sum, r) => sum + r.promptTokens + r.outputTokens, 0);
   context.ledger.charge(charge, evaluated);
   const view = (r: GenerateResult) => ({

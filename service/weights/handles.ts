@@ -3,7 +3,7 @@
 // handle past a bound evicts that episode's least recently used handles, which then answer HANDLE_EXPIRED. Ids are
 // issued from one counter per store, so an id from another episode is recognised as foreign, not as unknown.
 // A handle's array is never written after creation: ops and the op log may keep references to it.
-import { IwiError } from '../errors.ts';
+import { IwiError, quote } from '../errors.ts';
 import { numel } from '../model/safetensors.ts';
 import { LIMITS } from './limits.ts';
 
@@ -55,9 +55,9 @@ export class HandleStore {
 
   /** The handle `id` of `episode`; marks it as recently used. */
   get(episode: string, id: unknown): ArrayHandle {
-    if (typeof id !== 'string') throw new IwiError('HANDLE_NOT_FOUND', `a handle id must be a string like "h12", got ${JSON.stringify(id)}`);
+    if (typeof id !== 'string') throw new IwiError('HANDLE_NOT_FOUND', `a handle id must be a string like "h12", got ${quote(id)}`);
     const owner = this.owner.get(id);
-    if (owner === undefined) throw new IwiError('HANDLE_NOT_FOUND', `no array handle "${id}" was ever issued`);
+    if (owner === undefined) throw new IwiError('HANDLE_NOT_FOUND', `no array handle ${quote(id)} was ever issued`);
     if (owner !== episode) throw new IwiError('HANDLE_FOREIGN', `array handle "${id}" belongs to another episode`);
     const state = this.state(episode);
     const handle = state.live.get(id);

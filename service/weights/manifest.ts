@@ -3,7 +3,7 @@
 import type { Checkpoint } from '../model/checkpoint.ts';
 import type { DType } from '../model/safetensors.ts';
 import { numel } from '../model/safetensors.ts';
-import { IwiError } from '../errors.ts';
+import { IwiError, quote } from '../errors.ts';
 import { expectedTextTensors, isVisionTensor, layerOf, tiedAliases } from './names.ts';
 
 export const TENSOR_KINDS = ['embedding', 'attention', 'mlp', 'norm', 'vision', 'other'] as const;
@@ -76,11 +76,11 @@ export class Manifest {
 
   /** The row of a tensor name or alias; WEIGHT_NOT_FOUND (with suggestions) otherwise. */
   resolve(name: unknown): ManifestRow {
-    if (typeof name !== 'string' || name === '') throw new IwiError('WEIGHT_NOT_FOUND', `a tensor name must be a non-empty string, got ${JSON.stringify(name)}`);
+    if (typeof name !== 'string' || name === '') throw new IwiError('WEIGHT_NOT_FOUND', `a tensor name must be a non-empty string, got ${quote(name)}`);
     const row = this.byName.get(this.aliasOf.get(name) ?? name);
     if (row) return row;
     const near = [...this.byName.keys(), ...this.aliasOf.keys()].filter((n) => n.includes(name)).slice(0, 3).map((n) => `"${n}"`);
-    throw new IwiError('WEIGHT_NOT_FOUND', `no tensor named "${name}"${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; read_weights metadata lists them all`);
+    throw new IwiError('WEIGHT_NOT_FOUND', `no tensor named ${quote(name)}${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; read_weights metadata lists them all`);
   }
 
   /** The row of a tensor the editor may write; WEIGHT_NOT_WRITABLE names the reason otherwise. */
