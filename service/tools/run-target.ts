@@ -24,7 +24,7 @@ export async function runTarget(target: Target, context: ToolContext, args: RunT
   const edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights, stopWhen });
   const base = compare && !signal?.aborted ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, stopWhen }) : undefined;
   const evaluated = [...edited, ...(base ?? [])].reduce((sum, r) => sum + r.promptTokens + r.outputTokens, 0);
-  context.ledger.charge(charge, evaluated);
+  context.ledger.charge({ ...charge, evaluations: prompts.length * (base ? 2 : 1) }, evaluated);
   const view = (r: GenerateResult) => ({
     text: target.tokenizer.decode(r.outputIds),
     prompt_tokens: r.promptTokens,

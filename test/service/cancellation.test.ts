@@ -1,0 +1,187 @@
+// Cancellation: a request whose client has gone leaves the execution queue if it has not started, or stops at its
+// next token, and is charged only what it evaluated; error messages quote user input only up to a length.
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { QUOTE_LIMIT, isIwiError } from '../../service/errors.ts';
+import type { GenerateOptions, GenerateResult } from '../../service/model/runtime.ts';
+import { ExecutionQueue } from '../../service/queue.ts';
+import { ADMIN, chat, harness, type Harness } from './helpers.ts';
+
+let h: Harness;
+let base: string;
+beforeAll(async () => {
+  h = await harness();
+  await h.app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+});
+afterAll(() => h.app.close());
+afterEach(() => vi.restoreAllMocks());
+
+/** Wait (event-loop turns, at most ~20 s) until `condition` holds; the test fails naming `what` otherwise. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 4000; i++) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting until ${what}`);
+}
+
+/** Hold the queue with a job of our own until `release()`. */
+function holdQueue(): { release: () => void; done: Promise<unknown> } {
+  let release!: () => void;
+  const done = h.target.queue.run('test-blocker', () => new Promise<void>((resolve) => (release = resolve)));
+  return { release: () => release(), done };
+}
+
+/** A POST through real HTTP that the test can abandon (the client goes away: its socket is closed). */
+function post(url: string, headers: Record<string, string>, body: unknown): { abort: () => void; response: Promise<Response | undefined> } {
+  const controller = new AbortController();
+  const response = fetch(base + url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal }).catch((error) => {
+    if ((error as Error).name !== 'AbortError') throw error;
+    return undefined;
+  });
+  return { abort: () => controller.abort(), response };
+}
+
+const completion = (stream: boolean) => ({ model: 'iwibench/tiny', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 64, stream });
+
+describe('ExecutionQueue with abort signals', () => {
+  it('drops a waiting job whose signal fires, at once and without running it; lanes keep their turns', async () => {
+    const queue = new ExecutionQueue();
+    const ran: string[] = [];
+    let release!: () => void;
+    const first = queue.run('a', () => new Promise<void>((resolve) => (release = resolve)));
+    const gone = new AbortController();
+    const dropped = queue.run('b', async () => void ran.push('b1'), gone.signal);
+    const kept = [queue.run('b', async () => void ran.push('b2')), queue.run('c', async () => void ran.push('c1'))];
+    expect(queue.pending).toBe(3);
+    gone.abort();
+    expect(queue.pending).toBe(2);
+    await expect(dropped).rejects.toSatisfy((error) => isIwiError(error, 'CLIENT_GONE'));
+    release();
+    await Promise.all([first, ...kept]);
+    expect(ran).toEqual(['b2', 'c1']);
+    expect(queue.pending).toBe(0);
+  });
+
+  it('refuses a job whose signal has already fired, and hands a started job its signal', async () => {
+    const queue = new ExecutionQueue();
+    let ran = false;
+    await expect(queue.run('a', async () => void (ran = true), AbortSignal.abort())).rejects.toSatisfy((error) => isIwiError(error, 'CLIENT_GONE'));
+    expect(ran).toBe(false);
+    const controller = new AbortController();
+    const seen = await queue.run('a', async (signal) => {
+      controller.abort(); // the client goes while the job runs: the job sees it and decides how to stop
+      return signal.aborted;
+    }, controller.signal);
+    expect(seen).toBe(true);
+  });
+});
+
+describe('a gone client leaves the queue', () => {
+  it('50 aborted streams (and 10 aborted plain completions) leave 0 queued jobs and never run', async () => {
+    const generate = vi.spyOn(h.target.engine, 'generate');
+    const hold = holdQueue();
+    const requests = [
+      ...Array.from({ length: 50 }, () => post('/v1/chat/completions', ADMIN, completion(true))),
+      ...Array.from({ length: 10 }, () => post('/v1/completions', ADMIN, { model: 'iwibench/tiny', prompt: 'Once upon a time', max_tokens: 8 })),
+    ];
+    try {
+      await until(() => h.target.queue.pending === 60, '60 requests are queued');
+      for (const request of requests) request.abort();
+      await until(() => h.target.queue.pending === 0, 'the aborted requests have left the queue');
+    } finally {
+      hold.release();
+    }
+    await hold.done;
+    await Promise.all(requests.map((r) => r.response));
+    expect(generate).not.toHaveBeenCalled();
+    // The service still answers.
+    const after = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ ...completion(false), max_tokens: 2 }) });
+    expect(after.status).toBe(200);
+  });
+
+  it('a queued tool call whose client goes is dropped and charged nothing', async () => {
+    const { id, headers } = await h.episode();
+    const generate = vi.spyOn(h.target.engine, 'generate');
+    const hold = holdQueue();
+    const call = post(`/episodes/${id}/tools/run_target`, headers, { sequences: [chat('Hello')], max_new_tokens: 8 });
+    try {
+      await until(() => h.target.queue.pending === 1, 'the call is queued');
+      call.abort();
+      await until(() => h.target.queue.pending === 0, 'the call has left the queue');
+    } finally {
+      hold.release();
+    }
+    await Promise.all([hold.done, call.response]);
+    expect(generate).not.toHaveBeenCalled();
+    const used = (await h.app.inject({ method: 'GET', url: `/episodes/${id}`, headers: ADMIN })).json().budget.used;
+    expect(used).toMatchObject({ tool_calls: 0, forward_tokens: 0, run_target_calls: 0 });
+  });
+});
+
+describe('a gone client stops a started generation at its next token', () => {
+  /** Abort the request once its generation has started, and let it run only after the server has seen the abort. */
+  function abortOnceStarted(abort: () => void): Promise<GenerateResult[]> {
+    const original = h.target.engine.generate.bind(h.target.engine);
+    return new Promise((resolve) => {
+      vi.spyOn(h.target.engine, 'generate').mockImplementationOnce(async (prompts: number[][], options: GenerateOptions) => {
+        abort();
+        await until(() => options.stopWhen?.(0, []) === true, "the server has seen the client go");
+        const results = await original(prompts, options);
+        resolve(results);
+        return results;
+      });
+    });
+  }
+
+  for (const stream of [true, false]) {
+    it(`chat completion, ${stream ? 'streamed' : 'not streamed'}: one token, then it stops`, async () => {
+      const request = post('/v1/chat/completions', ADMIN, completion(stream));
+      const [result] = await abortOnceStarted(request.abort);
+      await request.response;
+      expect(result).toMatchObject({ outputTokens: 1, stopReason: 'stop_rule' });
+      expect(h.target.queue.pending).toBe(0);
+    });
+  }
+
+  it('run_target with compare_base: the edited pass stops, the base pass never runs, what ran is charged', async () => {
+    const { id, headers } = await h.episode();
+    const request = post(`/episodes/${id}/tools/run_target`, headers, { sequences: [chat('Name three colours.')], max_new_tokens: 32, compare_base: true });
+    const [result] = await abortOnceStarted(request.abort);
+    await request.response;
+    expect(result).toMatchObject({ outputTokens: 1, stopReason: 'stop_rule' });
+    const prompt = h.target.promptIds(chat('Name three colours.')).length;
+    await until(() => h.registry.get(id).ledger.use.tool_calls === 1, 'the call is charged');
+    const used = (await h.app.inject({ method: 'GET', url: `/episodes/${id}`, headers: ADMIN })).json().budget.used;
+    expect(used).toMatchObject({ tool_calls: 1, run_target_calls: 1, run_target_sequence_evaluations: 1, forward_tokens: prompt + 1 });
+  });
+});
+
+describe('error messages quote user input only up to a length', () => {
+  const long = 'x'.repeat(1 << 20);
+  const capped = (message: string) => {
+    expect(message.length).toBeLessThan(QUOTE_LIMIT + 400);
+    expect(message).toContain(`… (${long.length} characters)`);
+  };
+
+  it('a 1 MB model name, tensor name, handle, budget or field name comes back capped', async () => {
+    const chatModel = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...completion(false), model: long } });
+    expect(chatModel.statusCode).toBe(404);
+    capped(chatModel.json().error.message);
+    const field = await h.app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { model: 'iwibench/tiny', prompt: 'Hi', [long]: 1 } });
+    expect(field.statusCode).toBe(400);
+    capped(field.json().error.message);
+    expect(field.json().error.param.length).toBe(QUOTE_LIMIT);
+    const { id, headers } = await h.episode();
+    const tensor = await h.tool(id, headers, 'write_weights', { op: 'fill', tensor: long, value: 1 });
+    expect(tensor.statusCode).toBe(404);
+    capped(tensor.json().message);
+    const handle = await h.tool(id, headers, 'read_weights', { op: 'summary', handle: long });
+    expect(handle.statusCode).toBe(404);
+    capped(handle.json().message);
+    const budget = await h.app.inject({ method: 'POST', url: '/episodes', headers: ADMIN, payload: { family: 'f', seed: 0, objective: 'o', relevant_token_ids: [], practice: [], budgets: { [long]: 1 } } });
+    expect(budget.statusCode).toBe(400);
+    capped(budget.json().message);
+  });
+});
