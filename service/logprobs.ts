@@ -1,0 +1,88 @@
+// Log-probabilities for the OpenAI-compatible endpoints, from the engine's public methods only: a prompt's (echo)
+// from the teacher-forced `inspect` (log-softmax in the graph, float32), generated tokens' from `generate`'s
+// onLogits hook, log-softmaxed here in float64 over the float32 logits and rounded once to float32, so both paths
+// return float32 values.
+import type { Gemma3Engine, GenerateResult, WeightSource } from './model/runtime.ts';
+
+/** OpenAI's limit on `logprobs` (legacy completions) and `top_logprobs` (chat). */
+export const MAX_TOP_LOGPROBS = 20;
+
+/** One token with its log-probability and the `k` most likely tokens at its position, most likely first. */
+export type TokenLogprob = { id: number; logprob: number; top: { id: number; logprob: number }[] };
+
+/**
+ * log-softmax of one position's logits: the log-probability of token `id` (default: the greedy choice, the first
+ * maximum) and the top `k` (ties go to the lower id, as greedy decoding picks). The sum runs in float64 after
+ * subtracting the maximum; results are rounded to float32.
+ */
+export function logSoftmaxAt(logits: Float32Array, k: number, id?: number): TokenLogprob {
+  let max = -Infinity;
+  let argmax = 0;
+  for (let i = 0; i < logits.length; i++) {
+    if (logits[i]! > max) {
+      max = logits[i]!;
+      argmax = i;
+    }
+  }
+  id ??= argmax;
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
+  const lse = max + Math.log(sum);
+  const top: { id: number; value: number }[] = [];
+  if (k > 0) {
+    for (let i = 0; i < logits.length; i++) {
+      const value = logits[i]!;
+      if (top.length === k && value <= top[k - 1]!.value) continue;
+      let at = top.length;
+      while (at > 0 && top[at - 1]!.value < value) at--; // strict: an equal value keeps the lower id first
+      top.splice(at, 0, { id: i, value });
+      if (top.length > k) top.pop();
+    }
+  }
+  return { id, logprob: Math.fround(logits[id]! - lse), top: top.map((t) => ({ id: t.id, logprob: Math.fround(t.value - lse) })) };
+}
+
+/**
+ * Collects the generated tokens' log-probabilities through `generate`'s hooks (one sequence). Each step's greedy
+ * choice is scored when its logits arrive; a stop token (<eos>, <end_of_turn>) is not an output token, so its entry
+ * is kept apart in `stop`.
+ */
+export class GenerationLogprobs {
+  readonly tokens: TokenLogprob[] = [];
+  stop: TokenLogprob | null = null;
+  private choice: TokenLogprob | null = null;
+
+  constructor(private readonly k: number) {}
+
+  /** For GenerateOptions.onLogits. */
+  readonly onLogits = (_: number, logits: Float32Array): void => {
+    this.choice = logSoftmaxAt(logits, this.k);
+  };
+
+  /** For GenerateOptions.onToken: the token greedy decoding chose, which the last logits scored. */
+  readonly onToken = (_: number, token: number): void => {
+    if (this.choice?.id !== token) throw new Error(`generate chose token ${token}, but its logits' greedy choice is ${this.choice?.id}`);
+    this.tokens.push(this.choice);
+  };
+
+  /** After generate: the stop token's entry, when generation ended on one. */
+  finish(result: GenerateResult): this {
+    if (result.stopReason === 'eos' || result.stopReason === 'end_of_turn') this.stop = this.choice;
+    return this;
+  }
+}
+
+/**
+ * Teacher-forced log-probabilities of a prompt's tokens 1…T−1 (token 0 has none: nothing precedes it), with the
+ * top `k` at each position, from one `inspect` run.
+ */
+export async function promptLogprobs(engine: Gemma3Engine, ids: number[], weights: WeightSource, k: number): Promise<TokenLogprob[]> {
+  if (ids.length < 2) return [];
+  // Always the largest k: one inspection graph serves every request; the rest is cut here.
+  const [result] = await engine.inspect([{ ids, start: 0, end: ids.length - 1 }], { layers: [], topK: MAX_TOP_LOGPROBS, weights });
+  return result!.positions.map((p, i) => ({
+    id: ids[p + 1]!,
+    logprob: result!.nextTokenLogprobs[i]!,
+    top: result!.topK[i]!.ids.slice(0, k).map((id, j) => ({ id, logprob: result!.topK[i]!.logprobs[j]! })),
+  }));
+}
