@@ -2,6 +2,7 @@
 // episode's weights. Positions are token indices of the full sequence (prompt + continuation), NumPy-style negatives.
 import type { Charge } from '../budgets.ts';
 import { IwiError } from '../errors.ts';
+import type { InspectResult } from '../model/runtime.ts';
 import type { SequenceInput, Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
 
@@ -37,7 +38,7 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
   };
   context.ledger.check(charge);
   // One sequence at a time (the engine runs them one by one anyway), so a gone client stops the call between them.
-  const results: Awaited<ReturnType<typeof target.engine.inspect>> = [];
+  const results: InspectResult[] = [];
   for (const request of requests) {
     if (signal?.aborted) break;
     results.push(...(await target.engine.inspect([request], { layers, topK, weights: context.weights })));
