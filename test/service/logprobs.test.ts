@@ -2,12 +2,18 @@
 // every returned log-probability equals log-softmax of the engine's `logits` (the `logits` command's output) at
 // the same position within 1e-5, for the echoed prompt and generated tokens, chat and completions, streamed and
 // not; token-id prompts give what their text gives; every parameter that could change greedy output is refused.
+import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../service/app.ts';
 import { GenerationLogprobs, logSoftmaxAt } from '../../service/logprobs.ts';
 import type { GenerateResult } from '../../service/model/runtime.ts';
+import { Target } from '../../service/target.ts';
 import { showToken } from '../../service/token-text.ts';
+import { REPO_ROOT } from '../fixtures.ts';
 import { ADMIN, TOKENS, harness, type Harness } from './helpers.ts';
 
 const MODEL = 'iwibench/tiny';
@@ -24,9 +30,9 @@ afterAll(() => h.app.close());
 afterEach(() => vi.restoreAllMocks());
 
 /** log-softmax (float64) of the engine's logits of `ids`, position by position: the reference. */
-async function reference(ids: number[]): Promise<Float64Array[]> {
-  const V = h.target.checkpoint.config.vocab_size;
-  const logits = await h.target.engine.logits(ids);
+async function reference(ids: number[], target: Target = h.target): Promise<Float64Array[]> {
+  const V = target.checkpoint.config.vocab_size;
+  const logits = await target.engine.logits(ids);
   return ids.map((_, p) => {
     const row = logits.subarray(p * V, (p + 1) * V);
     let max = -Infinity;
@@ -151,6 +157,26 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     }
   });
 
+  it('with a stop string, the log-probabilities cover the tokens of the text returned, streamed or not', async () => {
+    const ids = h.target.promptIds({ prompt });
+    const full = await client.completions.create({ model: MODEL, prompt, max_tokens: 8, logprobs: 1 });
+    const text = full.choices[0]!.text;
+    const stop = text.slice(5, 7);
+    const body = { model: MODEL, prompt, max_tokens: 8, logprobs: 1, stop: [stop] };
+    const cut = (await client.completions.create(body)).choices[0]!;
+    expect(cut.text).toBe(text.slice(0, text.indexOf(stop)));
+    const offsets = cut.logprobs!.text_offset!;
+    expect(offsets.every((o) => o < cut.text.length)).toBe(true);
+    expect(offsets.length).toBeLessThan(full.choices[0]!.logprobs!.tokens!.length);
+    expect(cut.logprobs!.tokens!.join('').startsWith(cut.text)).toBe(true);
+    const output = (await greedy(ids, 8)).outputIds;
+    const rows = await reference([...ids, ...output]);
+    cut.logprobs!.token_logprobs!.forEach((value, j) => expect(Math.abs(value - rows[ids.length - 1 + j]![output[j]!]!)).toBeLessThan(TOLERANCE));
+    let streamed: number[] = [];
+    for await (const chunk of await client.completions.create({ ...body, stream: true })) streamed = [...streamed, ...(chunk.choices[0]?.logprobs?.token_logprobs ?? [])];
+    expect(streamed).toEqual(cut.logprobs!.token_logprobs);
+  });
+
   it("lm-evaluation-harness's loglikelihood request: the continuation's log-probability and greediness", async () => {
     // As lm_eval's local-completions sends it (tokenized_requests=True): echo, one token, logprobs 1, a seed.
     const context = h.target.promptIds({ prompt: 'Question: what colour is the sky? Answer:' });
@@ -166,6 +192,35 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     expect(Math.abs(tokenLogprobs.reduce((s, x) => s + x, 0) - want.reduce((s, x) => s + x, 0))).toBeLessThan(TOLERANCE * continuation.length);
     const greedyHere = choice.logprobs!.top_logprobs!.slice(context.length, -1).every((top, i) => tokenLogprobs[i] === Math.max(...Object.values(top)));
     expect(greedyHere).toBe(continuation.every((id, i) => topIds(rows[context.length - 1 + i]!, 1)[0] === id));
+  });
+});
+
+describe('a completion that ends on a stop token (the toy target ends its answers with <end_of_turn>)', () => {
+  it('lists that token last, with its log-probability, so dropping the last entry never drops a prompt token', async () => {
+    const toy = await Target.load({ modelDir: path.join(REPO_ROOT, 'toy/target') });
+    const { app } = await buildApp({ target: toy, outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-toy-')), tokens: TOKENS });
+    try {
+      const ids = toy.promptIds({ messages: [{ role: 'user', content: 'What is 2 + 3?' }] });
+      const result = (await toy.engine.generate([ids], { maxNewTokens: 40 }))[0]!;
+      expect(result.stopReason).toBe('end_of_turn');
+      const all = [...ids, ...result.outputIds, 106];
+      const rows = await reference(all, toy);
+      const response = await app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { model: toy.modelId, prompt: ids, max_tokens: 40, logprobs: 2, echo: true } });
+      const choice = response.json().choices[0];
+      expect(choice.finish_reason).toBe('stop');
+      expect(choice.logprobs.tokens).toEqual(all.map((id) => showToken(toy.tokenizer, id).token));
+      expect(choice.logprobs.tokens.at(-1)).toBe('<end_of_turn>');
+      expect(Math.abs(choice.logprobs.token_logprobs.at(-1) - rows[all.length - 2]![106]!)).toBeLessThan(TOLERANCE);
+      expect(choice.logprobs.text_offset.at(-1)).toBe(choice.text.length);
+      expect(choice.text).toBe(toy.tokenizer.decode(ids) + toy.tokenizer.decode(result.outputIds));
+      expect(response.json().usage.completion_tokens).toBe(ids.length + result.outputIds.length); // the stop token is not counted
+      // Chat: the closing <end_of_turn> is not among the content tokens.
+      const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { model: toy.modelId, messages: [{ role: 'user', content: 'What is 2 + 3?' }], logprobs: true } });
+      expect(chat.json().choices[0].logprobs.content.map((c: { token: string }) => c.token)).toEqual(result.outputIds.map((id) => showToken(toy.tokenizer, id).token));
+    } finally {
+      await app.close();
+      await toy.close();
+    }
   });
 });
 
