@@ -137,7 +137,8 @@ export class EpisodeRegistry {
     const ledger = new BudgetLedger(resolveBudgets(spec.budgets));
     const id = `ep-${randomBytes(8).toString('hex')}`;
     const key = randomBytes(24).toString('base64url');
-    const episode = new ServiceEpisode(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), path.join(this.outputDir, 'episodes', id), new Date().toISOString());
+    const dir = path.join(this.outputDir, 'episodes', id);
+    const episode = new ServiceEpisode(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), dir, new Date().toISOString());
     writeJsonAtomic(path.join(episode.dir, 'spec.json'), spec);
     episode.persist(true);
     this.episodes.set(id, episode);
@@ -158,7 +159,9 @@ export class EpisodeRegistry {
   forEditor(id: string, presentedKey: string | undefined): ServiceEpisode {
     const episode = this.episodes.get(id);
     const opens = keyOpens(episode?.keySha256 ?? NO_EPISODE_KEY, presentedKey);
-    if (!episode || !opens) throw new IwiError('FORBIDDEN', `the editor token may only reach its own episode: this X-Episode-Key does not open episode ${quote(id)}`);
+    if (!episode || !opens) {
+      throw new IwiError('FORBIDDEN', `the editor token may only reach its own episode: this X-Episode-Key does not open episode ${quote(id)}`);
+    }
     return episode;
   }
 

@@ -46,7 +46,11 @@ export const EPISODE_SPEC_SCHEMA = {
       },
     },
     // Named budgets only: an allow-list, so a key such as `toString` is refused like any unknown one.
-    budgets: { type: 'object', properties: Object.fromEntries(Object.keys(DEFAULT_BUDGETS).map((k) => [k, { type: 'integer', minimum: 0 }])), additionalProperties: false },
+    budgets: {
+      type: 'object',
+      properties: Object.fromEntries(Object.keys(DEFAULT_BUDGETS).map((k) => [k, { type: 'integer', minimum: 0 }])),
+      additionalProperties: false,
+    },
     label: { type: 'string', maxLength: 200 },
   },
   required: ['family', 'seed', 'objective', 'relevant_token_ids', 'practice'],

@@ -27,7 +27,10 @@ const common = {
 const contentSchema = {
   anyOf: [
     { type: 'string' },
-    { type: 'array', items: { type: 'object', properties: { type: { const: 'text' }, text: { type: 'string' } }, required: ['type', 'text'], additionalProperties: false } },
+    {
+      type: 'array',
+      items: { type: 'object', properties: { type: { const: 'text' }, text: { type: 'string' } }, required: ['type', 'text'], additionalProperties: false },
+    },
   ],
 };
 
@@ -39,7 +42,12 @@ export const CHAT_SCHEMA = {
       type: 'array',
       minItems: 1,
       maxItems: 256,
-      items: { type: 'object', properties: { role: { enum: ['system', 'developer', 'user', 'assistant'] }, content: contentSchema }, required: ['role', 'content'], additionalProperties: false },
+      items: {
+        type: 'object',
+        properties: { role: { enum: ['system', 'developer', 'user', 'assistant'] }, content: contentSchema },
+        required: ['role', 'content'],
+        additionalProperties: false,
+      },
     },
     max_tokens: nullable({ type: 'integer', minimum: 1 }),
     max_completion_tokens: nullable({ type: 'integer', minimum: 1 }),
@@ -128,7 +136,9 @@ export function checkParameters(body: ChatBody | CompletionBody, kind: 'chat' | 
     if (chat.top_logprobs != null && chat.logprobs !== true) throw new OpenAIParameterError('top_logprobs', 'top_logprobs needs logprobs: true');
   } else {
     const text = body as CompletionBody;
-    if (text.max_tokens === 0 && text.echo !== true) throw new OpenAIParameterError('max_tokens', 'max_tokens 0 generates nothing: it is only taken with echo: true, to score the prompt');
+    if (text.max_tokens === 0 && text.echo !== true) {
+      throw new OpenAIParameterError('max_tokens', 'max_tokens 0 generates nothing: it is only taken with echo: true, to score the prompt');
+    }
   }
 }
 
@@ -140,7 +150,8 @@ export function describeOpenAIValidation(error: FastifyError): { message: string
   const segments = [...first.instancePath.split('/').slice(1), ...(typeof property === 'string' ? [property] : [])];
   const param = segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('').slice(0, QUOTE_LIMIT) || null;
   if (first.keyword === 'additionalProperties' && first.instancePath === '') {
-    return { message: `Unrecognized request argument supplied: ${quote(property)} (this service does not support it; see the README for the parameters it takes)`, param };
+    const message = `Unrecognized request argument supplied: ${quote(property)} (this service does not support it; the README lists those it takes)`;
+    return { message, param };
   }
   return { message: `invalid request: ${describeValidation(error)}`, param };
 }

@@ -17,7 +17,15 @@ import type { ChatMessage } from '../model/tokenizer.ts';
 import { MAX_PROMPT_TOKENS, type Target } from '../target.ts';
 import { TextOffsets, showToken, textOffsets } from '../token-text.ts';
 import { applyPatch } from '../weights/patch.ts';
-import { CHAT_SCHEMA, COMPLETION_SCHEMA, OpenAIParameterError, checkParameters, describeOpenAIValidation, type ChatBody, type CompletionBody } from './openai-params.ts';
+import {
+  CHAT_SCHEMA,
+  COMPLETION_SCHEMA,
+  OpenAIParameterError,
+  checkParameters,
+  describeOpenAIValidation,
+  type ChatBody,
+  type CompletionBody,
+} from './openai-params.ts';
 
 export type OpenAIRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 
@@ -60,7 +68,9 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     const status = isIwiError(error) ? error.statusCode : invalid ? 400 : (error.statusCode ?? 500);
     if (status >= 500) request.log.error(error);
     const type = status === 401 ? 'authentication_error' : status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
-    const { message, param } = invalid ? describeOpenAIValidation(error) : { message: error.message, param: error instanceof OpenAIParameterError ? error.param : null };
+    const { message, param } = invalid
+      ? describeOpenAIValidation(error)
+      : { message: error.message, param: error instanceof OpenAIParameterError ? error.param : null };
     reply.code(status).send({ error: { message: boundedMessage(message), type, param, code: isIwiError(error) ? error.code : (error.code ?? null) } });
   });
 
@@ -126,7 +136,9 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       if (typeof p === 'string') return target.promptIds({ prompt: p });
       if (p.length > MAX_PROMPT_TOKENS) throw new OpenAIParameterError('prompt', `prompt ${i} has ${p.length} tokens; the limit is ${MAX_PROMPT_TOKENS}`);
       const bad = p.findIndex((id) => id < 0 || id >= vocabulary);
-      if (bad >= 0) throw new OpenAIParameterError('prompt', `prompt ${i}: token id ${p[bad]} at position ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
+      if (bad >= 0) {
+        throw new OpenAIParameterError('prompt', `prompt ${i}: token id ${p[bad]} at position ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
+      }
       return p;
     });
   }
@@ -144,7 +156,8 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     const generated = ask.topK === null ? null : new GenerationLogprobs(ask.topK);
     run.generated = generated;
     // A gone client's generation stops at the next token, as a stop string does.
-    const stopWhen = (_: number, outputIds: readonly number[]) => signal.aborted || (ask.stops.length > 0 && cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped);
+    const stopWhen = (_: number, outputIds: readonly number[]) =>
+      signal.aborted || (ask.stops.length > 0 && cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped);
     const [result] = await target.engine.generate([ids], {
       maxNewTokens: ask.maxNewTokens,
       weights: ask.weights,
@@ -288,7 +301,8 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       }
       if (includeUsage) send({ ...head, choices: [], usage: usageOf(runs, ask) });
     } catch (error) {
-      if (!isIwiError(error, 'CLIENT_GONE')) send({ error: { message: boundedMessage((error as Error).message), type: 'server_error', param: null, code: null } });
+      const message = boundedMessage((error as Error).message);
+      if (!isIwiError(error, 'CLIENT_GONE')) send({ error: { message, type: 'server_error', param: null, code: null } });
     }
     reply.raw.end('data: [DONE]\n\n');
   }

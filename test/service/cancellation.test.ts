@@ -36,7 +36,8 @@ function holdQueue(): { release: () => void; done: Promise<unknown> } {
 /** A POST through real HTTP that the test can abandon (the client goes away: its socket is closed). */
 function post(url: string, headers: Record<string, string>, body: unknown): { abort: () => void; response: Promise<Response | undefined> } {
   const controller = new AbortController();
-  const response = fetch(base + url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal }).catch((error) => {
+  const init = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal };
+  const response = fetch(base + url, init).catch((error) => {
     if ((error as Error).name !== 'AbortError') throw error;
     return undefined;
   });
@@ -97,8 +98,8 @@ describe('a gone client leaves the queue', () => {
     await Promise.all(requests.map((r) => r.response));
     expect(generate).not.toHaveBeenCalled();
     // The service still answers.
-    const after = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { ...ADMIN, 'content-type': 'application/json' }, body: JSON.stringify({ ...completion(false), max_tokens: 2 }) });
-    expect(after.status).toBe(200);
+    const after = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...completion(false), max_tokens: 2 } });
+    expect(after.statusCode).toBe(200);
   });
 
   it('a queued tool call whose client goes is dropped and charged nothing', async () => {
@@ -180,7 +181,8 @@ describe('error messages quote user input only up to a length', () => {
     const handle = await h.tool(id, headers, 'read_weights', { op: 'summary', handle: long });
     expect(handle.statusCode).toBe(404);
     capped(handle.json().message);
-    const budget = await h.app.inject({ method: 'POST', url: '/episodes', headers: ADMIN, payload: { family: 'f', seed: 0, objective: 'o', relevant_token_ids: [], practice: [], budgets: { [long]: 1 } } });
+    const spec = { family: 'f', seed: 0, objective: 'o', relevant_token_ids: [], practice: [], budgets: { [long]: 1 } };
+    const budget = await h.app.inject({ method: 'POST', url: '/episodes', headers: ADMIN, payload: spec });
     expect(budget.statusCode).toBe(400);
     capped(budget.json().message);
   });

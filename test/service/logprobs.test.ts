@@ -123,7 +123,9 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
       chunks++;
       text += choice.text;
       finish ??= choice.finish_reason ?? undefined;
-      for (const key of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'] as const) (joined[key] as unknown[]).push(...(choice.logprobs?.[key] ?? []));
+      for (const key of ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'] as const) {
+        (joined[key] as unknown[]).push(...(choice.logprobs?.[key] ?? []));
+      }
     }
     expect(chunks).toBeGreaterThan(3);
     expect(text).toBe(whole.text);
@@ -151,7 +153,8 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const byIds = await client.completions.create({ ...body, prompt: a! });
     expect(byIds.choices).toEqual(byText.choices);
     const single = (await client.completions.create({ ...body, prompt: other })).choices[0]!;
-    for (const both of [await client.completions.create({ ...body, prompt: [prompt, other] }), await client.completions.create({ ...body, prompt: [a!, b!] })]) {
+    for (const several of [[prompt, other], [a!, b!]]) {
+      const both = await client.completions.create({ ...body, prompt: several });
       expect(both.choices).toEqual([byText.choices[0], { ...single, index: 1 }]);
       expect(both.usage!.prompt_tokens).toBe(a!.length + b!.length);
     }
@@ -172,8 +175,8 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const output = (await greedy(ids, 8)).outputIds;
     const rows = await reference([...ids, ...output]);
     cut.logprobs!.token_logprobs!.forEach((value, j) => expect(Math.abs(value - rows[ids.length - 1 + j]![output[j]!]!)).toBeLessThan(TOLERANCE));
-    let streamed: number[] = [];
-    for await (const chunk of await client.completions.create({ ...body, stream: true })) streamed = [...streamed, ...(chunk.choices[0]?.logprobs?.token_logprobs ?? [])];
+    const streamed: number[] = [];
+    for await (const chunk of await client.completions.create({ ...body, stream: true })) streamed.push(...(chunk.choices[0]?.logprobs?.token_logprobs ?? []));
     expect(streamed).toEqual(cut.logprobs!.token_logprobs);
   });
 
@@ -205,7 +208,8 @@ describe('a completion that ends on a stop token (the toy target ends its answer
       expect(result.stopReason).toBe('end_of_turn');
       const all = [...ids, ...result.outputIds, 106];
       const rows = await reference(all, toy);
-      const response = await app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { model: toy.modelId, prompt: ids, max_tokens: 40, logprobs: 2, echo: true } });
+      const payload = { model: toy.modelId, prompt: ids, max_tokens: 40, logprobs: 2, echo: true };
+      const response = await app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload });
       const choice = response.json().choices[0];
       expect(choice.finish_reason).toBe('stop');
       expect(choice.logprobs.tokens).toEqual(all.map((id) => showToken(toy.tokenizer, id).token));
@@ -215,8 +219,10 @@ describe('a completion that ends on a stop token (the toy target ends its answer
       expect(choice.text).toBe(toy.tokenizer.decode(ids) + toy.tokenizer.decode(result.outputIds));
       expect(response.json().usage.completion_tokens).toBe(ids.length + result.outputIds.length); // the stop token is not counted
       // Chat: the closing <end_of_turn> is not among the content tokens.
-      const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { model: toy.modelId, messages: [{ role: 'user', content: 'What is 2 + 3?' }], logprobs: true } });
-      expect(chat.json().choices[0].logprobs.content.map((c: { token: string }) => c.token)).toEqual(result.outputIds.map((id) => showToken(toy.tokenizer, id).token));
+      const messages = [{ role: 'user', content: 'What is 2 + 3?' }];
+      const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { model: toy.modelId, messages, logprobs: true } });
+      const tokens = chat.json().choices[0].logprobs.content.map((c: { token: string }) => c.token);
+      expect(tokens).toEqual(result.outputIds.map((id) => showToken(toy.tokenizer, id).token));
     } finally {
       await app.close();
       await toy.close();
@@ -267,10 +273,12 @@ describe('no parameter silently ignored', () => {
 
   it('takes the parameters that cannot change greedy output, and gives the same text', async () => {
     const plain = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: chat });
-    const neutral = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...chat, top_p: 1, seed: 7, frequency_penalty: 0, presence_penalty: 0, temperature: 0, n: 1 } });
+    const neutralValues = { top_p: 1, seed: 7, frequency_penalty: 0, presence_penalty: 0, temperature: 0, n: 1 };
+    const neutral = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...chat, ...neutralValues } });
     expect(neutral.statusCode).toBe(200);
     expect(neutral.json().choices[0].message.content).toBe(plain.json().choices[0].message.content);
-    const nulls = await h.app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { ...text, top_p: null, seed: null, logprobs: null, echo: null } });
+    const nullValues = { top_p: null, seed: null, logprobs: null, echo: null };
+    const nulls = await h.app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { ...text, ...nullValues } });
     expect(nulls.statusCode).toBe(200);
   });
 

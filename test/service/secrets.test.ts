@@ -1,7 +1,7 @@
 // Secrets at rest: episode keys stored only as SHA-256 hashes in owner-only files, no probing of episode ids by an
 // editor, atomic-write leftovers removed at start, and state written by an older version (clear keys) migrated.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +64,8 @@ describe('no probing which episode ids exist', () => {
     ];
     for (const [method, route, payload] of routes) {
       const answer = async (id: string) => {
-        const response = await h.app.inject({ method: method as 'GET' | 'POST', url: `/episodes/${id}/${route}`, headers: mine.headers, payload: payload as object });
+        const url = `/episodes/${id}/${route}`;
+        const response = await h.app.inject({ method: method as 'GET' | 'POST', url, headers: mine.headers, payload: payload as object });
         return { status: response.statusCode, body: JSON.stringify(response.json()).replaceAll(id, '<id>') };
       };
       const foreign = await answer(other.id);
@@ -85,8 +86,13 @@ describe('at start', () => {
     await stop(first, id);
     const dir = path.join(first.outputDir, 'episodes', id);
     const deadPid = 99_999_999; // above Linux's pid_max: no such process
-    const dead = [path.join(dir, `state.json.tmp-${deadPid}-1764500000000`), path.join(dir, `spec.json.tmp-${deadPid}-1`), path.join(first.outputDir, `service.json.tmp-${deadPid}-2`)];
+    const dead = [
+      path.join(dir, `state.json.tmp-${deadPid}-1764500000000`),
+      path.join(dir, 'ops', `000000.safetensors.tmp-${deadPid}`),
+      path.join(first.outputDir, `service.json.tmp-${deadPid}-2`),
+    ];
     const live = path.join(dir, `state.json.tmp-${process.ppid}-3`);
+    mkdirSync(path.join(dir, 'ops'), { recursive: true });
     for (const file of [...dead, live]) writeFileSync(file, '{"torn": ');
     const second = await harness(first.outputDir);
     expect(dead.filter((file) => existsSync(file))).toEqual([]);
