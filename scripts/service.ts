@@ -20,7 +20,7 @@ const defaults = {
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults, { required: ['output-dir'] });
-  if (flags.device !== 'cpu' && flags.device !== 'cuda') throw new Error('--device must be cpu or cuda');
+  if (flags.device !== 'cpu' && flags.device !== 'cuda') throw new Error('--device must be cpu (cuda is refused: README, "GPU")');
   const { app, url } = await startService({
     modelDir: flags['model-dir'],
     cacheDir: flags['cache-dir'],

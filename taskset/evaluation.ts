@@ -9,6 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
+import { MAX_BATCH, callMemoryBytes, textWeightBytes } from '../service/model/runtime.ts';
+import { reserveMemory } from './memory-gate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { PACKAGE_VERSION, loadPatch, patchDigest } from '../service/weights/patch.ts';
 import { runCheck } from './checks/index.ts';
@@ -53,21 +55,34 @@ export type ResultsFile = {
   created_at: string;
 };
 
+/** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
+const RUNTIME_BYTES = 2 ** 29;
+
+/** What one evaluation process holds at most: its BF16 weights, one batch of 8 items, and the runtime. */
+function evaluationProcessBytes(location: CheckpointLocation): number {
+  const checkpoint = Checkpoint.open(location);
+  const { config } = checkpoint;
+  checkpoint.close();
+  return textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
+}
+
 /** Run one fresh evaluation process (`evaluate-patch --worker`) and read back its outputs. */
 export async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patchDir?: string): Promise<EvaluationRun> {
   const jobFile = `${outFile}.job.json`;
   writeJsonAtomic(jobFile, { location, items, patch_dir: patchDir ?? null });
+  let child: ReturnType<typeof spawn> | undefined;
+  const release = await reserveMemory(evaluationProcessBytes(location), () => child?.pid, `evaluation process (${patchDir ? 'patched' : 'pristine'})`);
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
     // A runner killed now leaves this process running; its successor waits for the pid before clearing the folder.
     writeJsonAtomic(`${outFile}.pid`, child.pid);
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
     });
-    child.once('error', reject);
-    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`evaluation process (${patchDir ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
+    child.once('error', (error) => (release(), reject(error)));
+    child.once('exit', (code, signal) => (release(), code === 0 ? resolve() : reject(new Error(`evaluation process (${patchDir ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
   });
   return JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
 }

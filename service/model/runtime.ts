@@ -22,19 +22,21 @@ import {
 } from './gemma3-graph.ts';
 import { matmulBf16, widenBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
-import { embedTokensName, finalNormName, layerTensorNames } from '../weights/names.ts';
+import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../weights/names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 import { bf16ToF32 } from './bf16.ts';
 
 export type { WeightSource } from './weight-source.ts';
 
-export type Device = 'cpu';
+export type Device = 'cpu' | 'cuda';
 
 export type EngineOptions = {
   checkpoint: Checkpoint;
   /** BF16 weights for runs that name none (default: read from the checkpoint once, on first use). */
   source?: WeightSource;
+  /** Only 'cpu': the projections run in the CPU BF16 kernel (README, "GPU"). */
+  device?: Device;
   threads?: number;
   /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
   chunkRows?: number;
@@ -117,6 +119,9 @@ export class Gemma3Engine {
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
+    if (options.device && options.device !== 'cpu') {
+      throw new Error(`--device ${options.device} is not supported: this engine runs its BF16 projections on the CPU (README, "GPU")`);
+    }
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
     const attention: Sessions['attention'] = {};
@@ -452,11 +457,40 @@ export class Gemma3Engine {
   }
 }
 
+/** Bytes of the weights an engine holds: every text tensor in BF16. */
+export function textWeightBytes(config: Gemma3TextConfig): number {
+  let params = 0;
+  for (const shape of expectedTextTensors(config).values()) params += shape.reduce((a, b) => a * b, 1);
+  return 2 * params;
+}
+
+/**
+ * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
+ * and outputs, attention scores, mask and probabilities over the cache), the float32 tile and one head block.
+ */
+export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number; tokens: number; chunkRows?: number }): { cache: number; chunk: number; total: number } {
+  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
+  const { batch: B, tokens } = call;
+  const perChunk = Math.max(1, Math.floor((call.chunkRows ?? CHUNK_ROWS) / B));
+  const T = Math.min(perChunk, tokens);
+  const M = B * T;
+  const slots = (type: LayerType) => (type === 'full_attention' ? tokens : Math.min(tokens, config.sliding_window));
+  const cache = config.layer_types.reduce((sum, type) => sum + 2 * 4 * B * nKV * slots(type) * D, 0);
+  const S = tokens + T; // the widest key range: a full layer's cache and the chunk
+  const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
+  const attention = 4 * B * nH * T * S * 4 + 4 * B * nKV * S * D * 2; // scores, masked scores, probs, mask; K/V concat
+  const tile = 4 * HEAD_TILE_ELEMENTS * 2; // the float32 tile and one GEMM block or head block
+  const chunk = rows + attention + tile;
+  return { cache, chunk, total: cache + chunk };
+}
+
 function sessionOptions(threads?: number): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
     intraOpNumThreads: threads ?? defaultThreads(),
+    // No arena: a call's activations go back to the system when it ends, instead of staying reserved at its peak.
+    enableCpuMemArena: false,
     // Idle onnxruntime threads must not spin while our kernel runs on the same cores.
     extra: { session: { intra_op: { allow_spinning: '0' } } },
   };
