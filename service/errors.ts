@@ -28,6 +28,7 @@ export const ERRORS = {
   FORBIDDEN: { status: 403, meaning: 'the token is right but its role may not use this route or episode' },
   REQUEST_INVALID: { status: 400, meaning: 'the request body does not match the route schema' },
   QUEUE_FULL: { status: 503, meaning: 'too many requests are waiting for the execution queue; retry later' },
+  CALL_TIME_LIMIT: { status: 503, meaning: "a call ran longer than the service's per-call time limit and was stopped; its reservation was charged" },
   MODEL_NOT_FOUND: { status: 404, meaning: 'no served model (pristine id or submitted patch digest) of that name' },
   UNSUPPORTED_PARAMETER: { status: 400, meaning: 'a request parameter the target runtime does not support (e.g. sampling)' },
   // Patches (service/weights/patch.ts, export.ts)

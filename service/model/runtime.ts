@@ -479,7 +479,7 @@ export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number;
   const S = tokens + T; // the widest key range: a full layer's cache and the chunk
   const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
   const attention = 4 * B * nH * T * S * 4 + 4 * B * nKV * S * D * 2; // scores, masked scores, probs, mask; K/V concat
-  const tile = 4 * HEAD_TILE_ELEMENTS * 2; // the float32 tile and one GEMM block or head block
+  const tile = 4 * HEAD_TILE_ELEMENTS * 3; // the float32 tile, one GEMM or head block, and the head's exp of it
   const chunk = rows + attention + tile;
   return { cache, chunk, total: cache + chunk };
 }

@@ -62,14 +62,15 @@ export class SafetensorsFile {
   }
 
   /** Raw bytes of one tensor (or a byte range inside it). */
-  readBytes(name: string, begin = 0, end?: number): Uint8Array {
+  readBytes(name: string, begin = 0, end?: number, into?: Uint8Array): Uint8Array {
     const info = this.info(name);
     const stop = end ?? info.byteLength;
     if (begin < 0 || stop > info.byteLength || begin > stop) {
       throw new SafetensorsError(this.file, `byte range [${begin}, ${stop}) outside the tensor's ${info.byteLength} bytes`, name);
     }
-    // Aligned allocation so that typed views of any element size work.
-    const buffer = new Uint8Array(new ArrayBuffer(Math.ceil((stop - begin) / 8) * 8), 0, stop - begin);
+    // Aligned allocation so that typed views of any element size work (or the caller's buffer, e.g. shared memory).
+    const buffer = into ?? new Uint8Array(new ArrayBuffer(Math.ceil((stop - begin) / 8) * 8), 0, stop - begin);
+    if (buffer.length !== stop - begin) throw new SafetensorsError(this.file, `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`, name);
     let done = 0;
     while (done < buffer.length) {
       const n = readSync(this.fd, buffer, done, buffer.length - done, info.offset + begin + done);
