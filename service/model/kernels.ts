@@ -16,3 +16,15 @@ export function widenBf16(w: Uint16Array, out: Float32Array): void {
   const u = new Uint32Array(out.buffer, out.byteOffset, out.length);
   for (let i = 0; i < w.length; i++) u[i] = w[i]! << 16;
 }
+
+export function kernelInfo(): { native: boolean; threads: number } {
+  return { native: false, threads: 1 };
+}
+
+export function readBandwidth(): { gbPerSecond: number; method: string } {
+  const data = new Float32Array(1 << 26).fill(1);
+  const t = performance.now();
+  let s = 0;
+  for (let i = 0; i < data.length; i++) s += data[i]!;
+  return { gbPerSecond: (data.byteLength / ((performance.now() - t) / 1000) / 1e9) * (s > 0 ? 1 : 1), method: 'js' };
+}
