@@ -5,6 +5,7 @@ import type { Authenticator } from '../auth.ts';
 import { editorBrief } from '../brief.ts';
 import type { EpisodeRegistry, EpisodeSpec, ServiceEpisode } from '../episodes.ts';
 import { IwiError } from '../errors.ts';
+import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';
 import { inspectTarget, type InspectTargetArgs } from '../tools/inspect-target.ts';
 import { runTarget, type RunTargetArgs } from '../tools/run-target.ts';
@@ -127,9 +128,9 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
   for (const tool of TOOL_DEFINITIONS) {
     app.post(`/episodes/:id/tools/${tool.name}`, { ...editorOrAdmin, schema: { params: idParams, body: tool.parameters } }, async (request) => {
       const episode = episodeOf(request);
-      return target.queue.run(episode.id, async () => {
+      return target.queue.run(episode.id, async (slice) => {
         episode.requireActive();
-        const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>);
+        const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>, slice);
         episode.persist(tool.name === 'write_weights'); // a revert changes the live op count: make it durable
         return { tool: tool.name, result, budget: episode.ledger.state() };
       });
@@ -146,7 +147,7 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
 }
 
 /** One tool call, inside the queue: check the budget, do the work (which validates before it changes anything), charge. */
-async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>): Promise<unknown> {
+async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>, slice: Slice): Promise<unknown> {
   const { ledger, weights } = episode;
   switch (tool) {
     case 'read_weights': {
@@ -170,8 +171,8 @@ async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, 
       return outcome;
     }
     case 'run_target':
-      return runTarget(target, episode.context, body as RunTargetArgs);
+      return runTarget(target, episode.context, body as RunTargetArgs, slice);
     case 'inspect_target':
-      return inspectTarget(target, episode.context, body as InspectTargetArgs);
+      return inspectTarget(target, episode.context, body as InspectTargetArgs, slice);
   }
 }

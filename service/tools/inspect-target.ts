@@ -1,7 +1,9 @@
 // inspect_target: teacher-forced next-token log-probabilities, top-k and residual streams (as array handles) on the
 // episode's weights. Positions are token indices of the full sequence (prompt + continuation), NumPy-style negatives.
 import type { Charge } from '../budgets.ts';
-import { IwiError } from '../errors.ts';
+import type { InspectResult } from '../model/runtime.ts';
+import { IwiError, isIwiError } from '../errors.ts';
+import type { Slice } from '../queue.ts';
 import type { SequenceInput, Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
 
@@ -14,7 +16,7 @@ export type InspectTargetArgs = {
 
 const DEFAULT_POSITIONS = 8;
 
-export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs) {
+export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs, slice: Slice) {
   const layers = args.layers ?? [];
   const topK = args.top_k ?? 5;
   const { num_hidden_layers: L, hidden_size: H } = target.checkpoint.config;
@@ -35,7 +37,13 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
     forwardTokens: requests.reduce((sum, r) => sum + r.ids.length, 0),
   };
   context.ledger.check(charge);
-  const results = await target.engine.inspect(requests, { layers, topK, weights: context.weights });
+  let results: InspectResult[];
+  try {
+    results = await target.engine.inspect(requests, { layers, topK, weights: context.weights, between: slice.between, signal: slice.signal });
+  } catch (error) {
+    if (isIwiError(error, 'CALL_TIME_LIMIT')) context.ledger.charge(charge); // it used the target (see run-target.ts)
+    throw error;
+  }
   context.ledger.charge(charge);
 
   const token = (id: number) => ({ id, token: target.tokenizer.idToToken(id) ?? null });
