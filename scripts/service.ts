@@ -21,7 +21,8 @@ const defaults = {
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults, { required: ['output-dir'] });
-  if (flags.device !== 'cpu' && flags.device !== 'cuda') throw new Error('--device must be cpu (cuda is refused: README, "GPU")');
+  if (flags.device !== 'cpu') throw new Error('--device must be cpu: the engine runs its BF16 projections on the CPU (README, "GPU")');
+  if (!(flags['call-time-limit'] > 0)) throw new Error('--call-time-limit must be a positive number of seconds');
   const { app, url } = await startService({
     modelDir: flags['model-dir'],
     cacheDir: flags['cache-dir'],
