@@ -49,7 +49,7 @@ export function pythonFixed(x: number, digits: number): string {
   if (rest > half || (rest === half && kept % 2n === 1n)) kept += 1n;
   const text = kept.toString().padStart(digits + 1, '0');
   const rounded = digits === 0 ? text : `${text.slice(0, -digits)}.${text.slice(-digits)}`;
-  return x < 0 && /[1-9]/.test(rounded) ? `-${rounded}` : rounded;
+  return x < 0 || Object.is(x, -0) ? `-${rounded}` : rounded; // Python keeps the sign: f"{-0.004:.2f}" is "-0.00"
 }
 
 /** The original's print_score: `label, corr/total, acc%`, acc 0 when nothing is right (so 0/0 prints 0.00%). */
