@@ -20,14 +20,19 @@ export function rescoreFolder(dir: string, scoring: ScoringProfile, outputDir = 
 
   // The saved config, with the API key the file leaves out and the new profile.
   const saved = previous.config;
-  const config: MmluProConfig = resolveConfig({ ...saved, server: { ...saved.server, api_key: '' }, test: withNulls({ ...saved.test, scoring }), log: withNulls(saved.log) });
+  const config: MmluProConfig = resolveConfig({
+    ...saved,
+    server: { ...saved.server, api_key: '' },
+    test: withoutNulls({ ...saved.test, scoring }),
+    log: withoutNulls(saved.log),
+  });
   const store = new ResultStore(dir);
   const records = new Map<Category, ResultRecord[]>();
   mkdirSync(outputDir, { recursive: true });
   for (const category of config.test.categories) {
     const rescored = store.read(category).map((r) => ({ ...r, pred: extractAnswer(r.response, scoring, config.test.language) }));
     records.set(category, rescored);
-    writeJsonAtomic(path.join(outputDir, `${category}_result.json`), rescored);
+    if (rescored.length > 0) writeJsonAtomic(path.join(outputDir, `${category}_result.json`), rescored);
   }
   const run: RunInfo = {
     ...previous,
@@ -42,6 +47,6 @@ export function rescoreFolder(dir: string, scoring: ScoringProfile, outputDir = 
 }
 
 /** run.json writes unset settings as null; the config reader wants them left out. */
-function withNulls<T extends object>(section: T): Partial<T> {
+function withoutNulls<T extends object>(section: T): Partial<T> {
   return Object.fromEntries(Object.entries(section).filter(([, v]) => v !== null)) as Partial<T>;
 }

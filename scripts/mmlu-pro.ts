@@ -160,7 +160,9 @@ async function rescore(argv: string[]): Promise<void> {
   }
   const problems: string[] = [];
   if (positionals.length !== 1) problems.push(`rescore needs one result folder, got ${positionals.length}`);
-  if (!isScoringProfile(values.scoring)) problems.push(`--scoring must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(values.scoring ?? null)}`);
+  if (!isScoringProfile(values.scoring)) {
+    problems.push(`--scoring must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(values.scoring ?? null)}`);
+  }
   if (problems.length > 0) throw new Error(`${problems.join('\n')}\n${USAGE.rescore}`);
   const summary = rescoreFolder(positionals[0]!, values.scoring as (typeof SCORING_PROFILES)[number], values.output_dir as string | undefined);
   process.stderr.write(`\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`);
