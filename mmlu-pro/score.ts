@@ -96,9 +96,9 @@ export function rates(t: Tally): Rates {
  * wrong}, total: {corr, wrong, acc}}`; "random" only when the category has answers, acc 0 where nothing is right.
  */
 export function originalSummary(category: string, t: Tally): Record<string, Record<string, number>> {
+  if (t.total === 0) return { total: { corr: 0, wrong: 0, acc: 0 } };
   const wrong = t.total - t.correct;
   const acc = t.correct > 0 ? t.correct / t.total : 0;
-  if (t.total === 0) return { total: { corr: 0, wrong: 0, acc: 0 } };
   return {
     [category]: { corr: t.correct, wrong, acc },
     random: { corr: t.random_correct, wrong: t.random_guesses - t.random_correct },
