@@ -422,7 +422,8 @@ function parsedOutput(e: TraceEntry): { result?: unknown; error?: unknown; budge
 
 function toolHtml(e: TraceEntry, time: string): string {
   const output = parsedOutput(e);
-  const result = output ? (output.error !== undefined ? summariseJson(output.error) : summariseJson(output.result)) : summariseText(String(e.output ?? ''));
+  const error = isObject(output?.error) ? output.error : undefined;
+  const result = error ? cutText(`${String(error.code ?? 'ERROR')}: ${String(error.message ?? '')}`, 2_000) : output ? summariseJson(output.result) : summariseText(String(e.output ?? ''));
   return `<li class="ev tool ${e.ok === false ? 'tool-error' : ''}" data-tool="${esc(String(e.name))}" data-ok="${e.ok === true}">${time}<b>${esc(String(e.name))}</b> <span class="note">${esc(String(e.call_id ?? ''))} · ${num(Number(e.duration_ms))} ms</span>
 <div class="call"><span class="role">arguments</span>${foldedPre(summariseText(String(e.arguments ?? '')), 'arguments')}</div>
 <div class="call result"><span class="role ${e.ok === false ? 'fail' : 'pass'}">${e.ok === false ? 'error' : 'result'}</span>${foldedPre(result, 'result')}</div>

@@ -277,7 +277,7 @@ svg.chart, svg.scatter { max-width: 100%; height: auto; }
 dl.definitions { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px; background: #f5f8fc; border: 1px solid #d6e2f0; padding: 6px 10px; border-radius: 3px; }
 dl.definitions dt { font-weight: 600; } dl.definitions dd { margin: 0; }
 details.args { margin: 8px 0; } details.args summary { cursor: pointer; font-weight: 600; }
-table.attempts, table.summary { width: 100%; } table.attempts td, table.summary td { overflow-wrap: normal; }
-table.attempts td[data-column=attempt] { min-width: 170px; }
+table.attempts, table.summary { width: 100%; } table.attempts td, table.summary td, table.attempts th, table.summary th { overflow-wrap: normal; }
+table.attempts td[data-column=attempt] { min-width: 150px; } table.attempts thead th.num { white-space: normal; }
 table.attempts th, table.summary th { font-size: 11px; } tr.all td { font-weight: 600; }
 `;
