@@ -50,7 +50,7 @@ export function summariseJson(value: unknown): Summary {
     folded = true;
   };
   const render = (v: unknown, indent: string, depth: number): string => {
-    if (v === null || typeof v === 'boolean') return String(v);
+    if (v === null || v === undefined || typeof v === 'boolean') return String(v);
     if (typeof v === 'number') return String(v);
     if (typeof v === 'string') {
       if (v.length <= FOLD.text) return JSON.stringify(v);
@@ -59,7 +59,7 @@ export function summariseJson(value: unknown): Summary {
     }
     const inner = indent + '  ';
     const compact = JSON.stringify(v);
-    if (compact.length <= 100 && !compact.includes('\\n')) return compact; // small values stay on one line
+    if (compact !== undefined && compact.length <= 100 && !compact.includes('\\n')) return compact; // small values stay on one line
     if (Array.isArray(v)) {
       if (v.length === 0) return '[]';
       const numbers = numericLeaves(v);
@@ -80,7 +80,7 @@ export function summariseJson(value: unknown): Summary {
       return `[\n${shown.join(',\n')}\n${indent}]`;
     }
     if (typeof v === 'object') {
-      const entries = Object.entries(v as Record<string, unknown>);
+      const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
       if (entries.length === 0) return '{}';
       if (depth >= FOLD.depth) {
         fold();
