@@ -33,7 +33,7 @@ const KIND_TITLES: Record<string, string> = {
 
 export function renderAttemptPage(input: AttemptPageInput): string {
   const { results, folder } = input;
-  const { episode, score, versions } = results;
+  const { episode, versions } = results;
   const brief = briefOf(folder);
   const title = `${episode.family} seed ${episode.seed} · ${input.editor}`;
   const sections = [
@@ -44,11 +44,11 @@ export function renderAttemptPage(input: AttemptPageInput): string {
     itemsSection(results),
   ];
   const used = sections.reduce((s, x) => s + x.length, 0);
-  sections.push(transcriptSection(folder, Math.max(200_000, TRANSCRIPT_SHARE - used)));
+  sections.push(transcriptSection(folder, Math.max(0, TRANSCRIPT_SHARE - used)));
+  if (sections.reduce((s, x) => s + x.length, 0) > PAGE_LIMIT - 100_000) sections[sections.length - 1] = transcriptSection(folder, 0);
   const toc = `<nav class="toc"><a href="#episode">Episode</a> · <a href="#resources">Resources</a> · <a href="#patch">Patch</a> · <a href="#items">Graded items (${results.items.length})</a> · <a href="#transcript">Transcript</a></nav>`;
   const caveat = versions.model_id === TOY_MODEL_ID ? `<p class="caveat">${esc(TOY_CAVEAT)}</p>` : '';
   const problems = folder.problems.length ? `<div class="warn"><b>Could not read everything:</b><ul>${folder.problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul></div>` : '';
-  void score;
   return page(`IWIBench · ${title}`, [sections[0], caveat, problems, toc, ...sections.slice(1)].join('\n'), CSS);
 }
 
@@ -296,8 +296,11 @@ function itemsSection(results: ResultsFile): string {
 ${results.items.length === 0 ? '<p class="note">results.json lists no items.</p>' : parts.join('\n')}</section>`;
 }
 
+/** Longer outputs than any graded item's token cap gives are cut (a page stays small whatever results.json holds). */
+const OUTPUT_LIMIT = 3_000;
+
 function itemRow(item: ItemResult): string {
-  const diff = diffWords(item.base.output, item.edited.output);
+  const diff = diffWords(cutText(item.base.output, OUTPUT_LIMIT).text, cutText(item.edited.output, OUTPUT_LIMIT).text);
   const change = item.kind === 'target' ? (item.edited.passed ? (item.base.passed ? 'passes (already did)' : 'gained') : item.base.passed ? 'lost' : 'still fails') : item.base.passed ? (item.edited.passed ? 'kept' : 'lost') : 'not counted (pristine fails)';
   const changeClass = change === 'gained' || change === 'kept' || change.startsWith('passes') ? 'pass' : change === 'lost' || change === 'still fails' ? 'fail' : 'note';
   const verdict = (v: ItemResult['base']) => `<span class="${v.passed ? 'pass' : 'fail'}">${v.passed ? 'pass' : 'fail'}</span> <span class="note">${v.verdict.behaviour ? 'behaviour ✓' : 'behaviour ✗'} ${v.verdict.content ? 'content ✓' : 'content ✗'}</span>`;
@@ -319,17 +322,17 @@ function transcriptSection(folder: AttemptFiles, budget: number): string {
   const seen = { chat: 0, responses: 0 };
   const tools = folder.trace.entries.filter((e) => e.type === 'tool').length;
   for (const e of folder.trace.entries) {
-    let html: string;
-    if (e.type === 'tool' && size > budget) {
-      compact++;
-      html = toolLine(e);
-    } else html = entryHtml(e, seen);
+    let html = entryHtml(e, seen); // also when not shown: it keeps track of the messages seen
+    if (COMPACT_TYPES.has(e.type) && (compact > 0 || size + html.length > budget)) {
+      compact++; // from the first one over the share on, every request, reply and tool call is one line
+      html = compactLine(e);
+    }
     size += html.length;
     out.push(html);
   }
   const finalReply = folder.editorJson?.final_reply;
   const note = compact
-    ? `<p class="warn folded-note">${compact} of ${tools} tool calls are listed in one line each (name, outcome, budget left): shown in full, this page would pass ${(PAGE_LIMIT / 1e6).toFixed(0)} MB. Every call is in full in <code>${esc(folder.trace.file)}</code>.</p>`
+    ? `<p class="warn folded-note">${compact} requests, replies and tool calls are listed in one line each (tool calls: name, outcome, budget left): shown in full, this page would pass ${(PAGE_LIMIT / 1e6).toFixed(0)} MB. Every one is in full in <code>${esc(folder.trace.file)}</code>.</p>`
     : '';
   return `<section id="transcript"><h2>Transcript <small>${folder.trace.entries.length} trace lines, ${tools} tool calls</small></h2>
 <p class="note">From <code>${esc(folder.trace.file)}</code>. Long values are cut and arrays of numbers summarised (count, min, max, mean, norm, first values); the trace keeps them whole.</p>
@@ -430,8 +433,17 @@ function toolHtml(e: TraceEntry, time: string): string {
 ${output?.budget !== undefined ? `<div class="budget"><span class="role">budget left</span><span>${budgetLine(output.budget)}</span></div>` : ''}</li>`;
 }
 
-/** A tool call in one line, for pages whose transcript is over its share. */
-function toolLine(e: TraceEntry): string {
+/** The trace lines that become one line each once the transcript is over its share. */
+const COMPACT_TYPES = new Set(['request', 'response', 'tool']);
+
+/** A request, reply or tool call in one line, for pages whose transcript is over its share. */
+function compactLine(e: TraceEntry): string {
+  if (e.type === 'request') return `<li class="ev request compact">Request (trace line ${e.line})</li>`;
+  if (e.type === 'response') {
+    const u = isObject(e.usage) ? e.usage : {};
+    const calls = Array.isArray(e.tool_calls) ? e.tool_calls.length : 0;
+    return `<li class="ev response compact">Reply in ${num(Number(e.duration_ms))} ms · input ${num(Number(u.input_tokens) || 0)}, output ${num(Number(u.output_tokens) || 0)} tokens · ${calls} tool call(s) · trace line ${e.line}</li>`;
+  }
   const output = parsedOutput(e);
   const error = isObject(output?.error) ? ` ${esc(String(output.error.code))}` : '';
   return `<li class="ev tool compact" data-tool="${esc(String(e.name))}" data-ok="${e.ok === true}"><b>${esc(String(e.name))}</b> ${e.ok === false ? `<span class="fail">error${error}</span>` : '<span class="pass">ok</span>'} · ${num(Number(e.duration_ms))} ms · trace line ${e.line}${output?.budget !== undefined ? ` · left: ${budgetLine(output.budget)}` : ''}</li>`;

@@ -37,7 +37,7 @@ ${body}
 }
 
 /** Limits of what one rendered value may take; the rest is folded away and counted. */
-export const FOLD = { text: 1_200, arrayItems: 24, numbers: 16, depth: 6 } as const;
+export const FOLD = { text: 1_200, arrayItems: 24, numbers: 16, depth: 6, total: 16_000 } as const;
 
 /**
  * A JSON value as readable text: long strings cut (with the count of characters left out), arrays of numbers
@@ -90,7 +90,9 @@ export function summariseJson(value: unknown): Summary {
     }
     return String(v);
   };
-  return { text: render(value, '', 0), folded, preview: preview(value, 0) };
+  const text = render(value, '', 0);
+  if (text.length > FOLD.total) return { text: `${text.slice(0, FOLD.total)}\n… (${(text.length - FOLD.total).toLocaleString('en')} more characters of this summary)`, folded: true, preview: preview(value, 0) };
+  return { text, folded, preview: preview(value, 0) };
 }
 
 /** What a folded value shows closed: one line, nested values named by their size. */

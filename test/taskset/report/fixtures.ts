@@ -175,3 +175,12 @@ export function writeGrid(root: string): { alpha: string; beta: string } {
   writeRuns(runs.beta, GRID.filter((a) => a.editor === 'beta'));
   return runs;
 }
+
+/** A trace.jsonl shaped as a built-in editor writes it (no model requests): a brief, then `calls` tool calls. */
+export function writeToolTrace(dir: string, calls: number, args: (i: number) => string, output: (i: number) => string): void {
+  const lines: TraceLine[] = [{ type: 'brief', brief: { objective: { text: OBJECTIVE, structured: {} }, practice: [] } }, { type: 'turn', turn: 1 }];
+  for (let i = 0; i < calls; i++) lines.push({ type: 'tool', turn: 1, call_id: `builtin-${i}`, name: 'inspect_target', arguments: args(i), duration_ms: 7, ok: true, output: output(i) });
+  lines.push({ type: 'stop', reason: 'final_reply' });
+  const time = '2026-03-01T00:00:00.000Z';
+  writeFileSync(path.join(dir, 'trace.jsonl'), lines.map((l) => JSON.stringify({ time, ...l })).join('\n') + '\n');
+}
