@@ -5,6 +5,7 @@
 // line each (name, outcome, budget left) and the page says so.
 import { resolveSlice, formatSlice, type SliceSpec } from '../../service/weights/slice.ts';
 import type { ItemResult, ResultsFile } from '../evaluation.ts';
+import type { EditorUsage } from '../harness/run.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
 import { isObject } from './attempt-folder.ts';
 import { TOY_CAVEAT, TOY_MODEL_ID, argsTable, cutText, diffWords, esc, foldedPre, num, page, share, summariseJson, summariseText } from './html-kit.ts';
@@ -148,8 +149,6 @@ ${toolRows.length ? `<table class="tools"><thead><tr><th>Tool</th><th class="num
 </section>`;
 }
 
-export type EditorUsage = { requests: number; input_tokens: number; cached_input_tokens: number; output_tokens: number; reasoning_tokens: number };
-
 /** Editor usage from the trace's responses, else from results.json's resources, else unknown. */
 export function editorUsage(folder: AttemptFiles, results: ResultsFile): EditorUsage | null {
   if (folder.trace) {
@@ -184,7 +183,7 @@ function patchSection(results: ResultsFile, folder: AttemptFiles): string {
   const createdBy = patch.createdBy ? `<dt>Created by</dt><dd>${esc(Object.entries(patch.createdBy).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', '))}</dd>` : '';
   return `<section id="patch"><h2>Patch</h2>
 <dl class="meta">
-<dt>Id</dt><dd><code class="patch-id">${esc(results.patch.sha256)}</code> (SHA-256 of the patch folder: <code>${esc(versionsModel(results))}+patch:${esc(results.patch.sha256.slice(0, 12))}…</code>)</dd>
+<dt>Id</dt><dd><code class="patch-id">${esc(results.patch.sha256)}</code> (SHA-256 of the patch folder: <code>${esc(results.versions.model_id)}+patch:${esc(results.patch.sha256.slice(0, 12))}…</code>)</dd>
 <dt>Ops</dt><dd>${results.patch.ops}, changing ${num(results.patch.changed_parameters)} BF16 parameters in ${tensorNames.length} tensor(s)</dd>
 ${createdBy}
 <dt>Folder</dt><dd><code>${esc(patch.file ?? results.patch.dir)}</code></dd>
@@ -195,8 +194,6 @@ ${opRows.length ? `<table class="ops"><thead><tr><th class="num">#</th><th>Kind<
 <table class="tensors"><thead><tr><th>Tensor</th><th class="num">Changed</th><th class="num">‖ΔW‖<sub>F</sub></th><th class="num">‖ΔW‖<sub>F</sub> / ‖W‖<sub>F</sub></th><th>Where the ops write (darker: more of the band covered)</th></tr></thead><tbody>${tensorRows.join('')}</tbody></table>
 </section>`;
 }
-
-const versionsModel = (results: ResultsFile) => results.versions.model_id;
 
 function opRow(op: Record<string, unknown>, index: number, patch: PatchView, shapes: Map<string, number[]>): string {
   const tensor = String(op.tensor ?? '?');

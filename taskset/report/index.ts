@@ -130,7 +130,13 @@ function efficiencyByEditor(rows: readonly AttemptRow[], kept: readonly Labelled
     const folders = kept
       .filter((a) => own.some((r) => r.results_json === a.file))
       .map((a) => ({ dir: path.dirname(a.file), id: a.attempt, results: { ...a.results, editor: { label: editor } }, trace: path.join(path.dirname(a.file), TRACE_FILE) }));
-    const { rows: efficiency } = tokenEfficiency(editor, records, folders);
+    let efficiency: EfficiencyRow[];
+    try {
+      ({ rows: efficiency } = tokenEfficiency(editor, records, folders));
+    } catch (error) {
+      // e.g. two RUNS holding the same attempt id: the join is ambiguous, the rest of the report is not.
+      return { editor, rows: null, note: (error as Error).message };
+    }
     const aggregates = efficiency.filter((r) => r.scope !== 'attempt');
     if (aggregates.every((r) => r.editor_tokens === 0)) return { editor, rows: aggregates, note: 'no editor tokens (a built-in or scripted editor calls no model)' };
     return { editor, rows: aggregates };
