@@ -7,6 +7,7 @@ import { resolveSlice, formatSlice, type SliceSpec } from '../../service/weights
 import type { ItemResult, ResultsFile } from '../evaluation.ts';
 import type { EditorUsage } from '../harness/run.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
+import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';
 import { TOY_CAVEAT, TOY_MODEL_ID, argsTable, cutText, diffWords, esc, foldedPre, num, page, share, summariseJson, summariseText } from './html-kit.ts';
 
@@ -20,6 +21,8 @@ export type AttemptPageInput = {
   attempt: string;
   resultsFile: string;
   folder: AttemptFiles;
+  /** Replays of this attempt's patch with other control seeds. */
+  replays: readonly ReplayRow[];
   /** The scoreboard, relative to this page. */
   back: string;
 };
@@ -67,7 +70,13 @@ function header(input: AttemptPageInput, title: string): string {
 <div><b>${num(r.spillover)}</b><span>spillover (preservation)</span><small>${r.counts.preservation.retained}/${r.counts.preservation.baseCorrect} kept; 1 = none</small></div>
 <div><b>${num(r.overrides)}</b><span>overrides</span><small>${r.counts.overrides.retained}/${r.counts.overrides.baseCorrect} kept</small></div>
 </div>
-${score.notes.length ? `<p class="note">Score notes: ${score.notes.map(esc).join('; ')}</p>` : ''}`;
+${score.notes.length ? `<p class="note">Score notes: ${score.notes.map(esc).join('; ')}</p>` : ''}
+${input.replays.map(replayLine).join('')}`;
+}
+
+function replayLine(r: ReplayRow): string {
+  const part = (p: ReplayRow['new_controls']) => `${num(p.retention)} (${p.retained}/${p.base_correct})`;
+  return `<p class="replay-line"><b>Replayed</b> with control seed ${r.control_seed} (this attempt: ${r.original_control_seed}): reward ${num(r.reward)} against ${num(r.original_reward)}; retention on the new controls ${part(r.new_controls)}, on the repeated ones ${part(r.repeated_controls)} <span class="note">${esc(r.results_json)}</span></p>`;
 }
 
 type Brief = { objective?: unknown; practice?: unknown; budget?: unknown; relevant_tokens?: unknown; target?: unknown };

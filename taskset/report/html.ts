@@ -21,8 +21,9 @@ export type ReplayRow = {
   reward: number;
   new_controls: { base_correct: number; retained: number; retention: number | null };
   repeated_controls: { base_correct: number; retained: number; retention: number | null };
-  /** The replayed attempt's page, when the attempt is in this report. */
+  /** The replayed attempt's page and results.json, when the attempt is in this report. */
   original_page: string | null;
+  original_results_json: string | null;
   original: string;
   results_json: string;
 };
@@ -231,7 +232,7 @@ function replaysSection(replays: readonly ReplayRow[]): string {
   if (replays.length === 0) return '';
   const rate = (p: ReplayRow['new_controls']) => `${num(p.retention)} <span class="note">(${p.retained}/${p.base_correct})</span>`;
   const rows = replays.map(
-    (r) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${esc(r.original)}</span></td><td>${esc(r.editor)}</td>
+    (r) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${breakable(r.original)}</span></td><td>${breakable(r.editor)}</td>
 <td class="num">${r.original_control_seed} → ${r.control_seed}</td><td class="num" data-column="original_reward" data-value="${csvField(r.original_reward)}">${num(r.original_reward)}</td><td class="num" data-column="reward" data-value="${csvField(r.reward)}">${num(r.reward)}</td>
 <td class="num" data-column="new_controls">${rate(r.new_controls)}</td><td class="num" data-column="repeated_controls">${rate(r.repeated_controls)}</td></tr>`,
   );
@@ -245,12 +246,10 @@ function efficiencySection(efficiency: ScoreboardExtras['efficiency']): string {
   const rows: string[] = [];
   const notes: string[] = [];
   for (const e of efficiency) {
-    if (!e.rows) {
-      notes.push(`${e.editor}: ${e.note ?? 'no traces'}`);
-      continue;
-    }
+    if (e.note) notes.push(`${e.editor}: ${e.note}`);
+    if (!e.rows) continue;
     for (const r of e.rows) {
-      rows.push(`<tr class="${r.scope === 'all' ? 'all' : ''}"><td>${esc(r.editor)}</td><td>${esc(r.model_id)}</td><td>${esc(r.family)}</td><td class="num">${r.n}</td><td class="num">${num(r.editor_requests)}</td>
+      rows.push(`<tr class="${r.scope === 'all' ? 'all' : ''}"><td>${breakable(r.editor)}</td><td>${breakable(r.model_id)}</td><td>${breakable(r.family)}</td><td class="num">${r.n}</td><td class="num">${num(r.editor_requests)}</td>
 <td class="num">${num(r.editor_tokens)}</td><td class="num">${num(r.cached_input_tokens)}</td><td class="num">${num(r.reasoning_tokens)}</td><td class="num">${num(r.mean_reward)}</td>
 <td class="num" data-column="reward_per_1k_editor_tokens" data-value="${csvField(r.reward_per_1k_editor_tokens)}">${num(r.reward_per_1k_editor_tokens, 4)}</td><td class="num">${num(r.target_forward_tokens)}</td></tr>`);
     }
@@ -277,7 +276,7 @@ svg.chart, svg.scatter { max-width: 100%; height: auto; }
 dl.definitions { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px; background: #f5f8fc; border: 1px solid #d6e2f0; padding: 6px 10px; border-radius: 3px; }
 dl.definitions dt { font-weight: 600; } dl.definitions dd { margin: 0; }
 details.args { margin: 8px 0; } details.args summary { cursor: pointer; font-weight: 600; }
-table.attempts, table.summary { width: 100%; } table.attempts td, table.summary td, table.attempts th, table.summary th { overflow-wrap: normal; }
+table.attempts, table.summary { width: 100%; } table.attempts :is(td, th), table.summary :is(td, th), table.replays td, table.efficiency td { overflow-wrap: normal; }
 table.attempts td[data-column=attempt] { min-width: 150px; } table.attempts thead th.num { white-space: normal; }
 table.attempts th, table.summary th { font-size: 11px; } tr.all td { font-weight: 600; }
 `;

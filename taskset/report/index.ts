@@ -63,22 +63,22 @@ export function writeReport(options: { runs: string[]; editors: string[]; output
 
   // One attempt at a time: a trace can be large, and only its page and its editor tokens are kept.
   const byFile = new Map(kept.map((a) => [a.file, a]));
-  const pages = new Map<string, string>();
+  const names = new Set<string>();
+  const pageFiles = new Map(rows.map((r) => [r.results_json, pageName(r.attempt, names)]));
+  const pages = new Map([...pageFiles].map(([file, name]) => [file, `${PAGES_DIR}/${encodeURIComponent(name)}`]));
+  const replays = replayRows(collected, replayOf, rows, pages);
   const editorTokens = new Map<string, number | null>();
   const withTrace = new Set<string>();
-  const names = new Set<string>();
   for (const row of rows) {
     const attempt = byFile.get(row.results_json)!;
-    const name = pageName(row.attempt, names);
     const folder = readAttemptFolder(attempt.file, attempt.results);
     const usage = editorUsage(folder, attempt.results);
     editorTokens.set(row.results_json, usage ? usage.input_tokens + usage.output_tokens : null);
     if (folder.trace) withTrace.add(row.results_json);
-    const html = renderAttemptPage({ results: attempt.results, editor: row.editor, attempt: row.attempt, resultsFile: attempt.file, folder, back: '../report.html' });
-    writeFileAtomic(path.join(outputs.pages, name), html, false);
-    pages.set(row.results_json, `${PAGES_DIR}/${encodeURIComponent(name)}`);
+    const own = replays.filter((r) => r.original_results_json === row.results_json);
+    const html = renderAttemptPage({ results: attempt.results, editor: row.editor, attempt: row.attempt, resultsFile: attempt.file, folder, replays: own, back: '../report.html' });
+    writeFileAtomic(path.join(outputs.pages, pageFiles.get(row.results_json)!), html, false);
   }
-  const replays = replayRows(collected, replayOf, rows, pages);
   const efficiency = efficiencyByEditor(rows, kept, withTrace);
   writeFileAtomic(outputs.results_csv, recordsToCsv(ATTEMPT_COLUMNS, rows), false);
   writeFileAtomic(outputs.summary_csv, recordsToCsv(SUMMARY_COLUMNS, summary), false);
@@ -113,6 +113,7 @@ function replayRows(collected: readonly Collected[], replayOf: ReadonlyMap<Colle
       new_controls: replay.new_controls,
       repeated_controls: replay.repeated_controls,
       original_page: original ? pages.get(original.results_json) ?? null : null,
+      original_results_json: original?.results_json ?? null,
       original: replay.original,
       results_json: c.file,
     }];

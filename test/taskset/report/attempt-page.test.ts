@@ -14,7 +14,7 @@ function render(dir: string) {
   const file = path.join(dir, 'results.json');
   const results = resultsFile(GRID[0]!);
   writeFileSync(file, JSON.stringify(results));
-  return renderAttemptPage({ results, editor: 'alpha', attempt: path.basename(dir), resultsFile: file, folder: readAttemptFolder(file, results), back: '../report.html' });
+  return renderAttemptPage({ results, editor: 'alpha', attempt: path.basename(dir), resultsFile: file, folder: readAttemptFolder(file, results), replays: [], back: '../report.html' });
 }
 
 describe('attempt page from incomplete folders', () => {

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultsFile } from '../../../taskset/evaluation.ts';
+import { num } from '../../../taskset/report/html-kit.ts';
 import { REPO_ROOT } from '../../fixtures.ts';
 import { launchChromium, openPage, screenshotDir, widerThanViewport } from './browser.ts';
 import { tempDir } from './fixtures.ts';
@@ -68,6 +69,9 @@ describe('report over a real toy-target run (demo, replay-patch, report)', () =>
     expect(row.text).toContain(`0 → 5`);
     expect(row.text).toContain(`(${replay.new_controls.retained}/${replay.new_controls.base_correct})`);
     expect(row.text).toContain(`(${replay.repeated_controls.retained}/${replay.repeated_controls.base_correct})`);
+    const page = await attemptPage('local_factual_update-s0-builtin_rank-one-a0');
+    expect(await page.$eval('p.replay-line', (p) => p.textContent)).toMatch(new RegExp(`control seed 5 \\(this attempt: 0\\): reward ${num(replay.score.reward)}`));
+    await page.close();
   });
 
   it('each attempt page shows the objective, the tool calls with results, the ops and every graded item as results.json has it', async () => {
