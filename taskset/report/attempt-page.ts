@@ -391,9 +391,12 @@ function requestHtml(e: TraceEntry, seen: { chat: number; responses: number }, t
   return `<li class="ev request">${time}<b>Request</b>${model} (${esc(String(e.api ?? ''))})${shown.join('')}</li>`;
 }
 
+/** What the editor was asked matters most: messages (system prompt, brief) are kept far longer than other values. */
+const MESSAGE_LIMIT = 20_000;
+
 function messageHtml(role: string, content: unknown): string {
   const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n') : JSON.stringify(content);
-  return `<div class="msg ${esc(role)}"><span class="role">${esc(role)}</span>${foldedPre(cutText(text), `${role} message`)}</div>`;
+  return `<div class="msg ${esc(role)}"><span class="role">${esc(role)}</span>${foldedPre(cutText(text, MESSAGE_LIMIT), `${role} message`)}</div>`;
 }
 
 function responseHtml(e: TraceEntry, time: string): string {
