@@ -94,7 +94,8 @@ function episodeSection(results: ResultsFile, brief: Brief | undefined): string 
   const tokens = Array.isArray(brief?.relevant_tokens) ? brief.relevant_tokens.filter(isObject) : [];
   const practiceRows = practice.map(
     (p, i) =>
-      `<tr><td class="num">${i + 1}</td><td>${messagesText(p.messages)}</td><td>${esc(String(p.response ?? ''))}</td><td>${esc(String(p.note ?? ''))}</td></tr>`,
+      `<tr><td class="num">${i + 1}</td><td>${messagesText(p.messages)}</td><td>${esc(String(p.response ?? ''))}</td>
+<td>${esc(String(p.note ?? ''))}</td></tr>`,
   );
   return `<section id="episode"><h2>Episode</h2>
 <dl class="meta">
@@ -107,7 +108,8 @@ ${tokens.length ? `<dt>Relevant tokens</dt><dd>${tokens.map((t) => `<code>${esc(
 ${brief?.budget !== undefined ? `<dt>Budgets</dt><dd>${budgetLine(isObject(brief.budget) && isObject(brief.budget.limits) ? brief.budget.limits : brief.budget)}</dd>` : ''}
 </dl>
 <h3>Practice examples the editor saw (${practice.length})</h3>
-${practice.length ? `<table class="practice"><thead><tr><th class="num">#</th><th>Prompt</th><th>Requested response</th><th>Note</th></tr></thead><tbody>${practiceRows.join('')}</tbody></table>` : '<p class="note">none recorded</p>'}
+${practice.length ? `<table class="practice"><thead><tr><th class="num">#</th><th>Prompt</th><th>Requested response</th><th>Note</th></tr></thead>
+<tbody>${practiceRows.join('')}</tbody></table>` : '<p class="note">none recorded</p>'}
 <h3>Arguments of the run</h3>${argsTable(args)}
 </section>`;
 }
@@ -143,7 +145,8 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
   const ej = folder.editorJson;
   const stop = String(folder.attemptJson?.stop_reason ?? ej?.stop_reason ?? folder.trace?.entries.find((e) => e.type === 'stop')?.reason ?? 'not recorded');
   const stopError = ej?.error ?? folder.trace?.entries.find((e) => e.type === 'stop')?.error;
-  const toolRows = [...byName.entries()].map(([name, t]) => `<tr><td>${esc(name)}</td><td class="num">${t.calls}</td><td class="num">${t.errors}</td><td class="num">${num(t.ms)} ms</td></tr>`);
+  const toolRows = [...byName.entries()].map(([name, t]) => `<tr><td>${esc(name)}</td><td class="num">${t.calls}</td><td class="num">${t.errors}</td>
+<td class="num">${num(t.ms)} ms</td></tr>`);
   return `<section id="resources"><h2>Resources and stop reason</h2>
 <dl class="meta">
 <dt>Stop reason</dt><dd><b class="stop-reason">${esc(stop)}</b>${stopError !== undefined ? ` — ${esc(String(stopError))}` : ''}</dd>
@@ -154,7 +157,8 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
 <dt>Editor wall time</dt><dd>${typeof ej?.duration_ms === 'number' ? `${num(ej.duration_ms / 1000, 1)} s` : 'not recorded'}</dd>
 <dt>Evaluation</dt><dd>pristine ${num(results.evaluation.pristine_seconds, 1)} s, patched ${num(results.evaluation.edited_seconds, 1)} s, ${num(results.evaluation.forward_tokens)} forward tokens (fresh processes)</dd>
 </dl>
-${toolRows.length ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Time</th></tr></thead><tbody>${toolRows.join('')}</tbody></table>` : ''}
+${toolRows.length ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Time</th></tr></thead>
+<tbody>${toolRows.join('')}</tbody></table>` : ''}
 </section>`;
 }
 
@@ -198,9 +202,12 @@ ${createdBy}
 <dt>Folder</dt><dd><code>${esc(patch.file ?? results.patch.dir)}</code></dd>
 </dl>
 <h3>Ops, in the order they apply</h3>
-${opRows.length ? `<table class="ops"><thead><tr><th class="num">#</th><th>Kind</th><th>Tensor</th><th>Slice</th><th>Selection</th><th>Parameters</th><th>Operands</th></tr></thead><tbody>${opRows.join('')}</tbody></table>` : '<p class="note">no ops listed (patch.json not found)</p>'}
+${opRows.length ? `<table class="ops"><thead><tr><th class="num">#</th><th>Kind</th><th>Tensor</th><th>Slice</th><th>Selection</th><th>Parameters</th>
+<th>Operands</th></tr></thead><tbody>${opRows.join('')}</tbody></table>` : '<p class="note">no ops listed (patch.json not found)</p>'}
 <h3>Touched tensors (net change against pristine)</h3>
-<table class="tensors"><thead><tr><th>Tensor</th><th class="num">Changed</th><th class="num">‖ΔW‖<sub>F</sub></th><th class="num">‖ΔW‖<sub>F</sub> / ‖W‖<sub>F</sub></th><th>Where the ops write (darker: more of the band covered)</th></tr></thead><tbody>${tensorRows.join('')}</tbody></table>
+<table class="tensors"><thead><tr><th>Tensor</th><th class="num">Changed</th><th class="num">‖ΔW‖<sub>F</sub></th>
+<th class="num">‖ΔW‖<sub>F</sub> / ‖W‖<sub>F</sub></th><th>Where the ops write (darker: more of the band covered)</th></tr></thead>
+<tbody>${tensorRows.join('')}</tbody></table>
 </section>`;
 }
 
@@ -221,7 +228,9 @@ function opRow(op: Record<string, unknown>, index: number, patch: PatchView, sha
   }
   const u = isObject(op.u) ? patch.operandShapes.get(String(op.u.array)) : undefined;
   if (op.op === 'low_rank_add' && u) params.push(`rank ${u[u.length - 1]}`);
-  return `<tr class="op" data-op-index="${index}" data-op="${esc(String(op.op))}" data-tensor="${esc(tensor)}"><td class="num">${index}</td><td><b>${esc(String(op.op))}</b></td><td><code>${esc(tensor)}</code></td><td><code>${esc(formatSlice(slice))}</code></td><td>${selection}</td><td>${params.join('<br>') || '—'}</td><td>${operands.join('<br>') || 'inline'}</td></tr>`;
+  return `<tr class="op" data-op-index="${index}" data-op="${esc(String(op.op))}" data-tensor="${esc(tensor)}"><td class="num">${index}</td>
+<td><b>${esc(String(op.op))}</b></td><td><code>${esc(tensor)}</code></td><td><code>${esc(formatSlice(slice))}</code></td><td>${selection}</td>
+<td>${params.join('<br>') || '—'}</td><td>${operands.join('<br>') || 'inline'}</td></tr>`;
 }
 
 function selectionShape(slice: SliceSpec, shape: number[] | undefined, tensor: string): string {
@@ -293,7 +302,8 @@ function itemsSection(results: ResultsFile): string {
             return `base-correct ${c.baseCorrect}/${c.total}, still correct after the patch ${c.retained}: retention ${num(rate)}${rate === null ? ' (not measured)' : ''}`;
           })();
     return `<h3 id="items-${kind}">${esc(KIND_TITLES[kind]!)} · ${items.length}</h3><p class="counts" data-kind="${kind}">${esc(summary)}</p>
-<table class="items"><thead><tr><th>Item</th><th>Prompt</th><th>Pristine output</th><th>Patched output (changes marked)</th><th>Verdict</th></tr></thead><tbody>${items.map(itemRow).join('')}</tbody></table>`;
+<table class="items"><thead><tr><th>Item</th><th>Prompt</th><th>Pristine output</th><th>Patched output (changes marked)</th><th>Verdict</th></tr></thead>
+<tbody>${items.map(itemRow).join('')}</tbody></table>`;
   });
   const other = results.items.filter((i) => !(KIND_ORDER as readonly string[]).includes(i.kind));
   if (other.length) parts.push(`<h3>Other items · ${other.length}</h3><table class="items"><tbody>${other.map(itemRow).join('')}</tbody></table>`);

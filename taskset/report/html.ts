@@ -232,13 +232,18 @@ function replaysSection(replays: readonly ReplayRow[]): string {
   if (replays.length === 0) return '';
   const rate = (p: ReplayRow['new_controls']) => `${num(p.retention)} <span class="note">(${p.retained}/${p.base_correct})</span>`;
   const rows = replays.map(
-    (r) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${breakable(r.original)}</span></td><td>${breakable(r.editor)}</td>
-<td class="num">${r.original_control_seed} → ${r.control_seed}</td><td class="num" data-column="original_reward" data-value="${csvField(r.original_reward)}">${num(r.original_reward)}</td><td class="num" data-column="reward" data-value="${csvField(r.reward)}">${num(r.reward)}</td>
+    (r) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${breakable(r.original)}</span></td>
+<td>${breakable(r.editor)}</td>
+<td class="num">${r.original_control_seed} → ${r.control_seed}</td>
+<td class="num" data-column="original_reward" data-value="${csvField(r.original_reward)}">${num(r.original_reward)}</td>
+<td class="num" data-column="reward" data-value="${csvField(r.reward)}">${num(r.reward)}</td>
 <td class="num" data-column="new_controls">${rate(r.new_controls)}</td><td class="num" data-column="repeated_controls">${rate(r.repeated_controls)}</td></tr>`,
   );
   return `<section id="replays"><h2>Replays with new controls (${replays.length})</h2>
 <p class="note">The same patch and target questions with another control seed (<code>replay-patch</code>); the original controls are run again too. Retention on the new controls next to the repeated ones shows whether a patch fits the controls it was scored on.</p>
-<table class="replays"><thead><tr><th>Attempt replayed</th><th>Editor</th><th class="num">Control seed</th><th class="num">Reward (original)</th><th class="num">Reward (replay)</th><th class="num">Retention, new controls</th><th class="num">Retention, repeated controls</th></tr></thead><tbody>${rows.join('')}</tbody></table></section>`;
+<table class="replays"><thead><tr><th>Attempt replayed</th><th>Editor</th><th class="num">Control seed</th><th class="num">Reward (original)</th>
+<th class="num">Reward (replay)</th><th class="num">Retention, new controls</th><th class="num">Retention, repeated controls</th></tr></thead>
+<tbody>${rows.join('')}</tbody></table></section>`;
 }
 
 function efficiencySection(efficiency: ScoreboardExtras['efficiency']): string {
@@ -249,14 +254,19 @@ function efficiencySection(efficiency: ScoreboardExtras['efficiency']): string {
     if (e.note) notes.push(`${e.editor}: ${e.note}`);
     if (!e.rows) continue;
     for (const r of e.rows) {
-      rows.push(`<tr class="${r.scope === 'all' ? 'all' : ''}"><td>${breakable(r.editor)}</td><td>${breakable(r.model_id)}</td><td>${breakable(r.family)}</td><td class="num">${r.n}</td><td class="num">${num(r.editor_requests)}</td>
-<td class="num">${num(r.editor_tokens)}</td><td class="num">${num(r.cached_input_tokens)}</td><td class="num">${num(r.reasoning_tokens)}</td><td class="num">${num(r.mean_reward)}</td>
-<td class="num" data-column="reward_per_1k_editor_tokens" data-value="${csvField(r.reward_per_1k_editor_tokens)}">${num(r.reward_per_1k_editor_tokens, 4)}</td><td class="num">${num(r.target_forward_tokens)}</td></tr>`);
+      rows.push(`<tr class="${r.scope === 'all' ? 'all' : ''}"><td>${breakable(r.editor)}</td><td>${breakable(r.model_id)}</td><td>${breakable(r.family)}</td>
+<td class="num">${r.n}</td><td class="num">${num(r.editor_requests)}</td>
+<td class="num">${num(r.editor_tokens)}</td><td class="num">${num(r.cached_input_tokens)}</td><td class="num">${num(r.reasoning_tokens)}</td>
+<td class="num">${num(r.mean_reward)}</td>
+<td class="num" data-column="reward_per_1k_editor_tokens" data-value="${csvField(r.reward_per_1k_editor_tokens)}">${num(r.reward_per_1k_editor_tokens, 4)}</td>
+<td class="num">${num(r.target_forward_tokens)}</td></tr>`);
     }
   }
   return `<section id="token-efficiency"><h2>Token efficiency</h2>
 <p class="note">Editor tokens from each attempt's trace.jsonl: input (cached included) + output (reasoning included); reward per 1,000 editor tokens = 1000 · Σ reward / Σ editor tokens (as <code>report-token-efficiency</code>). Target forward tokens are a different resource, never added.</p>
-${rows.length ? `<table class="efficiency"><thead><tr><th>Editor</th><th>Target</th><th>Family</th><th class="num">n</th><th class="num">Requests</th><th class="num">Editor tokens</th><th class="num">Cached input</th><th class="num">Reasoning</th><th class="num">Mean reward</th><th class="num">Reward / 1k editor tokens</th><th class="num">Forward tokens</th></tr></thead><tbody>${rows.join('')}</tbody></table>` : ''}
+${rows.length ? `<table class="efficiency"><thead><tr><th>Editor</th><th>Target</th><th>Family</th><th class="num">n</th><th class="num">Requests</th>
+<th class="num">Editor tokens</th><th class="num">Cached input</th><th class="num">Reasoning</th><th class="num">Mean reward</th>
+<th class="num">Reward / 1k editor tokens</th><th class="num">Forward tokens</th></tr></thead><tbody>${rows.join('')}</tbody></table>` : ''}
 ${notes.length ? `<ul class="note">${notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}</section>`;
 }
 
