@@ -1,7 +1,8 @@
 // Reports over finished runs: `report` (results by target and editor: CSV, a self-contained scoreboard page and
 // one page per attempt) and `report-token-efficiency` (editor tokens per attempt, reward per 1,000 editor tokens).
-// Each output set has a JSON sidecar with the package version, the command, its arguments and the generation time; the CSVs themselves
-// stay plain RFC 4180 (no comment rows), and every results row carries its own model revision and versions.
+// Each output set has a JSON sidecar with the package version, the command, its arguments and the generation
+// time; the CSVs themselves stay plain RFC 4180 (no comment rows), and every results row carries its own model
+// revision and versions.
 import path from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../../service/files.ts';
 import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
@@ -61,7 +62,6 @@ export function writeReport(options: { runs: string[]; editors: string[]; output
   const sidecar = meta(options.invocation, options.runs, outputs);
   const pageMeta: ReportMeta = { command: sidecar.command, package_version: sidecar.package_version, args: sidecar.args, generated_at: sidecar.generated_at, inputs: sidecar.inputs };
 
-  // One attempt at a time: a trace can be large, and only its page and its editor tokens are kept.
   const byFile = new Map(kept.map((a) => [a.file, a]));
   const names = new Set<string>();
   const pageFiles = new Map(rows.map((r) => [r.results_json, pageName(r.attempt, names)]));
@@ -69,6 +69,7 @@ export function writeReport(options: { runs: string[]; editors: string[]; output
   const replays = replayRows(collected, replayOf, rows, pages);
   const editorTokens = new Map<string, number | null>();
   const withTrace = new Set<string>();
+  // One attempt at a time: a trace can be large, and only its page and its editor tokens are kept.
   for (const row of rows) {
     const attempt = byFile.get(row.results_json)!;
     const folder = readAttemptFolder(attempt.file, attempt.results);
@@ -100,12 +101,16 @@ function replayRows(collected: readonly Collected[], replayOf: ReadonlyMap<Colle
   return collected.flatMap((c) => {
     const replay = replayOf.get(c);
     if (!replay) return [];
-    // replay.json names the original results.json as it was given to replay-patch: match it as a path.
-    const original = rows.find((r) => path.resolve(r.results_json) === path.resolve(replay.original));
+    // replay.json names the original results.json as it was given to replay-patch (maybe relative to another
+    // folder): matched as a path, else by its attempt folder's name and the episode.
+    const { family, seed } = c.results.episode;
+    const original =
+      rows.find((r) => path.resolve(r.results_json) === path.resolve(replay.original)) ??
+      rows.find((r) => r.attempt === path.basename(path.dirname(replay.original)) && r.family === family && r.seed === seed);
     return [{
       editor: c.results.editor?.label ?? original?.editor ?? '(unlabelled)',
-      family: c.results.episode.family,
-      seed: c.results.episode.seed,
+      family,
+      seed,
       original_control_seed: replay.original_control_seed,
       control_seed: replay.control_seed,
       original_reward: replay.original_reward,
@@ -120,7 +125,7 @@ function replayRows(collected: readonly Collected[], replayOf: ReadonlyMap<Colle
   });
 }
 
-/** report-token-efficiency's join, per editor, over the attempts in this report; an editor with a traceless attempt has none. */
+/** report-token-efficiency's join per editor over this report's attempts; none for an editor with a traceless attempt. */
 function efficiencyByEditor(rows: readonly AttemptRow[], kept: readonly LabelledAttempt[], withTrace: ReadonlySet<string>): ScoreboardExtras['efficiency'] {
   const editors = [...new Set(rows.map((r) => r.editor))].sort(compare);
   return editors.map((editor) => {
