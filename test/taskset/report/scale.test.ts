@@ -2,7 +2,7 @@
 // under 2 MB (issue 17), the large transcripts say on the page that they were shortened, and the page sizes and the
 // time Chromium takes to open the scoreboard and an attempt page are printed (a measurement for the README, not an
 // assertion: the machine is shared and noisy).
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
@@ -17,12 +17,13 @@ const ATTEMPTS = 300;
 const LARGE = [150]; // attempts whose traces hold far more than a page may show
 
 describe('a report of 300 attempts', () => {
+  let root: string;
   let out: string;
   let attempts: FixtureAttempt[];
   let browser: Browser;
 
   beforeAll(async () => {
-    const root = tempDir('scale');
+    root = tempDir('scale');
     const runs = path.join(root, 'runs');
     // Ten families × 3 editors × 10 seeds, scored like the grid's attempts.
     attempts = Array.from({ length: ATTEMPTS }, (_, i) => ({ ...GRID[i % GRID.length]!, editor: ['alpha', 'beta', 'gamma'][i % 3]!, family: FAMILY_IDS[i % FAMILY_IDS.length]!, seed: Math.floor(i / 30) }));
@@ -46,6 +47,7 @@ describe('a report of 300 attempts', () => {
 
   afterAll(async () => {
     await browser?.close();
+    rmSync(root, { recursive: true, force: true }); // ~70 MB of traces
   });
 
   it('writes one page per attempt, each under 2 MB, and says where it shortened a transcript', () => {
