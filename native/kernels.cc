@@ -45,13 +45,14 @@ inline float widen1(uint16_t bits) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Thread pool: `threads − 1` persistent workers plus the calling thread. A job is a function of the part index;
-// workers spin briefly on the job counter (decode makes hundreds of short calls per token), then sleep.
+// Thread pool: `threads − 1` persistent workers plus the calling thread. A job is a loop that takes work items from
+// a shared counter until none is left, so the caller never waits for a worker that has not woken yet (on a busy
+// machine it may not be scheduled for milliseconds): it waits only for workers already inside the job. Workers spin
+// briefly on the call counter (decode makes hundreds of short calls per token), then sleep.
 
 class Pool {
  public:
   explicit Pool(int threads) { start(threads); }
-  ~Pool() { stop(); }
 
   int threads() const { return threads_; }
 
@@ -61,23 +62,25 @@ class Pool {
     start(threads);
   }
 
-  // Runs job(0) … job(parts − 1) with parts ≤ threads, part 0 on the calling thread; returns when all are done.
-  void run(int parts, const std::function<void(int)>& job) {
+  // Runs job on the calling thread and on up to helpers idle workers at once; returns when every run has returned.
+  void run(int helpers, const std::function<void()>& job) {
     std::lock_guard<std::mutex> call(call_);
-    if (parts <= 1 || threads_ == 1) {
-      for (int p = 0; p < parts; p++) job(p);
-      return;
+    helpers = std::min(helpers, threads_ - 1);
+    if (helpers > 0) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_ = &job;
+        helpers_ = helpers;
+        open_.store(true);
+        generation_.fetch_add(1);
+      }
+      wake_.notify_all();
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job_ = &job;
-      parts_ = parts;
-      pending_.store(parts - 1, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+    job();
+    if (helpers > 0) {
+      open_.store(false);  // seq_cst with the workers' active_ increment: either we see them, or they see this
+      while (active_.load() != 0) std::this_thread::yield();
     }
-    wake_.notify_all();
-    job(0);
-    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   }
 
  private:
@@ -92,7 +95,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       quit_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -108,20 +111,17 @@ class Pool {
         _mm_pause();
 #endif
       }
-      const std::function<void(int)>* job;
-      int parts;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-        seen = generation_.load(std::memory_order_acquire);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        seen = generation_.load();
         if (quit_) return;
-        job = job_;
-        parts = parts_;
+        if (index > helpers_) continue;
       }
-      if (index < parts) {
-        (*job)(index);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
-      }
+      active_.fetch_add(1);
+      // Still the call we woke for (not closed, not followed by another)? Then its job is alive until we leave.
+      if (open_.load() && generation_.load() == seen) (*job_)();
+      active_.fetch_sub(1);
     }
   }
 
@@ -129,12 +129,13 @@ class Pool {
   bool quit_ = false;
   std::vector<std::thread> workers_;
   std::mutex call_;   // one call at a time (worker_threads may share the addon)
-  std::mutex mutex_;  // guards job_, parts_, quit_ for the workers
+  std::mutex mutex_;  // guards job_, helpers_, quit_ for the workers
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  const std::function<void(int)>* job_ = nullptr;
-  int parts_ = 0;
+  std::atomic<bool> open_{false};
+  std::atomic<int> active_{0};
+  const std::function<void()>* job_ = nullptr;
+  int helpers_ = 0;
 };
 
 Pool* pool = nullptr;
@@ -221,35 +222,39 @@ void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t
   }
 }
 
-// One thread's share: W rows [j0, j1) in groups of 24 (their bytes stay in L2 across the row blocks), each group
-// against all m rows in blocks of 4: every weight row comes from memory once per call.
-void matmulPart(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k, size_t j0, size_t j1) {
-  const size_t group = 24;
-  for (size_t g = j0; g < j1; g += group) {
-    size_t g1 = std::min(j1, g + group);
-    for (size_t r = 0; r < m; r += 4) rows(x + r * k, w, out + r * n, std::min<size_t>(4, m - r), n, k, g, g1);
-  }
+// W rows [j0, j1) (one group: their bytes stay in L2 across the row blocks) against all m rows in blocks of 4, so
+// every weight row comes from memory once per call.
+void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k, size_t j0, size_t j1) {
+  for (size_t r = 0; r < m; r += 4) rows(x + r * k, w, out + r * n, std::min<size_t>(4, m - r), n, k, j0, j1);
 }
 
 void matmul(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k) {
-  // Parts of whole 24-row groups; small matrices use fewer threads (thread wake-up costs more than they save).
-  size_t groups = (n + 23) / 24;
-  size_t minWork = 1 << 16;  // weights per part
-  size_t byWork = std::max<size_t>(1, (n * k) / minWork);
+  // Groups of 24 rows (a multiple of every tile width), fewer for long rows so a group's weights and the x block
+  // stay in L2. Threads take groups from a shared counter: on a busy machine a slow thread takes fewer, and which
+  // thread computes an output never changes its value.
+  const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
+  const size_t groups = (n + group - 1) / group;
+  const size_t minWeightsPerPart = 1 << 16;  // below this a thread's wake-up costs more than its share saves
+  size_t byWork = std::max<size_t>(1, (n * k) / minWeightsPerPart);
   int parts = static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->threads()), groups, byWork}));
-  pool->run(parts, [&](int p) {
-    size_t g0 = groups * p / parts, g1 = groups * (p + 1) / parts;
-    matmulPart(x, w, out, m, n, k, std::min(n, g0 * 24), std::min(n, g1 * 24));
+  std::atomic<size_t> next{0};
+  pool->run(parts - 1, [&] {
+    for (size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < groups;)
+      matmulGroup(x, w, out, m, n, k, g * group, std::min(n, (g + 1) * group));
   });
 }
 
 void widen(const uint16_t* w, float* out, size_t count) {
-  size_t blocks = (count + 4095) / 4096;
+  const size_t block = 1 << 16;
+  const size_t blocks = (count + block - 1) / block;
   int parts = static_cast<int>(std::min<size_t>(static_cast<size_t>(pool->threads()), blocks));
-  pool->run(std::max(parts, 1), [&](int p) {
-    size_t i0 = std::min(count, blocks * p / parts * 4096), i1 = std::min(count, blocks * (p + 1) / parts * 4096);
+  std::atomic<size_t> next{0};
+  pool->run(parts - 1, [&] {
     auto* dst = reinterpret_cast<uint32_t*>(out);
-    for (size_t i = i0; i < i1; i++) dst[i] = static_cast<uint32_t>(w[i]) << 16;  // vectorised by GCC at -O3
+    for (size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      size_t end = std::min(count, (b + 1) * block);
+      for (size_t i = b * block; i < end; i++) dst[i] = static_cast<uint32_t>(w[i]) << 16;  // vectorised by GCC at -O3
+    }
   });
 }
 
@@ -282,21 +287,24 @@ uint64_t readPart(const uint8_t* begin, const uint8_t* end) {
 }
 
 double readBandwidth(const uint8_t* data, size_t bytes, int repeats) {
-  int parts = pool->threads();
-  std::vector<uint64_t> sinks(static_cast<size_t>(parts) * 8);
+  const size_t block = 1 << 20;
+  const size_t blocks = (bytes + block - 1) / block;
+  std::atomic<uint64_t> sink{0};
   auto pass = [&] {
+    std::atomic<size_t> next{0};
     auto t0 = std::chrono::steady_clock::now();
-    pool->run(parts, [&](int p) {
-      size_t b0 = bytes * p / parts / 64 * 64, b1 = p + 1 == parts ? bytes : bytes * (p + 1) / parts / 64 * 64;
-      sinks[static_cast<size_t>(p) * 8] += readPart(data + b0, data + b1);  // one cache line apart per thread
+    pool->run(pool->threads() - 1, [&] {
+      uint64_t s = 0;
+      for (size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;)
+        s ^= readPart(data + b * block, data + std::min(bytes, (b + 1) * block));
+      sink.fetch_xor(s, std::memory_order_relaxed);
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   pass();  // warm-up: page faults, pool wake-up
   double best = 1e300;
   for (int i = 0; i < repeats; i++) best = std::min(best, pass());
-  volatile uint64_t keep = 0;
-  for (uint64_t s : sinks) keep = keep ^ s;
+  volatile uint64_t keep = sink.load();
   (void)keep;
   return static_cast<double>(bytes) / best / 1e9;
 }

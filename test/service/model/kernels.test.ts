@@ -189,7 +189,7 @@ describe.skipIf(nativeOff)('native addon', () => {
     }
   });
 
-  it('gives the same bits with 1, 2, 3 and 7 threads', () => {
+  it('gives the same bits with 1, 2, 3 and 7 threads, call after call', () => {
     const [m, n, k] = [8, 301, 1153];
     const { x, w } = operands(m, n, k, 5);
     const results = [1, 2, 3, 7].map((threads) => {
@@ -198,6 +198,13 @@ describe.skipIf(nativeOff)('native addon', () => {
       return bits(run(native(), x, w, m, n, k));
     });
     for (const result of results.slice(1)) expect(result).toEqual(results[0]);
+    // Back-to-back calls with more threads than cores: late workers join or stay out, the bits never change.
+    setKernelThreads(7);
+    const one = bits(run(native(), x.subarray(0, k), w, 1, n, k));
+    let differing = 0;
+    for (let call = 0; call < 300; call++) if (bits(run(native(), x.subarray(0, k), w, 1, n, k)).some((b, j) => b !== one[j])) differing++;
+    expect(differing).toBe(0);
+    expect(one).toEqual(results[0]!.subarray(0, n));
     expect(() => setKernelThreads(0)).toThrow(RangeError);
   });
 
