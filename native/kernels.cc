@@ -138,7 +138,8 @@ class Pool {
   int helpers_ = 0;
 };
 
-Pool* pool = nullptr;
+Pool* pool = nullptr;  // one per process, never destroyed (its workers sleep until the process exits)
+std::once_flag poolOnce;
 
 // ---------------------------------------------------------------------------------------------------------------
 // matmul: a tile of R rows of x × J rows of W, every element in the order described at the top.
@@ -444,8 +445,9 @@ napi_value Threads(napi_env env, napi_callback_info) {
 }  // namespace
 
 NAPI_MODULE_INIT() {
-  // One pool per process, started with one thread; the TypeScript wrapper sets the count it wants at load.
-  if (!pool) pool = new Pool(1);
+  // Started with one thread; the TypeScript wrapper sets the count it wants at load. Worker threads that load the
+  // addon too share the pool (one call at a time).
+  std::call_once(poolOnce, [] { pool = new Pool(1); });
   napi_value isa;
   napi_create_string_utf8(env, kIsa, NAPI_AUTO_LENGTH, &isa);
   napi_set_named_property(env, exports, "isa", isa);
