@@ -33,32 +33,37 @@ export function fmaF32(a: number, b: number, c: number): number {
   const p = a * b;
   const s = p + c;
   const r = Math.fround(s);
-  if (r === s || !Number.isFinite(s)) return r;
   const bp = s - p;
-  const e = p - (s - bp) + (c - bp);
+  const e = p - (s - bp) + (c - bp); // s + e = p + c exactly (NaN where s is not finite: then r is right)
   if (e === 0) return r;
   const d = s - r; // exact: s and r are neighbours
-  const other = r + 2 * d;
-  if (Math.fround(other) !== other) return r; // s is not a midpoint: r is right
-  return (e > 0) === (d > 0) ? other : r;
+  const other = r + 2 * d; // the float32 on s's other side if s is a midpoint
+  return Math.fround(other) === other && (e > 0) === (d > 0) ? other : r;
 }
 
 function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number): void {
   const k8 = k - (k % 8);
   const wf = new Float32Array(k);
   const wBits = new Uint32Array(wf.buffer);
-  const acc = new Float64Array(8);
+  const f = Math.fround;
   for (let j = 0; j < n; j++) {
-    const wRow = j * k;
-    for (let i = 0; i < k; i++) wBits[i] = w[wRow + i]! << 16;
+    for (let i = 0, o = j * k; i < k; i++) wBits[i] = w[o + i]! << 16;
     for (let r = 0; r < m; r++) {
       const xRow = r * k;
-      acc.fill(0);
+      // The 8 lane sums in locals (the JIT keeps them in registers).
+      let a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
       for (let i = 0; i < k8; i += 8) {
-        for (let l = 0; l < 8; l++) acc[l] = fmaF32(x[xRow + i + l]!, wf[i + l]!, acc[l]!);
+        const o = xRow + i;
+        a0 = fmaF32(x[o]!, wf[i]!, a0);
+        a1 = fmaF32(x[o + 1]!, wf[i + 1]!, a1);
+        a2 = fmaF32(x[o + 2]!, wf[i + 2]!, a2);
+        a3 = fmaF32(x[o + 3]!, wf[i + 3]!, a3);
+        a4 = fmaF32(x[o + 4]!, wf[i + 4]!, a4);
+        a5 = fmaF32(x[o + 5]!, wf[i + 5]!, a5);
+        a6 = fmaF32(x[o + 6]!, wf[i + 6]!, a6);
+        a7 = fmaF32(x[o + 7]!, wf[i + 7]!, a7);
       }
-      const f = Math.fround;
-      let s = f(f(f(acc[0]! + acc[4]!) + f(acc[2]! + acc[6]!)) + f(f(acc[1]! + acc[5]!) + f(acc[3]! + acc[7]!)));
+      let s = f(f(f(a0 + a4) + f(a2 + a6)) + f(f(a1 + a5) + f(a3 + a7)));
       for (let i = k8; i < k; i++) s = fmaF32(x[xRow + i]!, wf[i]!, s);
       out[r * n + j] = s;
     }
