@@ -171,6 +171,21 @@ describe.skipIf(nativeOff)('native addon', () => {
     }
   });
 
+  it('equals the fallback on infinities, NaN, subnormals and signed zeros (any NaN for NaN)', () => {
+    const specials = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38, 1, -1];
+    const random = rng(11);
+    // Mostly values whose products are subnormal; a few specials, so some outputs are finite and some not.
+    const pick = () => (random() < 0.03 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -70);
+    const [m, n, k] = [3, 17, 41];
+    const x = Float32Array.from({ length: m * k }, pick);
+    const w = f32ToBf16(Float64Array.from({ length: n * k }, pick));
+    const a = run(native(), x, w, m, n, k);
+    const b = run(jsKernels, x, w, m, n, k);
+    expect(Array.from(a).filter((v) => !Number.isFinite(v)).length).toBeGreaterThan(0);
+    expect(Array.from(a).filter((v) => v !== 0 && Math.abs(v) < 2 ** -126).length).toBeGreaterThan(0);
+    expect(Array.from(a, (v, i) => Object.is(v, b[i]) || (Number.isNaN(v) && Number.isNaN(b[i])))).toEqual(Array(m * n).fill(true));
+  });
+
   it('rounds a·b + c once, as the fallback does, also where rounding twice would differ', () => {
     // a·b + c lands exactly halfway between two float32 values once rounded to a double; the exact value does not.
     const cases = [
