@@ -38,21 +38,34 @@ function weights(count: number, seed: number): Uint16Array {
   return w;
 }
 
-/** Median over 3 windows of ≥ minMs of ms per call; each call takes the next copy of the weights. */
-function msPerCall(call: (copy: number) => void, copies: number, minMs: number): number {
+/**
+ * Median over 3 windows of ≥ minMs of ms per call, in wall time and in the process's CPU time; each call takes the
+ * next copy of the weights. On a shared machine CPU time with --threads 1 is the figure other work disturbs least.
+ */
+function msPerCall(call: (copy: number) => void, copies: number, minMs: number): { ms: number; cpuMs: number } {
   for (let c = 0; c < copies; c++) call(c); // warm-up: one pass over every copy
-  const windows: number[] = [];
+  const windows: { ms: number; cpuMs: number }[] = [];
   let next = 0;
   for (let w = 0; w < 3; w++) {
     const start = performance.now();
+    const cpu = process.cpuUsage();
     let calls = 0;
     while (performance.now() - start < minMs || calls < copies) {
       call(next++ % copies);
       calls++;
     }
-    windows.push((performance.now() - start) / calls);
+    const used = process.cpuUsage(cpu);
+    windows.push({ ms: (performance.now() - start) / calls, cpuMs: (used.user + used.system) / 1000 / calls });
   }
-  return windows.sort((a, b) => a - b)[1]!;
+  return windows.sort((a, b) => a.ms - b.ms)[1]!;
+}
+
+/** The read reference in GB/s of wall time and of CPU time (readBandwidth makes repeats + 1 passes). */
+function readReference(buffer: Uint16Array, repeats: number): { gbPerSecond: number; cpuGbPerSecond: number } {
+  const cpu = process.cpuUsage();
+  const gbPerSecond = readBandwidth(buffer, repeats);
+  const used = process.cpuUsage(cpu);
+  return { gbPerSecond, cpuGbPerSecond: (buffer.byteLength * (repeats + 1)) / ((used.user + used.system) / 1e6) / 1e9 };
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -66,7 +79,7 @@ export async function main(argv: string[]): Promise<void> {
 
   process.stderr.write('read bandwidth reference …\n');
   const readBuffer = weights(256 <<20, 1); // 512 MiB, 16× the largest L3 here; measured again at the end
-  const readStart = readBandwidth(readBuffer, 5);
+  const readStart = readReference(readBuffer, 5);
 
   const results: Record<string, unknown> = {};
   for (const model of models) {
@@ -79,17 +92,22 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`${model} ${shape.name} [${shape.n}, ${shape.k}] (${copies} cop${copies === 1 ? 'y' : 'ies'}) …\n`);
       const ws = Array.from({ length: copies }, (_, c) => weights(shape.n * shape.k, c));
       // The machine is shared: the bandwidth measured right before each shape is the fair reference for it.
-      const readNow = readBandwidth(readBuffer, 3);
-      const row: Record<string, unknown> = { name: shape.name, n: shape.n, k: shape.k, mib: bytes / 2 ** 20, read_gb_per_s: readNow };
+      const readNow = readReference(readBuffer, 3);
+      const row: Record<string, unknown> = {
+        name: shape.name, n: shape.n, k: shape.k, mib: bytes / 2 ** 20, read_gb_per_s: readNow.gbPerSecond, read_gb_per_s_cpu: readNow.cpuGbPerSecond,
+      };
       for (const m of [1, 8]) {
         const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
         const out = new Float32Array(m * shape.n);
-        const ms = msPerCall((c) => matmulBf16(x, ws[c]!, out, m, shape.n, shape.k), copies, minMs);
+        const { ms, cpuMs } = msPerCall((c) => matmulBf16(x, ws[c]!, out, m, shape.n, shape.k), copies, minMs);
         const gbPerSecond = bytes / (ms / 1000) / 1e9;
+        const cpuGbPerSecond = bytes / (cpuMs / 1000) / 1e9;
         row[`m${m}`] = {
           ms,
+          cpu_ms: cpuMs,
           gb_per_s: gbPerSecond,
-          vs_read_bandwidth: gbPerSecond / readNow,
+          vs_read_bandwidth: gbPerSecond / readNow.gbPerSecond,
+          vs_read_bandwidth_cpu: cpuGbPerSecond / readNow.cpuGbPerSecond,
           ...(m === 8 ? { gflop_per_s: (2 * m * shape.n * shape.k) / (ms / 1000) / 1e9 } : {}),
         };
         tokenMs[m === 1 ? 'm1' : 'm8'] += ms * (shape.perLayer ? layers : 1);
@@ -103,18 +121,18 @@ export async function main(argv: string[]): Promise<void> {
   const wideCount = 10240 * 2560;
   const wideIn = weights(wideCount, 3);
   const wideOut = new Float32Array(wideCount).fill(1);
-  const widenMs = msPerCall(() => widenBf16(wideIn, wideOut), 1, minMs);
+  const widenMs = msPerCall(() => widenBf16(wideIn, wideOut), 1, minMs).ms;
 
   process.stderr.write('the JavaScript fallback (a slice of each shape) …\n');
   const fallback = fallbackRates(jsKernels, minMs);
 
   process.stderr.write('read bandwidth reference again …\n');
-  const readEnd = readBandwidth(readBuffer, 5);
+  const readEnd = readReference(readBuffer, 5);
   const report = {
     bench: 'kernel',
     kernel: info,
     args: { ...flags, threads: info.threads },
-    reference: { read_gb_per_s: readStart, read_gb_per_s_at_end: readEnd, how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5' },
+    reference: { read_gb_per_s: readStart.gbPerSecond, read_gb_per_s_at_end: readEnd.gbPerSecond, how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5' },
     models: results,
     widen_bf16: { elements: wideCount, ms: widenMs, gb_per_s_read_and_written: (wideCount * 6) / (widenMs / 1000) / 1e9 },
     fallback,
@@ -132,7 +150,7 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
     for (const m of [1, 8]) {
       const x = Float32Array.from({ length: m * k }, (_, i) => Math.cos(i));
       const out = new Float32Array(m * n);
-      const ms = msPerCall(() => matmulBf16(x, w, out, m, n, k, impl), 1, minMs);
+      const { ms } = msPerCall(() => matmulBf16(x, w, out, m, n, k, impl), 1, minMs);
       rate[`m${m}_gb_per_s`] = (n * k * 2) / (ms / 1000) / 1e9;
       if (m === 8) rate.m8_gflop_per_s = (2 * m * n * k) / (ms / 1000) / 1e9;
     }
