@@ -132,7 +132,11 @@ export async function main(argv: string[]): Promise<void> {
     bench: 'kernel',
     kernel: info,
     args: { ...flags, threads: info.threads },
-    reference: { read_gb_per_s: readStart.gbPerSecond, read_gb_per_s_at_end: readEnd.gbPerSecond, how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5' },
+    reference: {
+      read_gb_per_s: readStart.gbPerSecond,
+      read_gb_per_s_at_end: readEnd.gbPerSecond,
+      how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5',
+    },
     models: results,
     widen_bf16: { elements: wideCount, ms: widenMs, gb_per_s_read_and_written: (wideCount * 6) / (widenMs / 1000) / 1e9 },
     fallback,

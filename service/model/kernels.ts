@@ -115,7 +115,8 @@ export function selectKernels(env: NodeJS.ProcessEnv, addonPath: string): Select
       reason = `loading it failed: ${(error as Error).message.split('\n')[0]}`;
     }
   }
-  return { impl: jsKernels, reason, notice: `iwibench: native BF16 kernel not available (${reason}); using the JavaScript fallback (slow; run npm ci to build it)` };
+  const notice = `iwibench: native BF16 kernel not available (${reason}); using the JavaScript fallback (slow; run npm ci to build it)`;
+  return { impl: jsKernels, reason, notice };
 }
 
 const selection = selectKernels(process.env, ADDON_PATH);
@@ -184,6 +185,8 @@ export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.im
 export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection.impl): number {
   if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer)) throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or a typed array');
   if (buffer.byteLength < 1 << 20) throw new RangeError('readBandwidth: buffer must hold at least 1 MiB');
-  if (!Number.isInteger(repeats) || repeats < 1 || repeats > 1000) throw new RangeError(`readBandwidth: repeats must be an integer in [1, 1000], got ${repeats}`);
+  if (!Number.isInteger(repeats) || repeats < 1 || repeats > 1000) {
+    throw new RangeError(`readBandwidth: repeats must be an integer in [1, 1000], got ${repeats}`);
+  }
   return impl.readBandwidth(buffer, repeats);
 }

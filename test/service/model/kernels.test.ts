@@ -106,7 +106,9 @@ describe.each(implementations)('%s kernels', (name, impl) => {
               magnitude += Math.abs(product);
             }
             const error = Math.abs(out[r * n + j]! - sum);
-            if (!(error <= tolerance * magnitude)) throw new Error(`${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+            if (!(error <= tolerance * magnitude)) {
+              throw new Error(`${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+            }
           }
         }
       }
