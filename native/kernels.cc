@@ -417,13 +417,19 @@ napi_value ReadBandwidth(napi_env env, napi_callback_info info) {
   if (isBuffer) {
     napi_get_arraybuffer_info(env, argv[0], &bytes.data, &bytes.byteLength);
   } else {
-    bool isView = false;
-    napi_is_typedarray(env, argv[0], &isView);
-    if (!isView) return throwError(env, false, "readBandwidth: buffer must be an ArrayBuffer or a typed array");
-    napi_typedarray_type type;
-    size_t length;
-    napi_get_typedarray_info(env, argv[0], &type, &length, &bytes.data, nullptr, nullptr);
-    bytes.byteLength = length * elementSize(type);
+    bool isTyped = false, isDataView = false;
+    napi_is_typedarray(env, argv[0], &isTyped);
+    napi_is_dataview(env, argv[0], &isDataView);
+    if (isTyped) {
+      napi_typedarray_type type;
+      size_t length;
+      napi_get_typedarray_info(env, argv[0], &type, &length, &bytes.data, nullptr, nullptr);
+      bytes.byteLength = length * elementSize(type);
+    } else if (isDataView) {
+      napi_get_dataview_info(env, argv[0], &bytes.byteLength, &bytes.data, nullptr, nullptr);
+    } else {
+      return throwError(env, false, "readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view");
+    }
   }
   size_t repeats;
   if (!dimension(env, argv[1], repeats) || repeats > 1000) return throwError(env, true, "readBandwidth: repeats must be an integer in [1, 1000]");

@@ -79,7 +79,8 @@ let bandwidthSink = 0; // keeps the fallback's loads from being optimised away
 
 function readBandwidthJs(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number {
   const view = buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : buffer;
-  const words = new Int32Array(view.buffer, view.byteOffset, Math.floor(view.byteLength / 4));
+  const skip = (4 - (view.byteOffset % 4)) % 4; // Int32Array needs a 4-byte aligned start
+  const words = new Int32Array(view.buffer, view.byteOffset + skip, Math.floor((view.byteLength - skip) / 4));
   let best = Infinity;
   let sink = 0;
   for (let pass = 0; pass <= repeats; pass++) {
@@ -183,7 +184,7 @@ export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.im
 
 /** Read bandwidth in GB/s: the best of `repeats` passes over `buffer` (≥ 1 MiB) with wide loads on every pool thread. */
 export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection.impl): number {
-  if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer)) throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or a typed array');
+  if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer)) throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view');
   if (buffer.byteLength < 1 << 20) throw new RangeError('readBandwidth: buffer must hold at least 1 MiB');
   if (!Number.isInteger(repeats) || repeats < 1 || repeats > 1000) {
     throw new RangeError(`readBandwidth: repeats must be an integer in [1, 1000], got ${repeats}`);

@@ -138,10 +138,11 @@ describe.each(implementations)('%s kernels', (name, impl) => {
       expect(widenMismatches(long, wide)).toEqual([]);
     });
 
-    it('readBandwidth measures a positive rate over a buffer, an ArrayBuffer or a typed array', () => {
+    it('readBandwidth measures a positive rate over a typed array, an ArrayBuffer or a DataView', () => {
       const buffer = new Float32Array(1 << 20).fill(1);
       expect(readBandwidth(buffer, 2, impl())).toBeGreaterThan(0);
       expect(readBandwidth(buffer.buffer, 1, impl())).toBeGreaterThan(0);
+      expect(readBandwidth(new DataView(buffer.buffer, 3), 1, impl())).toBeGreaterThan(0);
     });
 
     it('rejects bad arguments with a clear error and writes nothing', () => {
