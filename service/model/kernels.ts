@@ -19,7 +19,7 @@ type NativeAddon = KernelImpl & { isa: string; setThreads(threads: number): void
 
 export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string };
 
-export const ADDON_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../native/build/Release/iwibench_kernels.node');
+const ADDON_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../native/build/Release/iwibench_kernels.node');
 
 // ---------------------------------------------------------------------------------------------------------------
 // The JavaScript fallback: one thread, the addon's summation order, FMA emulated exactly.
@@ -151,7 +151,7 @@ function disjoint(a: ArrayBufferView, b: ArrayBufferView): boolean {
 }
 
 /** Checks matmulBf16's arguments; throws TypeError/RangeError. */
-export function checkMatmulArgs(x: unknown, w: unknown, out: unknown, m: number, n: number, k: number): void {
+function checkMatmulArgs(x: unknown, w: unknown, out: unknown, m: number, n: number, k: number): void {
   if (!(x instanceof Float32Array)) throw new TypeError('matmulBf16: x must be a Float32Array');
   if (!(w instanceof Uint16Array)) throw new TypeError('matmulBf16: w must be a Uint16Array of BF16 bits');
   if (!(out instanceof Float32Array)) throw new TypeError('matmulBf16: out must be a Float32Array');
