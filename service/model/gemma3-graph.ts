@@ -149,19 +149,10 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   return g.toBytes(`gemma3_attention_${type}`);
 }
 
-/** `gemm`: y = a · bᵀ for a [M,K] and b [N,K] (a Linear weight as stored): the large-M path on float32 tiles. */
-export function buildGemmGraph(): Uint8Array {
-  const g = new GraphBuilder();
-  const a = g.input('a', F, ['M', 'K']);
-  const b = g.input('b', F, ['N', 'K']);
-  g.output('y', g.one('Gemm', [a, b], { transB: { i: 1 } }), F, ['M', 'N']);
-  return g.toBytes('gemm');
-}
-
 /**
- * `head_partial`: per-row reductions of one vocabulary tile of logits, so that log-softmax and top-k over the
- * whole vocabulary can be merged from tiles without holding [rows, vocab]. Inputs logits [R,Vt], target [R] i64 (an
- * index into the tile, clamped by the caller), k [1] i64. Outputs max [R], sum_exp [R] = Σ exp(logit − max), target_logit [R],
+ * `head_partial`: per-row reductions of one vocabulary block of logits, so that log-softmax and top-k over the
+ * whole vocabulary can be merged from blocks without holding [rows, vocab]. Inputs logits [R,Vb], target [R] i32 (an
+ * index into the block, clamped by the caller), k [1] i64. Outputs max [R], sum_exp [R] = Σ exp(logit − max), target_logit [R],
  * top_values / top_ids [R,k] (descending; equal values keep the lower index first, as TopK does).
  */
 export function buildHeadPartialGraph(): Uint8Array {

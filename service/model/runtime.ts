@@ -1,12 +1,13 @@
 // Gemma 3 text runtime: greedy generation, teacher-forced inspection and full-sequence logits, with the weights held
 // as BF16 (2 bytes per parameter, exactly the checkpoint's values or an episode's edits) and read where they lie.
 //
-// A forward pass runs layer by layer over one chunk of tokens. The projections multiply BF16 weights directly: with
-// few rows (decode, M ≤ NATIVE_MAX_ROWS) in our kernel (kernels.ts: BF16 widened exactly, float32 products and
-// sums), which reads 2 bytes per weight; with many rows (prefill) on a float32 tile of one weight at a time in
-// onnxruntime's GEMM, which is compute-bound there. Norms, RoPE, attention and GELU run in small onnxruntime graphs
-// (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache (kv-cache.ts), so no call holds more than
-// its cache and one chunk's activations; the tied head is computed in vocabulary tiles for many rows.
+// A forward pass runs layer by layer over one chunk of tokens. The projections multiply the BF16 weights where they
+// lie, in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per weight), for
+// decode and prefill alike: every output element has one summation order whatever the batch, so a batch gives
+// bitwise what each prompt gives alone, and the service's run_target what the evaluator sees. Norms, RoPE, attention
+// and GELU run in small onnxruntime graphs (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache
+// (kv-cache.ts), so no call holds more than its cache and one chunk's activations; for many rows the tied head is
+// computed a block of vocabulary at a time.
 import os from 'node:os';
 import * as ort from 'onnxruntime-node';
 import type { Checkpoint } from './checkpoint.ts';
@@ -14,13 +15,12 @@ import type { Gemma3TextConfig, LayerType } from './config.ts';
 import {
   buildAttentionGraph,
   buildGatedGeluGraph,
-  buildGemmGraph,
   buildHeadPartialGraph,
   buildNormGraph,
   buildResidualNormGraph,
   embedScale,
 } from './gemma3-graph.ts';
-import { matmulBf16, widenBf16 } from './kernels.ts';
+import { matmulBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../weights/names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
@@ -84,12 +84,10 @@ export type GenerateOptions = CallControl & {
 };
 
 export const MAX_BATCH = 8;
-/** Up to this many rows, projections run in the BF16 kernel; beyond, on float32 tiles in onnxruntime's GEMM. */
-export const NATIVE_MAX_ROWS = 16;
-/** Default rows of one prefill chunk: large enough for the GEMM's peak, small enough to bound activations. */
+/** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
 export const CHUNK_ROWS = 512;
-/** Float32 elements of one tile: the largest decoder matrix, or a block of vocabulary rows of the head. */
-const HEAD_TILE_ELEMENTS = 1 << 24;
+/** Float32 elements of one product's output block: the head is cut into vocabulary blocks beyond it. */
+const BLOCK_ELEMENTS = 1 << 24;
 
 /** One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. */
 type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number };
@@ -98,7 +96,6 @@ type Sessions = {
   norm: ort.InferenceSession;
   residualNorm: ort.InferenceSession;
   gatedGelu: ort.InferenceSession;
-  gemm: ort.InferenceSession;
   attention: Partial<Record<LayerType, ort.InferenceSession>>;
 };
 
@@ -106,7 +103,6 @@ export class Gemma3Engine {
   private readonly headSessions = new Map<number, Promise<ort.InferenceSession>>();
   private readonly source: WeightSource;
   private readonly chunkRows: number;
-  private tile = new Float32Array(0);
 
   private constructor(
     readonly checkpoint: Checkpoint,
@@ -130,7 +126,6 @@ export class Gemma3Engine {
       norm: await create(buildNormGraph(config)),
       residualNorm: await create(buildResidualNormGraph(config)),
       gatedGelu: await create(buildGatedGeluGraph(config)),
-      gemm: await create(buildGemmGraph()),
       attention,
     };
     return new Gemma3Engine(options.checkpoint, config, sessions, options);
@@ -161,7 +156,7 @@ export class Gemma3Engine {
       const { final } = await this.forward(weights, cache, chunk);
       if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
     }
-    let logits = await this.headLogits(weights, last, B);
+    let logits = this.headLogits(weights, last, B);
 
     const results: GenerateResult[] = prompts.map((p) => ({ promptIds: p, outputIds: [], promptTokens: p.length, outputTokens: 0, stopReason: 'max_tokens' }));
     const done = new Array<boolean>(B).fill(false);
@@ -191,7 +186,7 @@ export class Gemma3Engine {
       // One decode step for the whole batch; finished sequences ride along and are ignored.
       const positions = Int32Array.from(pads, (pad) => time - pad);
       const { final } = await this.forward(weights, cache, { ids: next, positions, start: time, T: 1 });
-      logits = await this.headLogits(weights, final, B);
+      logits = this.headLogits(weights, final, B);
     }
     return results;
   }
@@ -209,7 +204,7 @@ export class Gemma3Engine {
       await this.between(options);
       const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start));
       const { final } = await this.forward(weights, cache, chunk);
-      result.set(await this.headLogits(weights, final, chunk.T), start * V);
+      result.set(this.headLogits(weights, final, chunk.T), start * V);
     }
     return result;
   }
@@ -258,11 +253,10 @@ export class Gemma3Engine {
   }
 
   async close(): Promise<void> {
-    const { norm, residualNorm, gatedGelu, gemm, attention } = this.sessions;
-    for (const session of [norm, residualNorm, gatedGelu, gemm, ...Object.values(attention)]) await session.release();
+    const { norm, residualNorm, gatedGelu, attention } = this.sessions;
+    for (const session of [norm, residualNorm, gatedGelu, ...Object.values(attention)]) await session.release();
     for (const session of this.headSessions.values()) await (await session).release();
     this.headSessions.clear();
-    this.tile = new Float32Array(0);
   }
 
   private checkIds(ids: number[]): void {
@@ -320,9 +314,9 @@ export class Gemma3Engine {
     for (let layer = 0; layer < c.num_hidden_layers; layer++) {
       const n = layerTensorNames(c.tensor_prefix, layer);
       const type = c.layer_types[layer]!;
-      const q = await this.linear(weights, n.q_proj, x, M);
-      const k = await this.linear(weights, n.k_proj, x, M);
-      const v = await this.linear(weights, n.v_proj, x, M);
+      const q = this.linear(weights, n.q_proj, x, M);
+      const k = this.linear(weights, n.k_proj, x, M);
+      const v = this.linear(weights, n.v_proj, x, M);
       const past = cache.past(layer);
       const attention = await this.sessions.attention[type]!.run({
         q: tensor(q, [B, T, nH * D]),
@@ -337,14 +331,14 @@ export class Gemma3Engine {
         past_value: tensor(past.value, past.dims),
       });
       cache.store(layer, attention.present_key!.data as Float32Array, attention.present_value!.data as Float32Array, chunk.start, T);
-      const o = await this.linear(weights, n.o_proj, attention.context!.data as Float32Array, M);
+      const o = this.linear(weights, n.o_proj, attention.context!.data as Float32Array, M);
       const mid = await this.sessions.residualNorm.run({ h: rows(h, H), a: rows(o, H), w_post: norm(n.post_attention_layernorm), w_next: norm(n.pre_feedforward_layernorm) });
       const y = mid.y!.data as Float32Array;
       const I = c.intermediate_size;
-      const gate = await this.linear(weights, n.gate_proj, y, M);
-      const up = await this.linear(weights, n.up_proj, y, M);
+      const gate = this.linear(weights, n.gate_proj, y, M);
+      const up = this.linear(weights, n.up_proj, y, M);
       const z = (await this.sessions.gatedGelu.run({ gate: rows(gate, I), up: rows(up, I) })).z!.data as Float32Array;
-      const down = await this.linear(weights, n.down_proj, z, M);
+      const down = this.linear(weights, n.down_proj, z, M);
       const nextNorm = layer + 1 < c.num_hidden_layers ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm : finalNormName(c.tensor_prefix);
       const end = await this.sessions.residualNorm.run({ h: mid.h_out!, a: rows(down, H), w_post: norm(n.post_feedforward_layernorm), w_next: norm(nextNorm) });
       h = end.h_out!.data as Float32Array;
@@ -356,59 +350,19 @@ export class Gemma3Engine {
   }
 
   /** y [M, N] = x [M, K] · Wᵀ for the BF16 weight W [N, K] (a Linear weight as stored). */
-  private async linear(weights: WeightSource, name: string, x: Float32Array, M: number): Promise<Float32Array> {
+  private linear(weights: WeightSource, name: string, x: Float32Array, M: number): Float32Array {
     const [N, K] = this.checkpoint.info(name).shape as [number, number];
-    return this.product(weights.bf16(name), x, M, N, K);
+    const out = new Float32Array(M * N);
+    matmulBf16(x, weights.bf16(name), out, M, N, K);
+    return out;
   }
 
   /** Logits [R, vocab] of final-normed rows through the tied head. */
-  private headLogits(weights: WeightSource, rows: Float32Array, R: number): Promise<Float32Array> {
+  private headLogits(weights: WeightSource, rows: Float32Array, R: number): Float32Array {
     const { vocab_size: V, hidden_size: H } = this.config;
-    return this.product(weights.bf16(embedTokensName(this.config.tensor_prefix)), rows, R, V, H);
-  }
-
-  private async product(w: Uint16Array, x: Float32Array, M: number, N: number, K: number): Promise<Float32Array> {
-    let out: Float32Array | undefined;
-    await this.productBlocks(w, x, M, N, K, (block, n0, n) => {
-      if (n === N) out = block;
-      else {
-        out ??= new Float32Array(M * N);
-        for (let r = 0; r < M; r++) out.set(block.subarray(r * n, (r + 1) * n), r * N + n0);
-      }
-    });
-    return out!;
-  }
-
-  /**
-   * x [M, K] · Wᵀ for W [N, K] in BF16, a block of W's rows at a time: `consume(block [M, n], n0, n)`. Few rows run
-   * in the BF16 kernel; many rows on a float32 tile of the block in onnxruntime's GEMM. Blocks keep the tile and the
-   * output under HEAD_TILE_ELEMENTS (one block for every decoder matrix up to the 1B's; the head is cut by vocabulary).
-   */
-  private async productBlocks(
-    w: Uint16Array,
-    x: Float32Array,
-    M: number,
-    N: number,
-    K: number,
-    consume: (block: Float32Array, n0: number, n: number) => void | Promise<void>,
-  ): Promise<void> {
-    const native = M <= NATIVE_MAX_ROWS;
-    const perBlock = Math.max(1, Math.min(N, Math.floor(HEAD_TILE_ELEMENTS / (native ? M : Math.max(M, K)))));
-    for (let n0 = 0; n0 < N; n0 += perBlock) {
-      const n = Math.min(perBlock, N - n0);
-      const part = w.subarray(n0 * K, (n0 + n) * K);
-      let block: Float32Array;
-      if (native) {
-        block = new Float32Array(M * n);
-        matmulBf16(x, part, block, M, n, K);
-      } else {
-        if (this.tile.length < n * K) this.tile = new Float32Array(n * K);
-        const tile = this.tile.subarray(0, n * K);
-        widenBf16(part, tile);
-        block = (await this.sessions.gemm.run({ a: tensor(x, [M, K]), b: tensor(tile, [n, K]) })).y!.data as Float32Array;
-      }
-      await consume(block, n0, n);
-    }
+    const out = new Float32Array(R * V);
+    matmulBf16(rows, weights.bf16(embedTokensName(this.config.tensor_prefix)), out, R, V, H);
+    return out;
   }
 
   /**
@@ -423,7 +377,12 @@ export class Gemma3Engine {
     const sum = new Float64Array(R);
     const targetLogit = new Float64Array(R);
     const candidates: { id: number; logit: number }[][] = Array.from({ length: R }, () => []);
-    await this.productBlocks(weights.bf16(embedTokensName(this.config.tensor_prefix)), rows, R, V, H, async (block, n0, n) => {
+    const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
+    const perBlock = Math.max(1, Math.min(V, Math.floor(BLOCK_ELEMENTS / R)));
+    for (let n0 = 0; n0 < V; n0 += perBlock) {
+      const n = Math.min(perBlock, V - n0);
+      const block = new Float32Array(R * n);
+      matmulBf16(rows, embedding.subarray(n0 * H, (n0 + n) * H), block, R, n, H);
       const k = Math.min(Math.max(topK, 1), n);
       const target = Int32Array.from(targets, (id) => Math.min(Math.max(id - n0, 0), n - 1));
       const out = await session.run({ logits: tensor(block, [R, n]), target: tensor(target, [R]), k: new ort.Tensor('int64', BigInt64Array.of(BigInt(k)), [1]) });
@@ -439,7 +398,7 @@ export class Gemma3Engine {
         list.sort((a, b) => b.logit - a.logit || a.id - b.id);
         list.length = Math.min(list.length, topK);
       }
-    });
+    }
     const logSumExp = Array.from(max, (m, r) => m + Math.log(sum[r]!));
     return {
       target: Array.from(targetLogit, (logit, r) => Math.fround(logit - logSumExp[r]!)),
@@ -466,7 +425,7 @@ export function textWeightBytes(config: Gemma3TextConfig): number {
 
 /**
  * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
- * and outputs, attention scores, mask and probabilities over the cache), the float32 tile and one head block.
+ * and outputs, attention scores, mask and probabilities over the cache) and one head block.
  */
 export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number; tokens: number; chunkRows?: number }): { cache: number; chunk: number; total: number } {
   const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
@@ -479,8 +438,8 @@ export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number;
   const S = tokens + T; // the widest key range: a full layer's cache and the chunk
   const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
   const attention = 4 * B * nH * T * S * 4 + 4 * B * nKV * S * D * 2; // scores, masked scores, probs, mask; K/V concat
-  const tile = 4 * HEAD_TILE_ELEMENTS * 3; // the float32 tile, one GEMM or head block, and the head's exp of it
-  const chunk = rows + attention + tile;
+  const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
+  const chunk = rows + attention + head;
   return { cache, chunk, total: cache + chunk };
 }
 
