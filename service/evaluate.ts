@@ -3,8 +3,8 @@
 // of families or scoring: items in, raw outputs out. The runner starts one such process for the pristine weights and
 // one for the edited weights (`npx iwibench evaluate-patch`), never inside the service.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
-import { bf16ToF32 } from './model/bf16.ts';
-import { Gemma3Engine, MAX_BATCH, cachedCheckpointSource, type Device, type WeightSource } from './model/runtime.ts';
+import { Gemma3Engine, MAX_BATCH, type Device } from './model/runtime.ts';
+import { checkpointSource, overlaySource, type WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
 import { applyPatch, loadPatch } from './weights/patch.ts';
 
@@ -41,9 +41,7 @@ export class ItemEvaluator {
     let patch: EvaluationRun['patch'] = null;
     if (options.patchDir) {
       const patched = applyPatch(checkpoint, options.patchDir); // refuses a wrong base, a digest mismatch, a bad payload
-      const decoded = new Map([...patched].map(([name, bits]) => [name, bf16ToF32(bits)]));
-      const pristine = cachedCheckpointSource(checkpoint);
-      source = { f32: (name) => decoded.get(name) ?? pristine.f32(name) };
+      source = overlaySource(checkpointSource(checkpoint), patched);
       weights = new Set(patched.keys());
       patch = { dir: loadPatch(options.patchDir).dir, sha256_verified: true, touched_tensors: [...patched.keys()] };
     }

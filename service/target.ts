@@ -1,7 +1,8 @@
 // The target the service owns: the pinned checkpoint, its tokenizer, the weight store (pristine weights + episode
 // overlays) and one engine whose weights are all graph inputs, so any episode's weights can be fed to any run.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
-import { Gemma3Engine, type Device, type WeightSource } from './model/runtime.ts';
+import { Gemma3Engine, type Device } from './model/runtime.ts';
+import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
 import { WeightStore } from './weights/store.ts';
 import { ExecutionQueue } from './queue.ts';

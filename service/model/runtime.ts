@@ -9,11 +9,10 @@ import type { Gemma3TextConfig } from './config.ts';
 import { buildGemma3Graph, FLOAT_MIN, type WeightBinding } from './gemma3-graph.ts';
 import { embedTokensName } from '../weights/names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
+import { bf16ToF32 } from './bf16.ts';
+import { checkpointSource, type WeightSource } from './weight-source.ts'; // TEMPORARY: engine rewrite replaces this
 
 export type Device = 'cpu' | 'cuda';
-
-/** Float32 values of the weights fed as graph inputs (pristine, or an episode's overlay). */
-export type WeightSource = { f32(name: string): Float32Array };
 
 export type EngineOptions = {
   checkpoint: Checkpoint;
@@ -86,7 +85,7 @@ export class Gemma3Engine {
     // since the tied head reads it at M = 1 and the Gather reads a few rows.
     this.inputNames = new Set([...requested, embedTokensName(config.tensor_prefix)]);
     this.allInputs = all.every((name) => this.inputNames.has(name));
-    this.source = options.source ?? cachedCheckpointSource(checkpoint);
+    this.source = options.source ?? checkpointSource(checkpoint);
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
@@ -261,7 +260,8 @@ export class Gemma3Engine {
   private weightFeeds(weights?: WeightSource): Record<string, ort.Tensor> {
     const source = weights ?? this.source;
     const feeds: Record<string, ort.Tensor> = {};
-    for (const name of this.inputNames) feeds[name] = new ort.Tensor('float32', source.f32(name), this.checkpoint.info(name).shape);
+    // TEMPORARY: engine rewrite replaces this. Decoded at every run, never cached: overlays are mutated in place.
+    for (const name of this.inputNames) feeds[name] = new ort.Tensor('float32', bf16ToF32(source.bf16(name)), this.checkpoint.info(name).shape);
     return feeds;
   }
 
@@ -396,19 +396,4 @@ function argmax(values: Float32Array, offset: number, length: number): number {
  */
 export function defaultThreads(): number {
   return os.availableParallelism();
-}
-
-/** Decode each input-bound weight from the checkpoint once, on first use. */
-export function cachedCheckpointSource(checkpoint: Checkpoint): WeightSource {
-  const cache = new Map<string, Float32Array>();
-  return {
-    f32(name) {
-      let data = cache.get(name);
-      if (!data) {
-        data = checkpoint.readF32(name);
-        cache.set(name, data);
-      }
-      return data;
-    },
-  };
 }

@@ -6,8 +6,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Authenticator } from '../auth.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
 import { IwiError, isIwiError } from '../errors.ts';
-import { bf16ToF32 } from '../model/bf16.ts';
-import type { GenerateResult, WeightSource } from '../model/runtime.ts';
+import type { GenerateResult } from '../model/runtime.ts';
+import { overlaySource, type WeightSource } from '../model/weight-source.ts';
 import type { ChatMessage } from '../model/tokenizer.ts';
 import type { Target } from '../target.ts';
 import { applyPatch } from '../weights/patch.ts';
@@ -16,7 +16,7 @@ export type OpenAIRoutesOptions = { target: Target; registry: EpisodeRegistry; a
 
 const DEFAULT_MAX_TOKENS = 256;
 const MAX_TOKENS_CAP = 8192;
-const PATCH_CACHE_SIZE = 2; // patched weight sets kept decoded (each holds its touched tensors only)
+const PATCH_CACHE_SIZE = 2; // patched weight sets kept (each holds its touched tensors' BF16 bits only)
 
 const contentSchema = {
   anyOf: [
@@ -82,8 +82,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model "${model}" is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
     let source = patchSources.get(match[2]!);
     if (!source) {
-      const patched = new Map([...applyPatch(target.checkpoint, dir)].map(([name, bits]) => [name, bf16ToF32(bits)]));
-      source = { f32: (name) => patched.get(name) ?? target.pristine.f32(name) };
+      source = overlaySource(target.pristine, applyPatch(target.checkpoint, dir));
       if (patchSources.size >= PATCH_CACHE_SIZE) patchSources.delete(patchSources.keys().next().value!);
       patchSources.set(match[2]!, source);
     }

@@ -14,7 +14,6 @@ import { IwiError } from '../errors.ts';
 import { Manifest } from './manifest.ts';
 import type { WriteOp } from './ops.ts';
 import { PATCH_JSON, replayPatch } from './patch.ts';
-import { bf16BitsOf } from './rounding.ts';
 import { resolveSlice, type DimSelection } from './slice.ts';
 
 export type ExportResult = {
@@ -41,8 +40,7 @@ export function exportPatched(options: { checkpoint: Checkpoint; patchDir: strin
     // HF cache snapshots hold symlinks into blobs/: copy the content, not the links.
     cpSync(checkpoint.dir, temp, { recursive: true, dereference: true });
     const shards = new Set<string>();
-    for (const [name, values] of tensors) {
-      const bits = bf16BitsOf(values);
+    for (const [name, bits] of tensors) {
       const bytes = new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength);
       for (const storedName of [name, ...manifest.resolve(name).aliases]) {
         for (const shard of shardsHolding(checkpoint, storedName)) {

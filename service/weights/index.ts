@@ -13,7 +13,6 @@ export {
   bf16Sha256,
   loadPatch,
   patchDigest,
-  patchedSource,
   replayPatch,
   writeEpisodePatch,
   type LoadedPatch,

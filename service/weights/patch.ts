@@ -5,7 +5,7 @@
 // Operands are stored as F32 because that is what the live store computed with: inline numbers become float32
 // when parsed and handles are float32 (inspection vectors are not BF16 values), and storing them as BF16 would change
 // the result of low_rank_add. A tensor's SHA-256 is over its BF16 bytes, little-endian, in row-major order — the
-// bytes a safetensors file stores.
+// bytes a safetensors file stores, and the bytes the weight store holds.
 //
 // applyPatch replays the ops with the live store's own code (ops.ts through an Episode) on the pristine
 // checkpoint, after checking the base, and refuses the patch unless every recorded digest and stat is reproduced
@@ -15,12 +15,10 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, re
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import type { Checkpoint } from '../model/checkpoint.ts';
-import { bf16ToF32 } from '../model/bf16.ts';
-import type { WeightSource } from '../model/runtime.ts';
+import { bf16Value } from '../model/bf16.ts';
 import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
 import { IwiError } from '../errors.ts';
 import { checkFinite, parseWriteOp, type ArrayOperand, type WriteOp } from './ops.ts';
-import { bf16BitsOf } from './rounding.ts';
 import { WeightStore, type Episode } from './store.ts';
 
 export const PATCH_FORMAT = 'iwibench-patch/1';
@@ -61,10 +59,10 @@ export function writeEpisodePatch(
   const patch: PatchJson = {
     format: PATCH_FORMAT,
     base: { model_id: checkpoint.modelId, revision: checkpoint.revision },
-    base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineValues(name))])),
+    base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineBits(name))])),
     ops: episode.ops.map((op, i) => opToJson(op, i, arrays)),
-    result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.values(name))])),
-    stats: tensorStats(touched, (name) => episode.store.pristineValues(name), (name) => episode.values(name)),
+    result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.bits(name))])),
+    stats: tensorStats(touched, (name) => episode.store.pristineBits(name), (name) => episode.bits(name)),
     created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION },
   };
 
@@ -106,20 +104,19 @@ function opToJson(op: WriteOp, index: number, arrays: TensorToWrite[]): Record<s
 }
 
 /** Net change of each touched tensor against pristine: changed BF16 elements, ‖ΔW‖_F and ‖ΔW‖_F / ‖W‖_F. */
-function tensorStats(touched: string[], pristine: (name: string) => Float32Array, result: (name: string) => Float32Array): PatchJson['stats'] {
+function tensorStats(touched: string[], pristine: (name: string) => Uint16Array, result: (name: string) => Uint16Array): PatchJson['stats'] {
   const tensors: Record<string, TensorStats> = {};
   let changedParameters = 0;
   for (const name of touched) {
     const before = pristine(name);
     const after = result(name);
-    const beforeBits = new Uint32Array(before.buffer, before.byteOffset, before.length);
-    const afterBits = new Uint32Array(after.buffer, after.byteOffset, after.length);
     let changed = 0, deltaSquares = 0, baseSquares = 0;
     for (let i = 0; i < before.length; i++) {
-      baseSquares += before[i]! * before[i]!;
-      if (beforeBits[i] === afterBits[i]) continue;
+      const b = bf16Value(before[i]!);
+      baseSquares += b * b;
+      if (before[i] === after[i]) continue;
       changed++;
-      deltaSquares += (after[i]! - before[i]!) ** 2;
+      deltaSquares += (bf16Value(after[i]!) - b) ** 2;
     }
     const delta = Math.sqrt(deltaSquares);
     tensors[name] = { changed, delta_frobenius: delta, relative_delta: baseSquares > 0 ? delta / Math.sqrt(baseSquares) : null };
@@ -141,16 +138,9 @@ function writeDurably(file: string, text: string): void {
 // ---------------------------------------------------------------------------------------------------------------
 // Digests
 
-/** SHA-256 (hex) of the BF16 bytes of a float32 array holding BF16 values. */
-export function bf16Sha256(values: Float32Array): string {
-  const hash = createHash('sha256');
-  const chunk = new Uint16Array(1 << 20);
-  for (let start = 0; start < values.length; start += chunk.length) {
-    const n = Math.min(chunk.length, values.length - start);
-    bf16BitsOf(values.subarray(start, start + n), chunk);
-    hash.update(new Uint8Array(chunk.buffer, 0, n * 2));
-  }
-  return hash.digest('hex');
+/** SHA-256 (hex) of BF16 bits as a safetensors file stores them (little-endian, the byte order of every supported host). */
+export function bf16Sha256(bits: Uint16Array): string {
+  return createHash('sha256').update(new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength)).digest('hex');
 }
 
 /**
@@ -266,10 +256,10 @@ function checkPatchFinite(operand: ArrayOperand, name: string): ArrayOperand {
 }
 
 /**
- * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (float32 holding BF16
- * values) and the loaded patch; throws PATCH_INVALID, PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
+ * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (BF16 bits, touched ones
+ * only) and the loaded patch; throws PATCH_INVALID, PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
  */
-export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: LoadedPatch; tensors: Map<string, Float32Array>; ops: WriteOp[] } {
+export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: LoadedPatch; tensors: Map<string, Uint16Array>; ops: WriteOp[] } {
   const patch = loadPatch(dir);
   const { json } = patch;
   if (json.base.model_id !== checkpoint.modelId || json.base.revision !== checkpoint.revision) {
@@ -305,9 +295,9 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
 
   const episode = store.createEpisode('patch-replay');
   ops.forEach((op, i) => asPatchError(i, () => episode.apply(op)));
-  const tensors = new Map(touched.map((name) => [name, episode.values(name)]));
-  for (const [name, values] of tensors) {
-    const digest = bf16Sha256(values);
+  const tensors = new Map(touched.map((name) => [name, episode.bits(name)]));
+  for (const [name, bits] of tensors) {
+    const digest = bf16Sha256(bits);
     if (digest !== json.result_sha256[name]) {
       throw new IwiError(
         'PATCH_DIGEST_MISMATCH',
@@ -315,7 +305,7 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
       );
     }
   }
-  const stats = tensorStats(touched, (name) => store.pristineValues(name), (name) => tensors.get(name)!);
+  const stats = tensorStats(touched, (name) => store.pristineBits(name), (name) => tensors.get(name)!);
   for (const name of touched) {
     const [got, want] = [stats.tensors[name]!, json.stats.tensors[name]!];
     if (got.changed !== want.changed || got.delta_frobenius !== want.delta_frobenius || got.relative_delta !== want.relative_delta) {
@@ -328,27 +318,12 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
   return { patch, tensors, ops };
 }
 
-/** Apply a patch to the pristine checkpoint: the patched BF16 tensors (touched ones only), every digest verified. */
+/**
+ * Apply a patch to the pristine checkpoint: the patched BF16 tensors (touched ones only), every digest verified.
+ * An engine's WeightSource for the patched model is `overlaySource(pristine, applyPatch(...))`.
+ */
 export function applyPatch(checkpoint: Checkpoint, dir: string): Map<string, Uint16Array> {
-  const { tensors } = replayPatch(checkpoint, dir);
-  return new Map([...tensors].map(([name, values]) => [name, bf16BitsOf(values)]));
-}
-
-/** A WeightSource for an engine whose input-bound weights are exactly the patched tensors. */
-export function patchedSource(patched: ReadonlyMap<string, Uint16Array>): WeightSource {
-  const decoded = new Map<string, Float32Array>();
-  return {
-    f32(name) {
-      let values = decoded.get(name);
-      if (!values) {
-        const bits = patched.get(name);
-        if (!bits) throw new Error(`tensor "${name}" is not in the patch`);
-        values = bf16ToF32(bits);
-        decoded.set(name, values);
-      }
-      return values;
-    },
-  };
+  return replayPatch(checkpoint, dir).tensors;
 }
 
 /** A refused op makes the whole patch invalid; the op's own code stays in the message. */

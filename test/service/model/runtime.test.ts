@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { f32ToBf16 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import { checkpointSource, overlaySource } from '../../../service/model/weight-source.ts';
 import { Tokenizer } from '../../../service/model/tokenizer.ts';
 import { finalNormName, layerTensorNames } from '../../../service/weights/names.ts';
 import { referenceForward } from '../../reference/gemma3-forward.ts';
@@ -115,8 +117,8 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const name = layerTensorNames(checkpoint.config.tensor_prefix, 1).down_proj;
       const pristine = checkpoint.readF32(name);
       // Not a uniform scale: the post-feed-forward RMSNorm would cancel it.
-      const edited = pristine.map((v, i) => (i % 7 === 0 ? v + 0.5 : v));
-      const source = { f32: (n: string) => (n === name ? edited : checkpoint.readF32(n)) };
+      const edited = f32ToBf16(pristine.map((v, i) => (i % 7 === 0 ? v + 0.5 : v)));
+      const source = overlaySource(checkpointSource(checkpoint), new Map([[name, edited]]));
       const before = await engine.logits(IDS);
       const after = await engine.logits(IDS, { weights: source });
       expect(relativeError(after, before)).toBeGreaterThan(1e-3);

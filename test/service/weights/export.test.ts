@@ -6,12 +6,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { SafetensorsFile } from '../../../service/model/safetensors.ts';
 import { exportPatched } from '../../../service/weights/export.ts';
 import { writeEpisodePatch } from '../../../service/weights/patch.ts';
-import { bf16BitsOf } from '../../../service/weights/rounding.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture, errorOf } from './fixtures.ts';
 
@@ -62,7 +62,7 @@ describe('export-patched', () => {
     expect(stray).toBe(-1);
     const reopened = Checkpoint.open(out);
     for (const t of touched) {
-      const live = bf16BitsOf(episode.values(t.name));
+      const live = episode.bits(t.name);
       expect(Buffer.from(reopened.readBytes(t.name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), t.name).toBe(true);
     }
 
@@ -122,8 +122,8 @@ describe('export-patched', () => {
         return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
       };
       const [A, B] = [f32('lora_A'), f32('lora_B')];
-      const W = store.pristineValues(name);
-      const edited = episode.values(name);
+      const W = bf16ToF32(store.pristineBits(name));
+      const edited = bf16ToF32(episode.bits(name));
       for (let o = 0; o < out; o++) {
         for (let i = 0; i < inp; i++) {
           let delta = 0, size = Math.abs(W[o * inp + i]!);

@@ -6,11 +6,11 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, tru
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson } from '../../../service/weights/patch.ts';
-import { bf16BitsOf } from '../../../service/weights/rounding.ts';
 import { WeightStore, type Episode } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture } from './fixtures.ts';
 
@@ -86,8 +86,8 @@ describe('patch files', () => {
     expect(json.format).toBe(PATCH_FORMAT);
     expect(json.base).toEqual({ model_id: 'iwibench/tiny-4b', revision: 'local' });
     expect(Object.keys(json.base_sha256).sort()).toEqual(touched);
-    expect(json.base_sha256[Q]).toBe(bf16Sha256(store.pristineValues(Q)));
-    expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.values(Q)));
+    expect(json.base_sha256[Q]).toBe(bf16Sha256(store.pristineBits(Q)));
+    expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.bits(Q)));
     expect(json.ops.map((op) => op.op)).toEqual(['scale', 'replace', 'low_rank_add', 'copy', 'replace']);
     expect(json.ops[1]).toEqual({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { array: 'op1.values' } });
     expect(json.ops[3]).toEqual({ op: 'copy', tensor: EMBED, slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
@@ -95,8 +95,8 @@ describe('patch files', () => {
 
     const stats = json.stats.tensors[NORM]!;
     expect(stats.changed).toBe(3);
-    const before = store.pristineValues(NORM);
-    const after = episode.values(NORM);
+    const before = bf16ToF32(store.pristineBits(NORM));
+    const after = bf16ToF32(episode.bits(NORM));
     const delta = Math.hypot(...Array.from(after, (v, i) => v - before[i]!));
     expect(stats.delta_frobenius).toBeCloseTo(delta, 12);
     expect(stats.relative_delta).toBeCloseTo(delta / Math.hypot(...before), 12);
@@ -119,7 +119,7 @@ describe('patch files', () => {
     const applied = SafetensorsFile.open(out);
     expect([...applied.tensors.keys()].sort()).toEqual([EMBED, Q, DOWN, NORM].sort());
     for (const name of applied.tensors.keys()) {
-      const live = bf16BitsOf(episode.values(name));
+      const live = episode.bits(name);
       expect(Buffer.from(applied.readBytes(name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), name).toBe(true);
     }
     applied.close();

@@ -10,7 +10,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { makeTinyCheckpoint } from '../../../../service/model/tiny-checkpoint.ts';
 import { Checkpoint } from '../../../../service/model/checkpoint.ts';
-import { Gemma3Engine, type WeightSource } from '../../../../service/model/runtime.ts';
+import { Gemma3Engine } from '../../../../service/model/runtime.ts';
+import type { WeightSource } from '../../../../service/model/weight-source.ts';
 import { WeightStore, writeEpisodePatch } from '../../../../service/weights/index.ts';
 
 const root = path.resolve(process.argv[2] ?? '.scratch/hf-check');
