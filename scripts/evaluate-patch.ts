@@ -1,6 +1,7 @@
 // npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT
-// Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal items and general controls generated on pristine and patched weights, each in a fresh
-// process, then checked and scored; writes OUT/results.json and prints its score as JSON.
+// Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal
+// items and general controls generated on pristine and patched weights, each in a fresh process, then checked and
+// scored; writes OUT/results.json and prints its score as JSON.
 // (`--worker --job FILE --out FILE` is the fresh process itself, started by the runners.)
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,9 +32,10 @@ export async function main(argv: string[]): Promise<void> {
   if (flags.worker) return worker(flags.job, flags.out);
   for (const name of ['model-dir', 'family', 'output-dir'] as const) if (!flags[name]) throw new Error(`--${name} is required`);
   if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');
-  if ((flags.patch === undefined) !== (flags['patch-id'] === undefined)) throw new Error('--patch and --patch-id go together: the folder and the patch id it must hold');
-  if (flags['patch-id'] !== undefined && !/^[0-9a-f]{64}$/.test(flags['patch-id'])) throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(flags['patch-id'])}`);
-  const patch = flags.patch ? { dir: flags.patch, id: flags['patch-id']! } : undefined;
+  const patchId = flags['patch-id'];
+  if ((flags.patch === undefined) !== (patchId === undefined)) throw new Error('--patch and --patch-id go together: the folder and the patch id it must hold');
+  if (patchId !== undefined && !/^[0-9a-f]{64}$/.test(patchId)) throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(patchId)}`);
+  const patch = flags.patch ? { dir: flags.patch, id: patchId! } : undefined;
   const location: CheckpointLocation = { modelDir: flags['model-dir'], revision: flags.revision };
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);

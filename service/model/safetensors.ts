@@ -101,7 +101,10 @@ export function parseSafetensors(bytes: Uint8Array, file: string): { tensors: Re
   return readHeader(file, bytes.length, (buffer, position) => buffer.set(bytes.subarray(position, position + buffer.length)));
 }
 
-function readHeader(file: string, size: number, read: (buffer: Buffer, position: number) => void): { tensors: Map<string, TensorInfo>; metadata: Record<string, string> } {
+type Header = { tensors: Map<string, TensorInfo>; metadata: Record<string, string> };
+
+/** Parse and validate the header of a `size`-byte file; `read(buffer, position)` fills `buffer` from the file. */
+function readHeader(file: string, size: number, read: (buffer: Buffer, position: number) => void): Header {
   if (size < 8) throw new SafetensorsError(file, `file is ${size} bytes, too short for a header`);
   const lengthBytes = Buffer.alloc(8);
   read(lengthBytes, 0);

@@ -221,18 +221,19 @@ const PATCH_SCHEMA = {
 const validatePatchJson = new Ajv({ allErrors: true }).compile(PATCH_SCHEMA);
 
 /**
- * Read and structurally check a patch folder (id, format, schema, arrays); nothing about the checkpoint yet. Both
- * files are read once: the id is computed from those bytes and, when `expectedId` is given, must equal it
+ * Read and structurally check the patch of id `expectedId` in a folder (id, format, schema, arrays); nothing about
+ * the checkpoint yet. Both files are read once: the id is computed from those bytes and must equal `expectedId`
  * (PATCH_ID_MISMATCH), and only then are the same bytes parsed.
  */
-export function loadPatch(dir: string, expectedId?: string): LoadedPatch {
+export function loadPatch(dir: string, expectedId: string): LoadedPatch {
   const jsonBytes = readPatchFile(dir, PATCH_JSON);
   const arrayBytes = readPatchFile(dir, PATCH_ARRAYS);
   const id = patchId(jsonBytes, arrayBytes);
-  if (expectedId !== undefined && id !== expectedId) {
+  if (id !== expectedId) {
     throw new IwiError(
       'PATCH_ID_MISMATCH',
-      `patch folder ${dir} holds patch ${id} (SHA-256 of its ${PATCH_JSON} and ${PATCH_ARRAYS} as they are now), not the requested ${expectedId}: its files were changed or replaced`,
+      `patch folder ${dir} holds patch ${id} (SHA-256 of its ${PATCH_JSON} and ${PATCH_ARRAYS} as they are now), ` +
+        `not the requested ${expectedId}: its files were changed or replaced`,
     );
   }
   let json: unknown;
@@ -245,7 +246,8 @@ export function loadPatch(dir: string, expectedId?: string): LoadedPatch {
   if (format === 'iwibench-patch/1') {
     throw new IwiError(
       'PATCH_INVALID',
-      `${path.join(dir, PATCH_JSON)} is an iwibench-patch/1 patch, which this build no longer reads (its id covered the episode's provenance, so the same edits got different ids); write it again as ${PATCH_FORMAT} from the episode's op log with this build`,
+      `${path.join(dir, PATCH_JSON)} is an iwibench-patch/1 patch, which this build no longer reads (its id covered the episode's provenance, ` +
+        `so the same edits got different ids); write it again as ${PATCH_FORMAT} from the episode's op log with this build`,
     );
   }
   if (format !== PATCH_FORMAT) {
@@ -288,12 +290,14 @@ function checkPatchFinite(operand: ArrayOperand, name: string): ArrayOperand {
   }
 }
 
+export type ReplayedPatch = { patch: LoadedPatch; tensors: Map<string, Uint16Array>; ops: WriteOp[] };
+
 /**
  * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (BF16 bits, touched ones
- * only) and the loaded patch; throws PATCH_ID_MISMATCH (when `expectedId` is given), PATCH_INVALID,
+ * only) and the loaded patch; throws PATCH_ID_MISMATCH (the folder does not hold patch `expectedId`), PATCH_INVALID,
  * PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
  */
-export function replayPatch(checkpoint: Checkpoint, dir: string, expectedId?: string): { patch: LoadedPatch; tensors: Map<string, Uint16Array>; ops: WriteOp[] } {
+export function replayPatch(checkpoint: Checkpoint, dir: string, expectedId: string): ReplayedPatch {
   const patch = loadPatch(dir, expectedId);
   const { json } = patch;
   if (json.base.model_id !== checkpoint.modelId || json.base.revision !== checkpoint.revision) {

@@ -63,9 +63,9 @@ describe('evaluate-patch and replay-patch verify the patch id', () => {
     const dir = path.join(work, 'recorded');
     cpSync(first.dir, dir, { recursive: true });
     const results = path.join(work, 'results.json');
-    const record = (patchDir: string) =>
-      writeFileSync(results, JSON.stringify({ format: RESULTS_FORMAT, versions: { revision: 'local' }, episode: { family: 'local_factual_update', seed: 0, control_seed: 0 }, editor: null, resources: null, patch: { dir: patchDir, sha256: first.digest } }));
-    record(dir);
+    const episode = { family: 'local_factual_update', seed: 0, control_seed: 0 };
+    const recorded = { format: RESULTS_FORMAT, versions: { revision: 'local' }, episode, editor: null, resources: null, patch: { dir, sha256: first.digest } };
+    writeFileSync(results, JSON.stringify(recorded));
     cpSync(second.dir, dir, { recursive: true, force: true }); // swapped after the results were written
     const out = path.join(work, 'replay-out');
     const stderr = await failure(['replay-patch', results, '--control-seed', '5', '--model-dir', MODEL, '--output-dir', out]);
