@@ -17,6 +17,8 @@ export {
   writeEpisodePatch,
   type LoadedPatch,
   type PatchJson,
+  type PatchRef,
+  type Provenance,
   type TensorStats,
 } from './patch.ts';
 export { exportPatched, type ExportResult } from './export.ts';
