@@ -35,6 +35,7 @@ export const ERRORS = {
   PATCH_INVALID: { status: 422, meaning: 'a patch folder is malformed, truncated, edited or of an unknown format or op' },
   PATCH_BASE_MISMATCH: { status: 409, meaning: "a patch was made for another model, revision or base tensor content" },
   PATCH_DIGEST_MISMATCH: { status: 409, meaning: "replaying a patch does not reproduce its recorded result digests" },
+  PATCH_ID_MISMATCH: { status: 409, meaning: 'a patch folder does not hold the patch id it was asked for (its files were changed or replaced)' },
   PATCH_EXISTS: { status: 409, meaning: 'the output folder already exists' },
   PEFT_UNSUPPORTED: { status: 422, meaning: 'the patch cannot be expressed as a PEFT LoRA adapter' },
 } as const satisfies Record<string, { status: number; meaning: string }>;

@@ -3,7 +3,8 @@
 // given to, call by call. One execution queue runs every call, a slice at a time.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
 import { EngineHost } from './model/engine-host.ts';
-import type { Device, WeightSource } from './model/runtime.ts';
+import type { Device } from './model/runtime.ts';
+import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
 import { WeightStore } from './weights/store.ts';
 import { ExecutionQueue } from './queue.ts';

@@ -2,21 +2,23 @@
 // They serve the pristine target (`model: "<id>"`) or a submitted patch (`"<id>+patch:<sha256>"`), decoding greedily,
 // so any OpenAI client (the MMLU-Pro runner, for one) can measure an edited model. Errors use OpenAI's error shape.
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
 import { IwiError, isIwiError } from '../errors.ts';
-import { bf16ToF32 } from '../model/bf16.ts';
-import type { GenerateResult, WeightSource } from '../model/runtime.ts';
+import type { GenerateResult } from '../model/runtime.ts';
+import { overlaySource, type WeightSource } from '../model/weight-source.ts';
 import type { ChatMessage } from '../model/tokenizer.ts';
 import type { Target } from '../target.ts';
-import { applyPatch } from '../weights/patch.ts';
+import { PATCH_ARRAYS, PATCH_JSON, applyPatch } from '../weights/patch.ts';
 
 export type OpenAIRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 
 const DEFAULT_MAX_TOKENS = 256;
 const MAX_TOKENS_CAP = 8192;
-const PATCH_CACHE_SIZE = 2; // patched weight sets kept decoded (each holds its touched tensors only)
+const PATCH_CACHE_SIZE = 2; // patched weight sets kept (each holds its touched tensors' BF16 bits only)
 
 const contentSchema = {
   anyOf: [
@@ -73,20 +75,24 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     reply.code(status).send({ error: { message, type, param: null, code: isIwiError(error) ? error.code : (error.code ?? null) } });
   });
 
-  const patchSources = new Map<string, WeightSource>();
-  /** The weights a model name stands for: pristine, or a submitted patch applied to pristine (digests verified). */
+  // Keyed by patch id, i.e. by content: an entry is served only while its folder's files are the ones whose bytes
+  // were verified (same inode, size, mtime and ctime; any rewrite, copy over or rename changes ctime), otherwise the
+  // folder is loaded and its id checked again, so a swapped folder is refused, never served from the cache.
+  const patchSources = new Map<string, { source: WeightSource; files: string }>();
+  /** The weights a model name stands for: pristine, or a submitted patch applied to pristine (id and digests verified). */
   const weightsFor = (model: string): WeightSource => {
     if (model === target.modelId) return target.pristine;
     const match = /^(.+)\+patch:([0-9a-f]{64})$/.exec(model);
     const dir = match && match[1] === target.modelId ? registry.patches.get(match[2]!) : undefined;
     if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model "${model}" is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
-    let source = patchSources.get(match[2]!);
-    if (!source) {
-      const patched = new Map([...applyPatch(target.checkpoint, dir)].map(([name, bits]) => [name, bf16ToF32(bits)]));
-      source = { f32: (name) => patched.get(name) ?? target.pristine.f32(name) };
-      if (patchSources.size >= PATCH_CACHE_SIZE) patchSources.delete(patchSources.keys().next().value!);
-      patchSources.set(match[2]!, source);
-    }
+    const id = match[2]!;
+    const files = fileStamps(dir); // taken before reading: a change while reading shows at the next request
+    const cached = patchSources.get(id);
+    if (cached && cached.files === files) return cached.source;
+    patchSources.delete(id);
+    const source = overlaySource(target.pristine, applyPatch(target.checkpoint, dir, id)); // PATCH_ID_MISMATCH if swapped
+    if (patchSources.size >= PATCH_CACHE_SIZE) patchSources.delete(patchSources.keys().next().value!);
+    patchSources.set(id, { source, files });
     return source;
   };
 
@@ -190,4 +196,18 @@ function finishReason(result: GenerateResult): 'stop' | 'length' {
 
 function usage(result: GenerateResult) {
   return { prompt_tokens: result.promptTokens, completion_tokens: result.outputTokens, total_tokens: result.promptTokens + result.outputTokens };
+}
+
+/** What identifies the files of a patch folder as they are now, without reading them (see the patch cache). */
+function fileStamps(dir: string): string {
+  return [PATCH_JSON, PATCH_ARRAYS]
+    .map((name) => {
+      try {
+        const s = statSync(path.join(dir, name), { bigint: true });
+        return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+      } catch {
+        return 'missing'; // loading then refuses the folder with its own message
+      }
+    })
+    .join('|');
 }
