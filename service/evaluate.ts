@@ -37,17 +37,15 @@ export class ItemEvaluator {
   static async open(location: CheckpointLocation, options: { patch?: PatchRef; device?: Device } = {}): Promise<ItemEvaluator> {
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
-    let weights: ReadonlySet<string> | 'initializers' = 'initializers';
     let source: WeightSource | undefined;
     let patch: EvaluationRun['patch'] = null;
     if (options.patch) {
       // Refuses another id than the one asked for, a wrong base, a digest mismatch, a bad payload.
       const { patch: loaded, tensors } = replayPatch(checkpoint, options.patch.dir, options.patch.id);
       source = overlaySource(checkpointSource(checkpoint), tensors);
-      weights = new Set(tensors.keys());
       patch = { dir: loaded.dir, sha256: loaded.id, sha256_verified: true, touched_tensors: [...tensors.keys()] };
     }
-    const engine = await Gemma3Engine.create({ checkpoint, weights, source, device: options.device });
+    const engine = await Gemma3Engine.create({ checkpoint, source, device: options.device });
     return new ItemEvaluator(checkpoint, tokenizer, engine, patch);
   }
 

@@ -9,7 +9,7 @@
 // write is visible to the next run with no rebuild. Writes mutate the episode's own arrays in place, so a caller
 // must not write while a run of the same episode is in flight (the service's single queue guarantees it).
 import type { Checkpoint } from '../model/checkpoint.ts';
-import { readBf16, type WeightSource } from '../model/weight-source.ts';
+import { copyBf16, readBf16, type WeightSource } from '../model/weight-source.ts';
 import { IwiError } from '../errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
 import { LIMITS } from './limits.ts';
@@ -184,7 +184,7 @@ export class Episode {
   private own(name: string): Uint16Array {
     let bits = this.overlay.get(name);
     if (!bits) {
-      bits = this.store.pristineBits(name).slice();
+      bits = copyBf16(this.store.pristineBits(name)); // shared memory: the engine worker reads it in place
       this.overlay.set(name, bits);
     }
     return bits;

@@ -72,8 +72,8 @@ describe('export-patched', () => {
     }
 
     // The two runtime modes: fixed external initializers from the exported files vs the editable inputs.
-    const fixed = await Gemma3Engine.create({ checkpoint: reopened, weights: 'initializers' });
-    const live = await Gemma3Engine.create({ checkpoint: tiny4b.checkpoint, weights: 'inputs', source: store.pristineSource });
+    const fixed = await Gemma3Engine.create({ checkpoint: reopened });
+    const live = await Gemma3Engine.create({ checkpoint: tiny4b.checkpoint, source: store.pristineSource });
     try {
       const a = await fixed.logits(IDS);
       const b = await live.logits(IDS, { weights: episode.source });

@@ -121,7 +121,7 @@ describe('WeightStore overlays', () => {
 
   it('makes an edit visible to the next engine run with no rebuild, per episode', async () => {
     const store = new WeightStore(fixture.checkpoint);
-    const engine = await Gemma3Engine.create({ checkpoint: fixture.checkpoint, weights: 'inputs', source: store.pristineSource });
+    const engine = await Gemma3Engine.create({ checkpoint: fixture.checkpoint, source: store.pristineSource });
     try {
       const base = await engine.logits(IDS);
       const a = store.createEpisode('a');

@@ -23,7 +23,7 @@ for (const preset of ['tiny', 'tiny-4b'] as const) {
   const p = ck.config.tensor_prefix;
   const head = preset === 'tiny' ? 'lm_head.weight' : 'language_model.lm_head.weight';
   const store = new WeightStore(ck);
-  const engine = await Gemma3Engine.create({ checkpoint: ck, weights: 'inputs', source: store.pristineSource });
+  const engine = await Gemma3Engine.create({ checkpoint: ck, source: store.pristineSource });
   const V = ck.config.vocab_size;
   const last = async (src?: WeightSource) => Array.from((await engine.logits(IDS, src ? { weights: src } : {})).subarray((IDS.length - 1) * V, IDS.length * V));
   const full = store.createEpisode('full');
