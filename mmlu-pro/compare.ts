@@ -1,11 +1,13 @@
 // `mmlu-pro compare A B`: per-category accuracy of two result folders (say pristine and patched) on the questions
 // both answered, the difference B − A, and McNemar's exact test on the paired outcomes (stats.ts).
-// Outcomes are re-scored from each record's stored `pred` with this package's scoring, so both sides count alike.
+// Outcomes are re-scored from each record's stored `pred` under the folder's own scoring profile (run.json; a folder
+// the Python scripts wrote is "original"). Folders of different profiles are refused unless asked for: their
+// numbers are not comparable (`mmlu-pro rescore` makes a copy under another profile).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, type Category } from './data.ts';
 import { questionKey, ResultStore } from './results.ts';
-import { scoreOne } from './score.ts';
+import { isScoringProfile, scoreOne, type ScoringProfile } from './score.ts';
 import { mcnemarExact } from './stats.ts';
 
 export type PairedScore = {
@@ -30,6 +32,7 @@ export type PairedScore = {
 export type Comparison = {
   a: string;
   b: string;
+  scoring: { a: ScoringProfile; b: ScoringProfile };
   test: string;
   categories: PairedScore[];
   overall: PairedScore;
@@ -52,13 +55,30 @@ export function loadOutcomes(dir: string): Map<Category, Map<string, boolean>> {
   if (categories.size === 0) throw new Error(`compare: no <category>_result.json in ${dir}`);
   const store = new ResultStore(dir);
   const outcomes = new Map<Category, Map<string, boolean>>();
+  const scoring = scoringOf(dir);
   for (const category of CATEGORIES.filter((c) => categories.has(c))) {
-    outcomes.set(category, new Map(store.read(category).map((r) => [questionKey(r), scoreOne(r).correct])));
+    outcomes.set(category, new Map(store.read(category).map((r) => [questionKey(r), scoreOne(r, scoring).correct])));
   }
   return outcomes;
 }
 
-export function compareFolders(a: string, b: string): Comparison {
+/** The profile a folder's `pred`s were extracted with: run.json's, or "original" for a folder without one. */
+export function scoringOf(dir: string): ScoringProfile {
+  const file = path.join(dir, 'run.json');
+  if (!existsSync(file)) return 'original';
+  const scoring = (JSON.parse(readFileSync(file, 'utf8')) as { config?: { test?: { scoring?: unknown } } }).config?.test?.scoring ?? 'lenient';
+  if (!isScoringProfile(scoring)) throw new Error(`compare: ${file} names an unknown scoring profile ${JSON.stringify(scoring)}`);
+  return scoring; // run.json without a profile: written before profiles existed, by the lenient rules
+}
+
+export function compareFolders(a: string, b: string, options: { allowDifferentScoring?: boolean } = {}): Comparison {
+  const scoring = { a: scoringOf(a), b: scoringOf(b) };
+  if (scoring.a !== scoring.b && !options.allowDifferentScoring) {
+    throw new Error(
+      `compare: ${a} was scored "${scoring.a}" and ${b} "${scoring.b}"; rescore one (mmlu-pro rescore DIR --scoring P) ` +
+        'or pass --allow_different_scoring',
+    );
+  }
   const outcomesA = loadOutcomes(a);
   const outcomesB = loadOutcomes(b);
   const categories: PairedScore[] = [];
@@ -75,6 +95,7 @@ export function compareFolders(a: string, b: string): Comparison {
   return {
     a,
     b,
+    scoring,
     test: "McNemar's exact test (two-sided, binomial on discordant pairs)",
     categories,
     overall: pairedScore('overall', pooledA, pooledB),
@@ -134,8 +155,8 @@ export function comparisonTable(c: Comparison): string {
     (s) => `| ${s.category} | ${s.paired} | ${pct(s.a_accuracy)} | ${pct(s.b_accuracy)} | ${signed(s.difference)} | ${s.a_only_correct} | ${s.b_only_correct} | ${s.p_value.toPrecision(3)} |`,
   );
   return [
-    `A: ${c.a}`,
-    `B: ${c.b}`,
+    `A: ${c.a} (scoring ${c.scoring.a})`,
+    `B: ${c.b} (scoring ${c.scoring.b})`,
     '| category | paired | A % | B % | B − A | right in A only | right in B only | p (McNemar exact) |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,

@@ -1,22 +1,25 @@
-// Settings of one MMLU-Pro run: built-in defaults, then config.toml (the reference's sections and keys), then
-// command-line flags. Every problem is collected and reported at once; an unknown section or key is an error.
+// Settings of one MMLU-Pro run: built-in defaults (the values of OAI-API-MMLU-Pro's example config.toml, which
+// mmlu-pro/config.toml copies), then a config.toml (the fork's sections and keys, plus ours), then command-line
+// flags. Every problem is collected and reported at once; an unknown section or key is an error.
 // The result is fully defaulted and frozen.
 import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { CATEGORIES, isCategory, type Category } from './data.ts';
 import { LANGUAGES, LANGUAGE_CODES, isLanguageCode, type LanguageCode } from './languages.ts';
 import { STYLES, type Style } from './prompts.ts';
+import { SCORING_PROFILES, isScoringProfile, type ScoringProfile } from './score.ts';
 
 export type MmluProConfig = {
   /** Free text copied into the report (the reference's top-level `comment`). */
   comment: string;
-  server: { url: string; api_key: string; model: string; timeout: number; max_retries: number };
+  server: { url: string; api_key: string; model: string; model_note: string; timeout: number; max_retries: number };
   inference: { temperature: number; top_p: number; max_tokens: number; stop: string[]; system_prompt: string; style: Style };
   test: {
     categories: Category[];
     parallel: number;
     cot: boolean;
     language: LanguageCode;
+    scoring: ScoringProfile;
     subset: number | null;
     data_dir: string | null;
   };
@@ -24,35 +27,37 @@ export type MmluProConfig = {
 };
 
 // --- defaults -----------------------------------------------------------------------------------------------------
-// Sources: chigkim/Ollama-MMLU-Pro config.toml (itself TIGER-Lab's evaluate_from_local.py settings) unless noted.
+// The fork's example config.toml (mmlu-pro/config.toml) unless marked "ours".
 export const DEFAULTS = {
-  comment: '',
+  comment: '', // ours: free text copied into the report
   server: {
-    url: 'http://localhost:11434/v1', // Ollama's OpenAI-compatible endpoint
+    url: 'http://localhost:8000/v1', // vLLM's OpenAI-compatible endpoint
     api_key: 'api key', // local servers ignore it; the SDK insists on one
-    model: '', // required: no sensible default
-    timeout: 600, // seconds per request attempt
-    max_retries: 5, // SDK retries (backoff 0.5 s doubling to 8 s); the SDK's own default is 2
+    model: 'llama3',
+    model_note: '', // a label for this run of the model (e.g. "Q4_K_M"): report, and the output folder's name
+    timeout: 600.0, // seconds per request attempt
+    max_retries: 5, // ours: SDK retries (backoff 0.5 s doubling to 8 s); the SDK's own default is 2
   },
   inference: {
     temperature: 0.0,
     top_p: 1.0, // vLLM's default
-    max_tokens: 2048,
-    stop: [] as string[], // sent in addition to "Question:", which every request stops at
+    max_tokens: 1024,
+    stop: ['<|eot_id|>'] as string[], // sent in addition to "Question:", which every request stops at
     system_prompt: undefined as string | undefined, // undefined: the language's prompt (languages.ts)
     style: 'multi_chat' as Style,
   },
   test: {
     categories: [...CATEGORIES] as Category[],
-    parallel: 1, // concurrent requests
-    cot: false, // 5-shot CoT examples from the validation split; mmlu-pro.md: "Without --cot, no examples"
+    parallel: 16, // concurrent requests
+    cot: true, // 5-shot CoT examples from the validation split
     language: 'en' as LanguageCode,
+    scoring: 'original' as ScoringProfile, // ours: original | tiger | lenient (score.ts)
     subset: undefined as number | undefined, // first N questions per category; undefined: all
     data_dir: undefined as string | undefined, // undefined: the Hugging Face cache
   },
   log: {
     verbosity: 0, // 0 quiet, 1 extraction failures and skips, 2 every answer
-    log_prompt: false, // store each prompt in <category>_result.json
+    log_prompt: true, // store each prompt in <category>_result.json
     output_dir: undefined as string | undefined, // undefined: eval_results/<model>
   },
 };
@@ -60,12 +65,14 @@ export const DEFAULTS = {
 
 type Kind = 'string' | 'number' | 'integer' | 'boolean' | 'strings' | 'string or strings';
 const SCHEMA: Record<'server' | 'inference' | 'test' | 'log', Record<string, Kind>> = {
-  server: { url: 'string', api_key: 'string', model: 'string', timeout: 'number', max_retries: 'integer' },
+  server: { url: 'string', api_key: 'string', model: 'string', model_note: 'string', timeout: 'number', max_retries: 'integer' },
   inference: {
     temperature: 'number', top_p: 'number', max_tokens: 'integer', stop: 'string or strings', system_prompt: 'string',
     style: 'string',
   },
-  test: { categories: 'strings', parallel: 'integer', cot: 'boolean', language: 'string', subset: 'integer', data_dir: 'string' },
+  test: {
+    categories: 'strings', parallel: 'integer', cot: 'boolean', language: 'string', scoring: 'string', subset: 'integer', data_dir: 'string',
+  },
   log: { verbosity: 'integer', log_prompt: 'boolean', output_dir: 'string' },
 };
 
@@ -74,12 +81,14 @@ export const FLAG_SETTINGS = {
   url: 'server.url',
   api: 'server.api_key',
   model: 'server.model',
+  model_note: 'server.model_note',
   timeout: 'server.timeout',
   style: 'inference.style',
-  category: 'test.categories', // comma-separated
+  category: 'test.categories', // one or more; each may be comma-separated
   parallel: 'test.parallel',
   cot: 'test.cot',
   language: 'test.language',
+  scoring: 'test.scoring',
   subset: 'test.subset',
   data_dir: 'test.data_dir',
   verbosity: 'log.verbosity',
@@ -88,7 +97,7 @@ export const FLAG_SETTINGS = {
   comment: 'comment',
 } as const;
 export type FlagName = keyof typeof FLAG_SETTINGS;
-export type FlagOverrides = Partial<Record<FlagName, string | number | boolean>>;
+export type FlagOverrides = Partial<Record<FlagName, string | string[] | number | boolean>>;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -147,17 +156,22 @@ export function resolveConfig(file: Partial<Raw> = {}, flags: FlagOverrides = {}
     test: { ...DEFAULTS.test, ...file.test },
     log: { ...DEFAULTS.log, ...file.log },
   };
-  for (const [flag, value] of Object.entries(flags) as [FlagName, string | number | boolean | undefined][]) {
+  for (const [flag, value] of Object.entries(flags) as [FlagName, FlagOverrides[FlagName]][]) {
     if (value === undefined) continue;
     const setting = Object.hasOwn(FLAG_SETTINGS, flag) ? FLAG_SETTINGS[flag] : undefined;
     if (!setting) throw new ConfigError([`unknown flag --${flag}`]);
     if (setting === 'comment') raw.comment = value;
     else {
       const [section, key] = setting.split('.') as [keyof typeof SCHEMA, string];
-      raw[section][key] = flag === 'category' ? String(value).split(',').map((c) => c.trim()) : value;
+      raw[section][key] = flag === 'category' ? categoryList(value as string | string[]) : value;
     }
   }
   return deepFreeze(check(raw));
+}
+
+/** `--category a,b --category c` → [a, b, c]; an empty item stays, so that check() reports it instead of dropping it. */
+function categoryList(value: string | string[]): string[] {
+  return (Array.isArray(value) ? value : [value]).flatMap((item) => item.split(',').map((c) => c.trim()));
 }
 
 function check(raw: Raw): MmluProConfig {
@@ -170,7 +184,8 @@ function check(raw: Raw): MmluProConfig {
 
   need(typeof server.url === 'string' && /^https?:\/\/[^\s]+$/.test(server.url), `server.url (--url) must be an http(s) URL, got ${JSON.stringify(server.url)}`);
   need(typeof server.api_key === 'string', 'server.api_key (--api) must be a string');
-  need(typeof server.model === 'string' && server.model.trim() !== '', 'server.model (--model) is required');
+  need(typeof server.model === 'string' && server.model.trim() !== '', 'server.model (--model) must not be empty');
+  need(typeof server.model_note === 'string', 'server.model_note (--model_note) must be a string');
   need(typeof server.timeout === 'number' && server.timeout > 0, `server.timeout (--timeout) must be a positive number of seconds, got ${JSON.stringify(server.timeout)}`);
   need(isInt(server.max_retries, 0, 20), `server.max_retries must be an integer from 0 to 20, got ${JSON.stringify(server.max_retries)}`);
 
@@ -191,6 +206,7 @@ function check(raw: Raw): MmluProConfig {
   need(typeof test.cot === 'boolean', 'test.cot (--cot) must be true or false');
   const language = typeof test.language === 'string' ? test.language.toLowerCase() : test.language;
   need(typeof language === 'string' && isLanguageCode(language), `test.language (--language) must be one of ${LANGUAGE_CODES.join(', ')}, got ${JSON.stringify(test.language)}`);
+  need(isScoringProfile(test.scoring), `test.scoring (--scoring) must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(test.scoring)}`);
   need(test.subset === undefined || isInt(test.subset, 1), `test.subset (--subset) must be a positive integer, got ${JSON.stringify(test.subset)}`);
   need(test.data_dir === undefined || (typeof test.data_dir === 'string' && test.data_dir !== ''), 'test.data_dir (--data_dir) must be a folder');
 
@@ -207,6 +223,7 @@ function check(raw: Raw): MmluProConfig {
       url: server.url as string,
       api_key: server.api_key as string,
       model: server.model as string,
+      model_note: server.model_note as string,
       timeout: server.timeout as number,
       max_retries: server.max_retries as number,
     },
@@ -223,6 +240,7 @@ function check(raw: Raw): MmluProConfig {
       parallel: test.parallel as number,
       cot: test.cot as boolean,
       language: lang,
+      scoring: test.scoring as ScoringProfile,
       subset: (test.subset as number | undefined) ?? null,
       data_dir: (test.data_dir as string | undefined) ?? null,
     },
@@ -234,9 +252,9 @@ function check(raw: Raw): MmluProConfig {
   };
 }
 
-/** The reference's output folder name: every non-word character of the model name becomes "-". */
-export function modelFolderName(model: string): string {
-  return model.replace(/[^\p{L}\p{N}_]/gu, '-');
+/** The reference's output folder name: every non-word character of the model name becomes "-"; then the note. */
+export function modelFolderName(model: string, note = ''): string {
+  return (note === '' ? model : `${model}-${note}`).replace(/[^\p{L}\p{N}_]/gu, '-');
 }
 
 function deepFreeze<T extends object>(value: T): T {

@@ -5,9 +5,11 @@ export { CATEGORIES, loadDataset, resolveDataDir, findSplitFiles, readQuestionFi
 export { LANGUAGES, LANGUAGE_CODES, type Language, type LanguageCode } from './languages.ts';
 export { STYLES, buildPrompt, formatExample, systemPromptFor, type Style, type Prompt, type ChatMessage } from './prompts.ts';
 export { extractAnswer } from './extract.ts';
-export { GUESS_SEED, guessIndex, scoreOne, tally, rates, type Tally, type Rates } from './score.ts';
+export { CPythonRandom } from './cpython-random.ts';
+export { SCORING_PROFILES, GUESS_SEED, guessIndex, originalGuess, originalSummary, scoreOne, tally, rates, type ScoringProfile, type Tally, type Rates } from './score.ts';
+export { rescoreFolder } from './rescore.ts';
 export { createCompletionClient, FatalServerError, type CompletionClient, type CompletionResult, type RequestFailure, type Usage } from './client.ts';
 export { ResultStore, questionKey, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
-export { markdownTable, reportText, tokenStats, type CategoryScore, type FailedQuestion, type TokenStats } from './report.ts';
-export { compareFolders, comparisonTable, loadOutcomes, type Comparison, type PairedScore } from './compare.ts';
+export { markdownTable, pythonFixed, reportText, tokenStats, type CategoryScore, type FailedQuestion, type TokenStats } from './report.ts';
+export { compareFolders, comparisonTable, loadOutcomes, scoringOf, type Comparison, type PairedScore } from './compare.ts';
 export { mcnemarExact } from './stats.ts';

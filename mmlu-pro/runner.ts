@@ -9,13 +9,15 @@ import { extractAnswer } from './extract.ts';
 import { buildPrompt, systemPromptFor } from './prompts.ts';
 import { categoryScore, markdownTable, overallScore, reportText, tokenStats, type CategoryScore, type FailedQuestion, type TokenStats } from './report.ts';
 import { questionKey, ResultStore, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
-import { scoreOne, tally, type Rates, type Tally } from './score.ts';
+import { originalSummary, scoreOne, tally, type Rates, type ScoringProfile, type Tally } from './score.ts';
 
 export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** What a run reports; printed as JSON by the CLI and saved as summary.json. */
 export type RunSummary = {
   model: string;
+  /** The scoring profile that made every number here (score.ts SCORING_PROFILES). */
+  scoring: ScoringProfile;
   output_dir: string;
   overall: Tally & Rates;
   categories: CategoryScore[];
@@ -40,6 +42,8 @@ export type RunInfo = {
   config: Omit<MmluProConfig, 'server'> & { server: Omit<MmluProConfig['server'], 'api_key'> };
   /** What changes the answers; a folder resumes only a run with the same settings. */
   settings: Record<string, unknown>;
+  /** Set by `mmlu-pro rescore`: the folder whose saved responses were scored again. */
+  rescored_from?: string;
 };
 
 export type RunEvents = {
@@ -64,7 +68,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     if (missing.length > 0) throw new Error(`no CoT examples for ${missing.join(', ')} in ${dataset.files.validation.map((f) => f.path).join(', ')}`);
   }
 
-  const outputDir = config.log.output_dir ?? path.join('eval_results', modelFolderName(config.server.model));
+  const outputDir = config.log.output_dir ?? path.join('eval_results', modelFolderName(config.server.model, config.server.model_note));
   const run: RunInfo = {
     tool: 'iwibench mmlu-pro',
     version: PACKAGE_VERSION,
@@ -111,7 +115,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
       log(`question ${question.question_id} (${category}) failed: ${result.failure.kind}: ${result.failure.message}`);
       return;
     }
-    const pred = extractAnswer(result.text);
+    const pred = extractAnswer(result.text, config.test.scoring, config.test.language);
     const logged = config.log.log_prompt ? { prompt: prompt.kind === 'chat' ? prompt.messages : prompt.text } : {};
     const record: ResultRecord = { ...question, ...logged, response: result.text, pred, usage: result.usage };
     store.append(record);
@@ -119,7 +123,8 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     if (result.usage) usages.push(result.usage);
     if (config.log.verbosity >= 1 && pred === null) log(`no answer found in the response to question ${question.question_id} (${category})`);
     if (config.log.verbosity >= 2) {
-      log(JSON.stringify({ id: question.question_id, question: question.question, response: result.text, pred, answer: question.answer, correct: scoreOne(record).correct }));
+      const { correct } = scoreOne(record, config.test.scoring);
+      log(JSON.stringify({ id: question.question_id, question: question.question, response: result.text, pred, answer: question.answer, correct }));
     }
   }
 
@@ -142,7 +147,8 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   for (const category of selected.keys()) store.finalize(category);
   const seconds = (performance.now() - started) / 1000;
 
-  const summary = summarize({ config, store, selected: [...selected.keys()], failed, tokens: tokenStats(usages, seconds), asked: answered, skipped, outputDir, run });
+  const records = new Map([...selected.keys()].map((category) => [category, store.read(category)]));
+  const summary = summarize({ config, records, failed, tokens: tokenStats(usages, seconds), asked: answered, skipped, outputDir, run });
   if (stop.error instanceof FatalServerError) {
     throw new FatalServerError(`${stop.error.message}\nanswers so far are saved in ${outputDir}; rerun the same command to resume`);
   }
@@ -150,11 +156,10 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   return summary;
 }
 
-/** Per-category summaries, report.txt and summary.json from what the folder now holds. */
-function summarize(input: {
+/** Per-category summaries (the original's shape), report.txt and summary.json from the answered records. */
+export function summarize(input: {
   config: MmluProConfig;
-  store: ResultStore;
-  selected: Category[];
+  records: Map<Category, ResultRecord[]>;
   failed: FailedQuestion[];
   tokens: TokenStats | null;
   asked: number;
@@ -162,14 +167,14 @@ function summarize(input: {
   outputDir: string;
   run: RunInfo;
 }): RunSummary {
-  const { config, store, failed, outputDir, run } = input;
-  const categories = input.selected.map((category) => categoryScore(category, tally(store.read(category))));
-  for (const score of categories) {
-    const categoryFailures = failed.filter((f) => f.category === score.category);
-    writeJsonAtomic(path.join(outputDir, `${score.category}_summary.json`), { ...score, failed: categoryFailures, run });
-  }
+  const { config, failed, outputDir, run } = input;
+  const scoring = config.test.scoring;
+  const categories = [...input.records].map(([category, records]) => categoryScore(category, tally(records, scoring)));
+  for (const score of categories) writeJsonAtomic(path.join(outputDir, `${score.category}_summary.json`), originalSummary(score.category, score));
   const heading = [
     `MMLU-Pro, iwibench ${run.version}: model ${config.server.model} at ${config.server.url}`,
+    ...(config.server.model_note ? [`model note: ${config.server.model_note}`] : []),
+    `scoring profile: ${scoring}${run.rescored_from ? ` (rescored from the responses in ${run.rescored_from})` : ''}`,
     `style ${config.inference.style}, ${config.test.cot ? '5-shot CoT' : 'zero-shot'}, language ${config.test.language}, ` +
       `${config.test.subset === null ? 'all questions' : `first ${config.test.subset} per category`}`,
     `data: ${[...run.data.test, ...run.data.validation].map((f) => `${f.name} (sha256 ${f.sha256.slice(0, 12)}…)`).join(', ')}`,
@@ -179,6 +184,7 @@ function summarize(input: {
   writeFileAtomic(path.join(outputDir, 'report.txt'), text);
   const summary: RunSummary = {
     model: config.server.model,
+    scoring,
     output_dir: outputDir,
     overall: overallScore(categories),
     categories,
@@ -194,8 +200,9 @@ function summarize(input: {
 }
 
 /**
- * The settings that decide the answers. The URL counts: the same model name served pristine and patched must not
- * share a folder. Categories, subset, parallelism, timeouts and logging do not.
+ * The settings that decide the answers (and the stored `pred`, hence the scoring profile). The URL counts: the same
+ * model name served pristine and patched must not share a folder. Categories, subset, parallelism, timeouts and
+ * logging do not.
  */
 function answerSettings(config: MmluProConfig, files: RunInfo['data']): Record<string, unknown> {
   return {
@@ -203,6 +210,7 @@ function answerSettings(config: MmluProConfig, files: RunInfo['data']): Record<s
     model: config.server.model,
     style: config.inference.style,
     cot: config.test.cot,
+    scoring: config.test.scoring,
     language: config.test.language,
     system_prompt: config.inference.system_prompt,
     temperature: config.inference.temperature,

@@ -1,17 +1,33 @@
-// Scoring of the reference's update_result/save_summary: an extracted letter is right when it equals `answer`; an
-// unextracted one is a random guess, right when the guessed index equals `answer_index`. The overall score is all
-// correct over all attempts, random guesses included. Counts stay integers; ratios are derived from them.
-
-/** The reference seeds Python's `random` with 12345 before every guess; we keep the number as the base seed. */
-export const GUESS_SEED = 12345;
+// Scoring of the original's update_result/save_summary: an extracted letter is right when it equals `answer`; an
+// unextracted one (no letter) is a random guess, right when the guessed index equals `answer_index`. The overall
+// score is all correct over all attempts, random guesses included. Counts stay integers; ratios are derived from them.
+import { CPythonRandom } from './cpython-random.ts';
 
 /**
- * The random guess for one question: `floor(mulberry32(12345 + question_id)() * options)`. Deterministic per
- * question, and independent of run order, parallelism and resumes. (The reference reseeds with the same 12345 before
- * each guess, so every unparsed question with the same option count gets the same guess.)
+ * How answers are read and guessed (mmlu-pro/README.md "Scoring"):
+ * - original: OAI-API-MMLU-Pro exactly: its extraction per language, `random.seed(12345)` then
+ *   `random.randint(0, len(options) - 1)` before every guess (so every question with n options gets the same guess);
+ * - tiger: TIGER-Lab's evaluate_from_api.py extraction (English), the same guess;
+ * - lenient: this project's refined extraction (extract.ts) and a guess seeded per question.
  */
-export function guessIndex(questionId: number, optionCount: number): number {
-  return Math.floor(mulberry32((GUESS_SEED + questionId) >>> 0) * optionCount);
+export const SCORING_PROFILES = ['original', 'tiger', 'lenient'] as const;
+export type ScoringProfile = (typeof SCORING_PROFILES)[number];
+
+export function isScoringProfile(value: unknown): value is ScoringProfile {
+  return (SCORING_PROFILES as readonly unknown[]).includes(value);
+}
+
+/** The seed the original passes to `random.seed` before every guess. */
+export const GUESS_SEED = 12345;
+
+/** The original's guess for a question with `optionCount` options: CPython's `randint(0, n - 1)` after `seed(12345)`. */
+export function originalGuess(optionCount: number): number {
+  return new CPythonRandom(GUESS_SEED).randint(0, optionCount - 1);
+}
+
+/** The guessed option index for one question under `profile`. */
+export function guessIndex(profile: ScoringProfile, questionId: number, optionCount: number): number {
+  return profile === 'lenient' ? Math.floor(mulberry32((GUESS_SEED + questionId) >>> 0) * optionCount) : originalGuess(optionCount);
 }
 
 /** First output of mulberry32 (Tommy Ettinger's 32-bit generator) for `seed`, in [0, 1). */
@@ -27,9 +43,10 @@ export type Scorable = { question_id: number; options: string[]; answer: string;
 
 export type Outcome = { correct: boolean; guessed: boolean };
 
-export function scoreOne(record: Scorable): Outcome {
-  if (record.pred === null) {
-    return { correct: guessIndex(record.question_id, record.options.length) === record.answer_index, guessed: true };
+/** The original's `if not each["pred"]`: null and "" are both guesses. */
+export function scoreOne(record: Scorable, profile: ScoringProfile): Outcome {
+  if (!record.pred) {
+    return { correct: guessIndex(profile, record.question_id, record.options.length) === record.answer_index, guessed: true };
   }
   return { correct: record.pred === record.answer, guessed: false };
 }
@@ -39,10 +56,10 @@ export type Tally = { total: number; correct: number; random_guesses: number; ra
 
 export const EMPTY_TALLY: Tally = { total: 0, correct: 0, random_guesses: 0, random_correct: 0 };
 
-export function tally(records: Iterable<Scorable>): Tally {
+export function tally(records: Iterable<Scorable>, profile: ScoringProfile): Tally {
   const t = { ...EMPTY_TALLY };
   for (const record of records) {
-    const { correct, guessed } = scoreOne(record);
+    const { correct, guessed } = scoreOne(record, profile);
     t.total += 1;
     if (correct) t.correct += 1;
     if (guessed) t.random_guesses += 1;
@@ -71,5 +88,20 @@ export function rates(t: Tally): Rates {
     accuracy: ratio(t.correct, t.total),
     adjusted_accuracy: ratio(t.correct - t.random_correct, t.total - t.random_guesses),
     unparsed_rate: ratio(t.random_guesses, t.total),
+  };
+}
+
+/**
+ * `<category>_summary.json` as the original writes it (save_summary): `{category: {corr, wrong, acc}, random: {corr,
+ * wrong}, total: {corr, wrong, acc}}`; "random" only when the category has answers, acc 0 where nothing is right.
+ */
+export function originalSummary(category: string, t: Tally): Record<string, Record<string, number>> {
+  if (t.total === 0) return { total: { corr: 0, wrong: 0, acc: 0 } };
+  const wrong = t.total - t.correct;
+  const acc = t.correct > 0 ? t.correct / t.total : 0;
+  return {
+    [category]: { corr: t.correct, wrong, acc },
+    random: { corr: t.random_correct, wrong: t.random_guesses - t.random_correct },
+    total: { corr: t.correct, wrong, acc },
   };
 }

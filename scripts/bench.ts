@@ -1,4 +1,4 @@
-// npx iwibench bench engine|weights|service|mmlu-pro|toy [flags]: each prints JSON figures measured against a reference
+// npx iwibench bench engine|weights|service|mmlu-pro|toy|kernel [flags]: each prints JSON figures measured against a reference
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<
   'mmlu-pro': () => import('./bench/mmlu-pro.ts'),
   service: () => import('./bench/service.ts'),
   weights: () => import('./bench/weights.ts'),
+  kernel: () => import('./bench/kernel.ts'),
 };
 
 export async function main(argv: string[]): Promise<void> {

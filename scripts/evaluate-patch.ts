@@ -1,15 +1,16 @@
-// npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR] --output-dir OUT
-// Scores a patch: terminal items and general controls generated on pristine and patched weights, each in a fresh
-// process, then checked and scored; writes OUT/results.json and prints its score as JSON.
+// npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT
+// Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal
+// items and general controls generated on pristine and patched weights, each in a fresh process, then checked and
+// scored; writes OUT/results.json and prints its score as JSON.
 // (`--worker --job FILE --out FILE` is the fresh process itself, started by the runners.)
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { evaluateItems, type EvaluationItem } from '../service/evaluate.ts';
+import { evaluateItems } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { episodeSpec } from '../taskset/episode.ts';
-import { evaluateEpisode } from '../taskset/evaluation.ts';
+import { evaluateEpisode, type WorkerJob } from '../taskset/evaluation.ts';
 import { parseFlags } from './args.ts';
 
 const defaults = {
@@ -19,6 +20,7 @@ const defaults = {
   seed: -1,
   'control-seed': -1, // default: the episode seed
   patch: undefined as string | undefined,
+  'patch-id': undefined as string | undefined, // the id the patch folder must hold
   'output-dir': undefined as string | undefined,
   worker: false,
   job: undefined as string | undefined,
@@ -30,23 +32,27 @@ export async function main(argv: string[]): Promise<void> {
   if (flags.worker) return worker(flags.job, flags.out);
   for (const name of ['model-dir', 'family', 'output-dir'] as const) if (!flags[name]) throw new Error(`--${name} is required`);
   if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');
+  const patchId = flags['patch-id'];
+  if ((flags.patch === undefined) !== (patchId === undefined)) throw new Error('--patch and --patch-id go together: the folder and the patch id it must hold');
+  if (patchId !== undefined && !/^[0-9a-f]{64}$/.test(patchId)) throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(patchId)}`);
+  const patch = flags.patch ? { dir: flags.patch, id: patchId! } : undefined;
   const location: CheckpointLocation = { modelDir: flags['model-dir'], revision: flags.revision };
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   checkpoint.close();
   const spec = episodeSpec(flags.family!, flags.seed, { tokenizer, controlSeed: flags['control-seed'] >= 0 ? flags['control-seed'] : undefined });
   mkdirSync(flags['output-dir']!, { recursive: true });
-  const results = await evaluateEpisode({ location, spec, outputDir: flags['output-dir']!, patchDir: flags.patch, args: { command: 'evaluate-patch', ...flags } });
+  const results = await evaluateEpisode({ location, spec, outputDir: flags['output-dir']!, patch, args: { command: 'evaluate-patch', ...flags } });
   process.stdout.write(JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n');
 }
 
 /** The fresh process: read a job, generate every item on one weight set, write the raw outputs. */
 async function worker(job: string | undefined, out: string | undefined): Promise<void> {
   if (!job || !out) throw new Error('--worker needs --job FILE and --out FILE');
-  const spec = JSON.parse(readFileSync(job, 'utf8')) as { location: CheckpointLocation; items: EvaluationItem[]; patch_dir: string | null };
+  const spec = JSON.parse(readFileSync(job, 'utf8')) as WorkerJob;
   const run = await evaluateItems(spec.location, spec.items, {
-    patchDir: spec.patch_dir ?? undefined,
-    onProgress: (done, total) => process.stderr.write(`\r${spec.patch_dir ? 'patched' : 'pristine'}: ${done}/${total} items`),
+    patch: spec.patch ?? undefined,
+    onProgress: (done, total) => process.stderr.write(`\r${spec.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
   });
   process.stderr.write('\n');
   writeJsonAtomic(out, run);

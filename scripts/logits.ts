@@ -19,7 +19,7 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults, { required: ['model-dir', 'ids', 'out'] });
   const ids = parseIntList(flags.ids!, '--ids');
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
-  const engine = await Gemma3Engine.create({ checkpoint, weights: 'initializers', device: flags.device as Device });
+  const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });
   const logits = await engine.logits(ids, { chunk: flags.chunk });
   writeNpy(flags.out!, logits, [ids.length, checkpoint.config.vocab_size]);
   await engine.close();

@@ -1,6 +1,7 @@
 // npx iwibench replay-patch RESULTS --control-seed N --model-dir DIR --output-dir D
 // The same patch and target questions with a new control seed, pristine and edited in fresh processes. The original
-// controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart.
+// controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart. The
+// patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../service/files.ts';
@@ -43,7 +44,8 @@ export async function main(argv: string[]): Promise<void> {
   const merged = { ...spec, controls: [...spec.controls, ...originalControls.filter((c) => !newIds.has(c.id))] };
   const outputDir = flags['output-dir']!;
   mkdirSync(outputDir, { recursive: true });
-  const results = await evaluateEpisode({ location, spec: merged, outputDir, patchDir, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
+  const patch = { dir: patchDir, id: original.patch.sha256 };
+  const results = await evaluateEpisode({ location, spec: merged, outputDir, patch, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
   const controls = results.items.filter((i) => i.kind === 'control');
   const replay = {
     original: resultsFile,

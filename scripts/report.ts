@@ -1,7 +1,9 @@
 // npx iwibench report RUNS [RUNS …] [--editor LABEL …] --output-dir D
 // Results by target and editor from every results.json under RUNS: D/results.csv (one row per attempt),
 // D/summary.csv (means per target, editor and family, and over all families, with a 95 % bootstrap interval on the
-// mean reward), D/report.html (one self-contained page with plots) and D/report.json (version, arguments, time).
+// mean reward), D/report.html (the scoreboard), D/attempts/<attempt>.html (one page per attempt: episode,
+// transcript, patch, graded items; all self-contained) and D/report.json (version, arguments, time). A results.json
+// with a replay.json next to it (replay-patch's output folder) is shown as a replay, not counted as an attempt.
 // --editor (repeatable) keeps only attempts whose results carry one of these editor labels; results with no label
 // (a bare evaluate-patch) take the label when exactly one --editor is given. Prints the output paths as JSON.
 import { writeReport } from '../taskset/report/index.ts';

@@ -1,5 +1,5 @@
 // npx iwibench service --model google/gemma-3-4b-it --model-dir DIR --output-dir runs/X [--host 127.0.0.1 --port 8768]
-//                      [--device cpu|cuda] [--revision REV | --cache-dir HF_CACHE]
+//                      [--call-time-limit 120] [--revision REV | --cache-dir HF_CACHE]
 // Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url": …} on stdout when ready.
 import { startService } from '../service/server.ts';
 import type { Device } from '../service/model/runtime.ts';
@@ -14,13 +14,15 @@ const defaults = {
   host: '127.0.0.1',
   port: 8768,
   device: 'cpu',
-  threads: 0, // 0: onnxruntime's default (one per physical core)
+  threads: 0, // 0: one per logical CPU
+  'call-time-limit': 120, // seconds of running time one call may take (its own slices, not its waits)
   'log-level': 'info',
 };
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults, { required: ['output-dir'] });
-  if (flags.device !== 'cpu' && flags.device !== 'cuda') throw new Error('--device must be cpu or cuda');
+  if (flags.device !== 'cpu') throw new Error('--device must be cpu: the engine runs its BF16 projections on the CPU (README, "GPU")');
+  if (!(flags['call-time-limit'] > 0)) throw new Error('--call-time-limit must be a positive number of seconds');
   const { app, url } = await startService({
     modelDir: flags['model-dir'],
     cacheDir: flags['cache-dir'],
@@ -31,6 +33,7 @@ export async function main(argv: string[]): Promise<void> {
     port: flags.port,
     device: flags.device as Device,
     threads: flags.threads || undefined,
+    callTimeLimitSeconds: flags['call-time-limit'],
     logLevel: flags['log-level'],
     args: flags,
   });

@@ -29,13 +29,14 @@ export const ERRORS = {
   FORBIDDEN: { status: 403, meaning: 'the token is right but its role may not use this route or episode' },
   REQUEST_INVALID: { status: 400, meaning: 'the request body does not match the route schema' },
   QUEUE_FULL: { status: 503, meaning: 'too many requests are waiting for the execution queue; retry later' },
+  CALL_TIME_LIMIT: { status: 503, meaning: "a call ran longer than the service's per-call time limit and was stopped; its reservation was charged" },
   MODEL_NOT_FOUND: { status: 404, meaning: 'no served model (pristine id or submitted patch digest) of that name' },
   UNSUPPORTED_PARAMETER: { status: 400, meaning: 'a request parameter the target runtime does not support (e.g. sampling)' },
-  CLIENT_GONE: { status: 499, meaning: 'the client closed the connection; the request was dropped from the queue or stopped' },
   // Patches (service/weights/patch.ts, export.ts)
   PATCH_INVALID: { status: 422, meaning: 'a patch folder is malformed, truncated, edited or of an unknown format or op' },
   PATCH_BASE_MISMATCH: { status: 409, meaning: "a patch was made for another model, revision or base tensor content" },
   PATCH_DIGEST_MISMATCH: { status: 409, meaning: "replaying a patch does not reproduce its recorded result digests" },
+  PATCH_ID_MISMATCH: { status: 409, meaning: 'a patch folder does not hold the patch id it was asked for (its files were changed or replaced)' },
   PATCH_EXISTS: { status: 409, meaning: 'the output folder already exists' },
   PEFT_UNSUPPORTED: { status: 422, meaning: 'the patch cannot be expressed as a PEFT LoRA adapter' },
 } as const satisfies Record<string, { status: number; meaning: string }>;

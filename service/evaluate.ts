@@ -3,17 +3,18 @@
 // of families or scoring: items in, raw outputs out. The runner starts one such process for the pristine weights and
 // one for the edited weights (`npx iwibench evaluate-patch`), never inside the service.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
-import { bf16ToF32 } from './model/bf16.ts';
-import { Gemma3Engine, MAX_BATCH, cachedCheckpointSource, type Device, type WeightSource } from './model/runtime.ts';
+import { Gemma3Engine, MAX_BATCH, type Device } from './model/runtime.ts';
+import { checkpointSource, overlaySource, type WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
-import { applyPatch, loadPatch } from './weights/patch.ts';
+import { replayPatch, type PatchRef } from './weights/patch.ts';
 
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };
 
 export type EvaluationRun = {
   weights: 'pristine' | 'patched';
-  patch: { dir: string; sha256_verified: boolean; touched_tensors: string[] } | null;
+  /** The patch applied: `sha256` is its id, recomputed from the files and equal to the one asked for. */
+  patch: { dir: string; sha256: string; sha256_verified: boolean; touched_tensors: string[] } | null;
   model: { id: string; revision: string };
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
@@ -33,21 +34,18 @@ export class ItemEvaluator {
     readonly patch: EvaluationRun['patch'],
   ) {}
 
-  static async open(location: CheckpointLocation, options: { patchDir?: string; device?: Device } = {}): Promise<ItemEvaluator> {
+  static async open(location: CheckpointLocation, options: { patch?: PatchRef; device?: Device } = {}): Promise<ItemEvaluator> {
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
-    let weights: ReadonlySet<string> | 'initializers' = 'initializers';
     let source: WeightSource | undefined;
     let patch: EvaluationRun['patch'] = null;
-    if (options.patchDir) {
-      const patched = applyPatch(checkpoint, options.patchDir); // refuses a wrong base, a digest mismatch, a bad payload
-      const decoded = new Map([...patched].map(([name, bits]) => [name, bf16ToF32(bits)]));
-      const pristine = cachedCheckpointSource(checkpoint);
-      source = { f32: (name) => decoded.get(name) ?? pristine.f32(name) };
-      weights = new Set(patched.keys());
-      patch = { dir: loadPatch(options.patchDir).dir, sha256_verified: true, touched_tensors: [...patched.keys()] };
+    if (options.patch) {
+      // Refuses another id than the one asked for, a wrong base, a digest mismatch, a bad payload.
+      const { patch: loaded, tensors } = replayPatch(checkpoint, options.patch.dir, options.patch.id);
+      source = overlaySource(checkpointSource(checkpoint), tensors);
+      patch = { dir: loaded.dir, sha256: loaded.id, sha256_verified: true, touched_tensors: [...tensors.keys()] };
     }
-    const engine = await Gemma3Engine.create({ checkpoint, weights, source, device: options.device });
+    const engine = await Gemma3Engine.create({ checkpoint, source, device: options.device });
     return new ItemEvaluator(checkpoint, tokenizer, engine, patch);
   }
 
@@ -88,14 +86,14 @@ export class ItemEvaluator {
 export async function evaluateItems(
   location: CheckpointLocation,
   items: EvaluationItem[],
-  options: { patchDir?: string; device?: Device; onProgress?: (done: number, total: number) => void } = {},
+  options: { patch?: PatchRef; device?: Device; onProgress?: (done: number, total: number) => void } = {},
 ): Promise<EvaluationRun> {
   const started = Date.now();
   const evaluator = await ItemEvaluator.open(location, options);
   const { outputs, forwardTokens } = await evaluator.run(items, options.onProgress);
   await evaluator.close();
   return {
-    weights: options.patchDir ? 'patched' : 'pristine',
+    weights: options.patch ? 'patched' : 'pristine',
     patch: evaluator.patch,
     model: evaluator.model,
     outputs,

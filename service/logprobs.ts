@@ -1,8 +1,7 @@
 // Log-probabilities for the OpenAI-compatible endpoints, from the engine's public methods only: a prompt's (echo)
-// from the teacher-forced `inspect` (log-softmax in the graph, float32), generated tokens' from `generate`'s
-// onLogits hook, log-softmaxed here in float64 over the float32 logits and rounded once to float32, so both paths
-// return float32 values.
-import type { Gemma3Engine, GenerateResult, WeightSource } from './model/runtime.ts';
+// from the teacher-forced `inspect`, generated tokens' from `generate`'s onLogits hook, log-softmaxed here. Both
+// paths sum in float64 over the float32 logits and round the result once to float32.
+import type { CallControl, Gemma3Engine, GenerateResult, WeightSource } from './model/runtime.ts';
 
 /** OpenAI's limit on `logprobs` (legacy completions) and `top_logprobs` (chat). */
 export const MAX_TOP_LOGPROBS = 20;
@@ -76,13 +75,18 @@ export class GenerationLogprobs {
  * Teacher-forced log-probabilities of a prompt's tokens 1…T−1 (token 0 has none: nothing precedes it), with the
  * top `k` at each position, from one `inspect` run.
  */
-export async function promptLogprobs(engine: Gemma3Engine, ids: number[], weights: WeightSource, k: number): Promise<TokenLogprob[]> {
+export async function promptLogprobs(
+  engine: Pick<Gemma3Engine, 'inspect'>,
+  ids: number[],
+  weights: WeightSource,
+  k: number,
+  control: CallControl = {},
+): Promise<TokenLogprob[]> {
   if (ids.length < 2) return [];
-  // Always the largest k: one inspection graph serves every request; the rest is cut here.
-  const [result] = await engine.inspect([{ ids, start: 0, end: ids.length - 1 }], { layers: [], topK: MAX_TOP_LOGPROBS, weights });
+  const [result] = await engine.inspect([{ ids, start: 0, end: ids.length - 1 }], { layers: [], topK: k, weights, ...control });
   return result!.positions.map((p, i) => ({
     id: ids[p + 1]!,
     logprob: result!.nextTokenLogprobs[i]!,
-    top: result!.topK[i]!.ids.slice(0, k).map((id, j) => ({ id, logprob: result!.topK[i]!.logprobs[j]! })),
+    top: result!.topK[i]!.ids.map((id, j) => ({ id, logprob: result!.topK[i]!.logprobs[j]! })),
   }));
 }

@@ -1,7 +1,10 @@
-// The target the service owns: the pinned checkpoint, its tokenizer, the weight store (pristine weights + episode
-// overlays) and one engine whose weights are all graph inputs, so any episode's weights can be fed to any run.
+// The target the service owns: the pinned checkpoint, its tokenizer, the weight store (pristine BF16 weights + episode
+// overlays, in shared memory) and one engine in a worker thread (engine-host.ts) that any episode's weights can be
+// given to, call by call. One execution queue runs every call, a slice at a time.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
-import { Gemma3Engine, type Device, type WeightSource } from './model/runtime.ts';
+import { EngineHost } from './model/engine-host.ts';
+import type { Device } from './model/runtime.ts';
+import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
 import { WeightStore } from './weights/store.ts';
 import { ExecutionQueue } from './queue.ts';
@@ -13,23 +16,32 @@ export type SequenceInput = { messages: ChatMessage[] } | { prompt: string };
 /** Longest prompt a tool or endpoint may send, in tokens. */
 export const MAX_PROMPT_TOKENS = 4096;
 
+/** Default longest running time of one call (its own slices, not its waits), in seconds (`service --call-time-limit`). */
+export const DEFAULT_CALL_TIME_LIMIT_S = 120;
+
+export type TargetOptions = { device?: Device; threads?: number; callTimeLimitSeconds?: number };
+
 export class Target {
-  readonly queue = new ExecutionQueue();
+  readonly queue: ExecutionQueue;
 
   private constructor(
     readonly checkpoint: Checkpoint,
     readonly tokenizer: Tokenizer,
     readonly store: WeightStore,
-    readonly engine: Gemma3Engine,
-  ) {}
+    readonly engine: EngineHost,
+    callTimeLimitSeconds: number,
+  ) {
+    this.queue = new ExecutionQueue(256, callTimeLimitSeconds * 1000);
+  }
 
-  static async load(location: CheckpointLocation, options: { device?: Device; threads?: number } = {}): Promise<Target> {
+  static async load(location: CheckpointLocation, options: TargetOptions = {}): Promise<Target> {
+    if (options.device && options.device !== 'cpu') throw new Error(`--device ${options.device} is not supported: the engine runs its BF16 projections on the CPU (README, "GPU")`);
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     const store = new WeightStore(checkpoint);
     store.preload();
-    const engine = await Gemma3Engine.create({ checkpoint, weights: 'inputs', source: store.pristineSource, device: options.device, threads: options.threads });
-    return new Target(checkpoint, tokenizer, store, engine);
+    const engine = await EngineHost.start(checkpoint, store.pristineSource, { threads: options.threads });
+    return new Target(checkpoint, tokenizer, store, engine, options.callTimeLimitSeconds ?? DEFAULT_CALL_TIME_LIMIT_S);
   }
 
   get modelId(): string {

@@ -79,16 +79,17 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   );
   const run = await runEditor({ editor, config: options.editor, traceDir: dir });
   const summary = await admin.episode(editor.episodeId);
-  // The patch is copied next to its results, so the attempt folder stands alone.
-  const patchDir = path.join(dir, 'patch');
-  cpSync(run.submitted.patch.dir, patchDir, { recursive: true });
+  // The patch is copied next to its results, so the attempt folder stands alone; evaluation refuses the copy unless
+  // it holds the patch id the service reported at submission.
+  const patch = { dir: path.join(dir, 'patch'), id: run.submitted.patch.sha256 };
+  cpSync(run.submitted.patch.dir, patch.dir, { recursive: true });
   const used = summary.budget.used;
   const results = await evaluateEpisode({
     location: options.location,
     spec: subsetSpec(spec, options.itemsPerKind),
     pristineCacheDir: options.pristineCacheDir,
     outputDir: dir,
-    patchDir,
+    patch,
     editor: { label: options.editorLabel, model: options.editor.model },
     resources: {
       turns: used.turns!,

@@ -9,8 +9,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
+import { MAX_BATCH, callMemoryBytes, textWeightBytes } from '../service/model/runtime.ts';
+import { reserveMemory } from './memory-gate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
-import { PACKAGE_VERSION, loadPatch, patchDigest } from '../service/weights/patch.ts';
+import { PACKAGE_VERSION, loadPatch, type PatchRef } from '../service/weights/patch.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
 import { scoreEpisode, type EpisodeScore } from './scoring.ts';
@@ -53,24 +55,42 @@ export type ResultsFile = {
   created_at: string;
 };
 
+/** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
+const RUNTIME_BYTES = 2 ** 29;
+
+/** What one evaluation process holds at most: its BF16 weights, one batch of 8 items, and the runtime. */
+function evaluationProcessBytes(location: CheckpointLocation): number {
+  const checkpoint = Checkpoint.open(location);
+  const { config } = checkpoint;
+  checkpoint.close();
+  return textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
+}
+
 /** Run one fresh evaluation process (`evaluate-patch --worker`) and read back its outputs. */
-export async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patchDir?: string): Promise<EvaluationRun> {
+export async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patch?: PatchRef): Promise<EvaluationRun> {
   const jobFile = `${outFile}.job.json`;
-  writeJsonAtomic(jobFile, { location, items, patch_dir: patchDir ?? null });
+  writeJsonAtomic(jobFile, { location, items, patch: patch ?? null } satisfies WorkerJob);
+  let child: ReturnType<typeof spawn> | undefined;
+  const release = await reserveMemory(evaluationProcessBytes(location), () => child?.pid, `evaluation process (${patch ? 'patched' : 'pristine'})`);
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
     // A runner killed now leaves this process running; its successor waits for the pid before clearing the folder.
     writeJsonAtomic(`${outFile}.pid`, child.pid);
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
     });
-    child.once('error', reject);
-    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`evaluation process (${patchDir ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
+    child.once('error', (error) => (release(), reject(error)));
+    child.once('exit', (code, signal) => (release(), code === 0 ? resolve() : reject(new Error(`evaluation process (${patch ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
   });
-  return JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
+  const run = JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
+  if (patch && run.patch?.sha256 !== patch.id) throw new Error(`evaluation process applied patch ${run.patch?.sha256 ?? 'none'}, not ${patch.id}`);
+  return run;
 }
+
+/** The job file of one evaluation process (`evaluate-patch --worker --job FILE`). */
+export type WorkerJob = { location: CheckpointLocation; items: EvaluationItem[]; patch: PatchRef | null };
 
 /**
  * A smoke-test view of an episode: the first `n` items of each kind (target, preservation, override, controls).
@@ -91,7 +111,8 @@ export type EvaluateOptions = {
   location: CheckpointLocation;
   spec: EpisodeSpec;
   outputDir: string;
-  patchDir?: string;
+  /** The patch to evaluate and the id it must hold (from the submission's records): any other is refused. */
+  patch?: PatchRef;
   editor?: ResultsFile['editor'];
   resources?: Resources | null;
   args?: Record<string, unknown>;
@@ -105,9 +126,12 @@ export type EvaluateOptions = {
 /** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
 export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
   const { spec, outputDir } = options;
+  // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process and
+  // buildResults check again, from the bytes they read).
+  if (options.patch) loadPatch(options.patch.dir, options.patch.id);
   const items = evaluationItems(spec);
   const base = await pristineRun(options, items);
-  const edited = options.patchDir ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patchDir) : base;
+  const edited = options.patch ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch) : base;
   const results = buildResults(options, base, edited);
   writeJsonAtomic(path.join(outputDir, 'results.json'), results);
   return results;
@@ -137,7 +161,7 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
     const v = runCheck(item.check, output);
     return { output, verdict: v, passed: v.behaviour && v.content };
   };
-  const patch = options.patchDir && existsSync(options.patchDir) ? loadPatch(options.patchDir) : undefined;
+  const patch = options.patch ? loadPatch(options.patch.dir, options.patch.id) : undefined; // the id checked once more
   return {
     format: RESULTS_FORMAT,
     versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, model_id: base.model.id, revision: base.model.revision },
@@ -145,7 +169,7 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
     episode: { family: spec.family, seed: spec.seed, control_seed: spec.controlSeed, params_key: spec.paramsKey },
     editor: options.editor ?? null,
     patch: patch
-      ? { dir: patch.dir, sha256: patchDigest(patch.dir), changed_parameters: patch.json.stats.changed_parameters, tensors: patch.json.stats.tensors, ops: patch.json.ops.length }
+      ? { dir: patch.dir, sha256: patch.id, changed_parameters: patch.json.stats.changed_parameters, tensors: patch.json.stats.tensors, ops: patch.json.ops.length }
       : null,
     score,
     resources: options.resources ?? null,

@@ -1,7 +1,9 @@
-// npx iwibench bench service [--preset tiny] [--calls 400]
+// npx iwibench bench service [--preset tiny] [--calls 400] [--worst-call true]
 // Tool-call overhead (read_weights of a small slice) over loopback, p50/p99, against a bare Fastify route measured in
-// the same run; run_target throughput with two concurrent episodes against one.
-import { existsSync, mkdtempSync } from 'node:fs';
+// the same run; run_target throughput with two concurrent episodes against one; and the worst call the default
+// budgets admit (run_target: 8 prompts of ~4,095 tokens, compare_base): its duration and peak added memory, and the
+// latency of GET /health and of another episode's read_weights while it runs.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +13,7 @@ import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/ti
 import { Target } from '../../service/target.ts';
 import { parseFlags } from '../args.ts';
 
-const defaults = { preset: 'tiny', 'model-dir': undefined as string | undefined, calls: 400, 'run-calls': 4 };
+const defaults = { preset: 'tiny', 'model-dir': undefined as string | undefined, calls: 400, 'run-calls': 4, 'worst-call': true };
 
 const TOKENS = { admin: 'bench-admin', editor: 'bench-editor' };
 
@@ -81,6 +83,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   const one = await throughput([e1]);
   const two = await throughput([e1, e2]);
+  const worst = flags['worst-call'] ? await worstCall(url, admin, e2, read, target) : null;
   await app.close();
   await target.close();
   await bare.close();
@@ -93,9 +96,68 @@ export async function main(argv: string[]): Promise<void> {
         bare_route_ms: bareLatency,
         overhead_ratio_p50: toolLatency.p50 / bareLatency.p50,
         run_target: { one_episode: one, two_episodes: two, throughput_ratio: two.calls_per_second / one.calls_per_second },
+        worst_call: worst,
       },
       null,
       2,
     ) + '\n',
   );
+}
+
+function statusBytes(field: 'VmHWM' | 'VmRSS'): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync('/proc/self/status', 'utf8'));
+  return match ? Number(match[1]) * 1024 : NaN;
+}
+
+/** A raw prompt of about `tokens` tokens (BOS included). */
+function promptOf(target: Target, tokens: number, salt: number): string {
+  let words = tokens;
+  for (;;) {
+    const text = Array.from({ length: words }, (_, i) => `w${(i * 7919 + salt) % 5000}`).join(' ');
+    const n = target.tokenizer.encode(text).length;
+    if (n <= tokens) return text;
+    words = Math.floor(words * (tokens / n)) - 1;
+  }
+}
+
+/** The worst in-budget call of a fresh episode with default budgets, and what other clients see meanwhile. */
+async function worstCall(url: string, admin: Record<string, string>, other: { id: string; headers: Record<string, string> }, read: string, target: Target) {
+  const created = await fetch(`${url}/episodes`, { method: 'POST', headers: admin, body: JSON.stringify({ family: 'bench', seed: 1, objective: 'bench', relevant_token_ids: [], practice: [] }) });
+  const { id, episode_key } = (await created.json()) as { id: string; episode_key: string };
+  const headers = { authorization: `Bearer ${TOKENS.editor}`, 'x-episode-key': episode_key, 'content-type': 'application/json' };
+  const body = JSON.stringify({ sequences: Array.from({ length: 8 }, (_, i) => ({ prompt: promptOf(target, 4095, i) })), max_new_tokens: 1, compare_base: true });
+  const health: number[] = [];
+  const reads: number[] = [];
+  let running = true;
+  const probe = async (samples: number[], go: () => Promise<Response>) => {
+    while (running) {
+      const start = performance.now();
+      const response = await go();
+      await response.arrayBuffer();
+      if (running) samples.push(performance.now() - start);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  writeFileSync('/proc/self/clear_refs', '5'); // peak RSS from here
+  const rssBefore = statusBytes('VmRSS');
+  const start = performance.now();
+  const call = fetch(`${url}/episodes/${id}/tools/run_target`, { method: 'POST', headers, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { result?: { forward_tokens: number }; message?: string } }));
+  const probes = [probe(health, () => fetch(`${url}/health`)), probe(reads, () => fetch(`${url}/episodes/${other.id}/tools/read_weights`, { method: 'POST', headers: other.headers, body: read }))];
+  const result = await call;
+  const seconds = (performance.now() - start) / 1000;
+  running = false;
+  await Promise.all(probes);
+  const summary = (samples: number[]) => {
+    const sorted = [...samples].sort((a, b) => a - b);
+    return { n: sorted.length, p50_ms: percentile(sorted, 0.5), p99_ms: percentile(sorted, 0.99), max_ms: sorted.at(-1) };
+  };
+  if (result.status !== 200) throw new Error(`the worst call answered ${result.status}: ${result.body.message}`);
+  return {
+    call: 'run_target 8 × ~4095 tokens, max_new_tokens 1, compare_base',
+    forward_tokens: result.body.result!.forward_tokens,
+    seconds,
+    peak_added_rss_mib: (statusBytes('VmHWM') - rssBefore) / 2 ** 20,
+    health_during: summary(health),
+    other_episode_read_weights_during: summary(reads),
+  };
 }

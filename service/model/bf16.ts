@@ -11,6 +11,12 @@ export function bf16ToF32(bits: Uint16Array, out = new Float32Array(bits.length)
   return out;
 }
 
+/** The value of one BF16 bit pattern (exact). */
+export function bf16Value(bits: number): number {
+  u32[0] = bits << 16;
+  return f32[0]!;
+}
+
 /** Round one float32 value to BF16 bits (nearest, ties to even). NaN stays NaN; overflow becomes ±Inf. */
 export function f32ToBf16Bits(value: number): number {
   f32[0] = value;

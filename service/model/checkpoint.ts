@@ -97,10 +97,10 @@ export class Checkpoint {
     return info;
   }
 
-  /** Raw bytes of a tensor as stored. */
-  readBytes(name: string): Uint8Array {
+  /** Raw bytes of a tensor as stored (into `into`, of exactly the tensor's byte length, when given). */
+  readBytes(name: string, into?: Uint8Array): Uint8Array {
     const info = this.info(name);
-    return this.fileOf(info).readBytes(name);
+    return this.fileOf(info).readBytes(name, 0, undefined, into);
   }
 
   /** A tensor decoded to float32 (exact for BF16, F16 and F32). */

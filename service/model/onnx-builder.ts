@@ -44,6 +44,12 @@ export class GraphBuilder {
     return this.initializer({ name, dims: dims ?? [values.length], dataType: DataType.INT64, rawData: new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer) });
   }
 
+  /** A scalar int32 constant. */
+  constInt32(values: number[], hint: string): string {
+    const name = this.fresh(hint);
+    return this.initializer({ name, dims: [], dataType: DataType.INT32, rawData: new Uint8Array(Int32Array.from(values).buffer) });
+  }
+
   /** Add a node; returns its output names. */
   op(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, options: { outputs?: string[] | number; domain?: string } = {}): string[] {
     const outputs = Array.isArray(options.outputs)

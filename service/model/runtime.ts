@@ -1,32 +1,49 @@
-// Gemma 3 text runtime on onnxruntime-node: greedy generation with a JS-side KV cache, teacher-forced inspection,
-// and full-sequence logits. One graph builder (gemma3-graph.ts); weights bound as graph inputs (editable, fed from
-// JS memory at every run) or as external initializers into the safetensors files (fixed, fastest).
+// Gemma 3 text runtime: greedy generation, teacher-forced inspection and full-sequence logits, with the weights held
+// as BF16 (2 bytes per parameter, exactly the checkpoint's values or an episode's edits) and read where they lie.
+//
+// A forward pass runs layer by layer over one chunk of tokens. The projections multiply the BF16 weights where they
+// lie, in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per weight), for
+// decode and prefill alike: every output element has one summation order whatever the batch, so a batch gives
+// bitwise what each prompt gives alone, and the service's run_target what the evaluator sees. Norms, RoPE, attention
+// and GELU run in small onnxruntime graphs (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache
+// (kv-cache.ts), so no call holds more than its cache and one chunk's activations; for many rows the tied head is
+// computed a block of vocabulary at a time.
 import os from 'node:os';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { Checkpoint } from './checkpoint.ts';
-import type { Gemma3TextConfig } from './config.ts';
-import { buildGemma3Graph, FLOAT_MIN, type WeightBinding } from './gemma3-graph.ts';
-import { embedTokensName } from '../weights/names.ts';
+import type { Gemma3TextConfig, LayerType } from './config.ts';
+import {
+  buildAttentionGraph,
+  buildGatedGeluGraph,
+  buildHeadPartialGraph,
+  buildNormGraph,
+  buildResidualNormGraph,
+  embedScale,
+} from './gemma3-graph.ts';
+import { matmulBf16 } from './kernels.ts';
+import { KvCache } from './kv-cache.ts';
+import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../weights/names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
+import { checkpointSource, type WeightSource } from './weight-source.ts';
+import { bf16ToF32 } from './bf16.ts';
+
+export type { WeightSource } from './weight-source.ts';
 
 export type Device = 'cpu' | 'cuda';
 
-/** Float32 values of the weights fed as graph inputs (pristine, or an episode's overlay). */
-export type WeightSource = { f32(name: string): Float32Array };
-
 export type EngineOptions = {
   checkpoint: Checkpoint;
-  /** "inputs": every weight is fed from JS (editable). "initializers": every weight is an external initializer.
-   *  A set: those names are inputs, the rest initializers (a patched model: only touched tensors are fed). */
-  weights: 'inputs' | 'initializers' | ReadonlySet<string>;
-  /** The float32 values of input-bound weights; default: decoded from the checkpoint once. */
+  /** BF16 weights for runs that name none (default: read from the checkpoint once, on first use). */
   source?: WeightSource;
+  /** Only 'cpu': the projections run in the CPU BF16 kernel (README, "GPU"). */
   device?: Device;
   threads?: number;
-  /** Write onnxruntime's per-node profile (JSON) with this file prefix: for benchmarks. */
-  profilePrefix?: string;
+  /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
+  chunkRows?: number;
 };
+
+/** How a long call shares the target: awaited between slices (prefill chunks, decode steps); abort stops it there. */
+export type CallControl = { signal?: AbortSignal; between?: () => Promise<void> };
 
 export type GenerateResult = {
   promptIds: number[];
@@ -54,7 +71,7 @@ export type InspectResult = {
   hidden: Record<number, Float32Array[]>;
 };
 
-export type GenerateOptions = {
+export type GenerateOptions = CallControl & {
   maxNewTokens: number;
   /** Weights for this call (an episode's overlay); default: the engine's source. */
   weights?: WeightSource;
@@ -67,32 +84,51 @@ export type GenerateOptions = {
 };
 
 export const MAX_BATCH = 8;
+/** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
+export const CHUNK_ROWS = 512;
+/** Float32 elements of one product's output block: the head is cut into vocabulary blocks beyond it. */
+const BLOCK_ELEMENTS = 1 << 24;
+
+/** One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. */
+type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number };
+
+type Sessions = {
+  norm: ort.InferenceSession;
+  residualNorm: ort.InferenceSession;
+  gatedGelu: ort.InferenceSession;
+  attention: Partial<Record<LayerType, ort.InferenceSession>>;
+};
 
 export class Gemma3Engine {
-  private sessions = new Map<string, Promise<ort.InferenceSession>>();
-  private readonly inputNames: ReadonlySet<string>;
-  private readonly allInputs: boolean;
+  private readonly headSessions = new Map<number, Promise<ort.InferenceSession>>();
   private readonly source: WeightSource;
+  private readonly chunkRows: number;
 
   private constructor(
     readonly checkpoint: Checkpoint,
     readonly config: Gemma3TextConfig,
+    private readonly sessions: Sessions,
     private readonly options: EngineOptions,
   ) {
-    const all = [...checkpoint.tensors.keys()].filter((n) => n.startsWith(config.tensor_prefix));
-    const requested = options.weights === 'inputs' ? new Set(all) : options.weights === 'initializers' ? new Set<string>() : options.weights;
-    // The embedding is always fed from JS: onnxruntime does not constant-fold the BF16→float32 Cast of a tensor this
-    // large (1.2 GB at 1B), so as an initializer it would be cast again on every run; as an input it costs nothing,
-    // since the tied head reads it at M = 1 and the Gather reads a few rows.
-    this.inputNames = new Set([...requested, embedTokensName(config.tensor_prefix)]);
-    this.allInputs = all.every((name) => this.inputNames.has(name));
-    this.source = options.source ?? cachedCheckpointSource(checkpoint);
+    this.source = options.source ?? checkpointSource(checkpoint);
+    this.chunkRows = options.chunkRows ?? CHUNK_ROWS;
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
-    const engine = new Gemma3Engine(options.checkpoint, options.checkpoint.config, options);
-    await engine.session('decode'); // build now so that errors surface at start-up
-    return engine;
+    if (options.device && options.device !== 'cpu') {
+      throw new Error(`--device ${options.device} is not supported: this engine runs its BF16 projections on the CPU (README, "GPU")`);
+    }
+    const config = options.checkpoint.config;
+    const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
+    const attention: Sessions['attention'] = {};
+    for (const type of new Set(config.layer_types)) attention[type] = await create(buildAttentionGraph(config, type));
+    const sessions: Sessions = {
+      norm: await create(buildNormGraph(config)),
+      residualNorm: await create(buildResidualNormGraph(config)),
+      gatedGelu: await create(buildGatedGeluGraph(config)),
+      attention,
+    };
+    return new Gemma3Engine(options.checkpoint, config, sessions, options);
   }
 
   /**
@@ -100,47 +136,36 @@ export class Gemma3Engine {
    * Each sequence stops at <eos> (1), <end_of_turn> (106) or maxNewTokens; the stop token is not in outputIds.
    */
   async generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
-    const { maxNewTokens, weights } = options;
+    const { maxNewTokens } = options;
     if (prompts.length === 0 || prompts.length > MAX_BATCH) throw new Error(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new Error(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
     for (const p of prompts) this.checkIds(p);
-    const session = await this.session('decode');
+    const weights = options.weights ?? this.source;
     const B = prompts.length;
     const T = Math.max(...prompts.map((p) => p.length));
     const pads = prompts.map((p) => T - p.length);
     const cache = new KvCache(this.config, B, T + maxNewTokens);
-    const feedsWeights = this.weightFeeds(weights);
+    const V = this.config.vocab_size;
 
-    // Prefill: all prompt tokens at once, no past.
-    const ids = new BigInt64Array(B * T);
-    const positions = new BigInt64Array(B * T);
-    prompts.forEach((p, b) => {
-      for (let t = 0; t < T; t++) {
-        const real = t - pads[b]!;
-        ids[b * T + t] = BigInt(real >= 0 ? p[real]! : PAD_ID);
-        positions[b * T + t] = BigInt(Math.max(real, 0));
-      }
-    });
-    let out = await session.run({
-      ...feedsWeights,
-      ...cache.emptyPast(),
-      input_ids: new ort.Tensor('int64', ids, [B, T]),
-      position_ids: new ort.Tensor('int64', positions, [B, T]),
-      ...this.masks(pads, 0, T, 0),
-      gather_index: new ort.Tensor('int64', BigInt64Array.from({ length: B }, () => BigInt(T - 1)), [B, 1]),
-    });
-    cache.store(out, 0, T);
+    // Prefill in chunks of padded time; the last chunk's final rows (time T − 1) give the first logits.
+    const perChunk = Math.max(1, Math.floor(this.chunkRows / B));
+    let last: Float32Array = new Float32Array(0);
+    for (let start = 0; start < T; start += perChunk) {
+      await this.between(options);
+      const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start));
+      const { final } = await this.forward(weights, cache, chunk);
+      if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
+    }
+    let logits = this.headLogits(weights, last, B);
 
     const results: GenerateResult[] = prompts.map((p) => ({ promptIds: p, outputIds: [], promptTokens: p.length, outputTokens: 0, stopReason: 'max_tokens' }));
     const done = new Array<boolean>(B).fill(false);
-    let length = T;
-    for (let step = 0; ; step++) {
-      const logits = out.logits!.data as Float32Array;
-      const next = new BigInt64Array(B);
+    for (let time = T; ; time++) {
+      const next = new Int32Array(B);
       for (let b = 0; b < B; b++) {
         if (done[b]) continue;
-        options.onLogits?.(b, logits.subarray(b * this.config.vocab_size, (b + 1) * this.config.vocab_size));
-        const token = argmax(logits, b * this.config.vocab_size, this.config.vocab_size);
+        options.onLogits?.(b, logits.subarray(b * V, (b + 1) * V));
+        const token = argmax(logits, b * V, V);
         if (STOP_IDS.includes(token)) {
           done[b] = true;
           results[b]!.stopReason = token === 1 ? 'eos' : 'end_of_turn';
@@ -154,60 +179,47 @@ export class Gemma3Engine {
           done[b] = true;
           results[b]!.stopReason = 'stop_rule';
         }
-        next[b] = BigInt(token);
+        next[b] = token;
       }
       if (done.every(Boolean)) break;
+      await this.between(options);
       // One decode step for the whole batch; finished sequences ride along and are ignored.
-      out = await session.run({
-        ...feedsWeights,
-        ...cache.past(),
-        input_ids: new ort.Tensor('int64', next, [B, 1]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from(pads, (pad) => BigInt(length - pad)), [B, 1]),
-        ...this.masks(pads, length, 1, cache.slots),
-        gather_index: new ort.Tensor('int64', new BigInt64Array(B), [B, 1]),
-      });
-      cache.store(out, length, 1);
-      length++;
+      const positions = Int32Array.from(pads, (pad) => time - pad);
+      const { final } = await this.forward(weights, cache, { ids: next, positions, start: time, T: 1 });
+      logits = this.headLogits(weights, final, B);
     }
     return results;
   }
 
-  /** Float32 logits of every position of one sequence, [T, vocab], computed in chunks through the KV cache. */
-  async logits(ids: number[], options: { chunk?: number; weights?: WeightSource } = {}): Promise<Float32Array> {
-    const { chunk = 64, weights } = options;
+  /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */
+  async logits(ids: number[], options: CallControl & { chunk?: number; weights?: WeightSource } = {}): Promise<Float32Array> {
     this.checkIds(ids);
-    const session = await this.session('decode');
+    const weights = options.weights ?? this.source;
+    const chunkTokens = options.chunk ?? this.chunkRows;
     const T = ids.length;
     const V = this.config.vocab_size;
     const cache = new KvCache(this.config, 1, T);
     const result = new Float32Array(T * V);
-    const feedsWeights = this.weightFeeds(weights);
-    for (let start = 0; start < T; start += chunk) {
-      const n = Math.min(chunk, T - start);
-      const out = await session.run({
-        ...feedsWeights,
-        ...(start === 0 ? cache.emptyPast() : cache.pastPrefix(start)),
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.slice(start, start + n), BigInt), [1, n]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i)), [1, n]),
-        ...this.masks([0], start, n, start),
-        gather_index: new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(i)), [1, n]),
-      });
-      cache.store(out, start, n);
-      result.set(out.logits!.data as Float32Array, start * V);
+    for (let start = 0; start < T; start += chunkTokens) {
+      await this.between(options);
+      const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start));
+      const { final } = await this.forward(weights, cache, chunk);
+      result.set(this.headLogits(weights, final, chunk.T), start * V);
     }
     return result;
   }
 
-  /** Teacher-forced inspection of ≤ 4 sequences: next-token log-probabilities, top-k, and residual streams. */
-  async inspect(requests: InspectRequest[], options: { layers: number[]; topK: number; weights?: WeightSource }): Promise<InspectResult[]> {
-    const { weights } = options;
+  /** Teacher-forced inspection of sequences: next-token log-probabilities, top-k, and residual streams. */
+  async inspect(requests: InspectRequest[], options: CallControl & { layers: number[]; topK: number; weights?: WeightSource }): Promise<InspectResult[]> {
+    const weights = options.weights ?? this.source;
     const layers = [...new Set(options.layers)].sort((a, b) => a - b);
     for (const layer of layers) {
       if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers) throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
     }
-    const session = await this.session(`inspect:${options.topK}:${layers.join(',')}`, { layers, topK: options.topK });
+    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size) throw new Error(`topK must be an integer in 0…${this.config.vocab_size}`);
+    const H = this.config.hidden_size;
     const results: InspectResult[] = [];
-    // One sequence per run: sequences differ in length and inspection is rare, so padding buys nothing.
+    // One sequence at a time: sequences differ in length and inspection is rare, so padding buys nothing.
     for (const request of requests) {
       this.checkIds(request.ids);
       const T = request.ids.length;
@@ -215,31 +227,25 @@ export class Gemma3Engine {
         throw new Error(`positions [${request.start}, ${request.end}) are not a non-empty range inside the ${T}-token sequence`);
       }
       const K = request.end - request.start;
+      const rows = new Float32Array(K * H); // final-normed hidden states at the inspected positions
+      const hidden: Record<number, Float32Array[]> = Object.fromEntries(layers.map((layer) => [layer, [] as Float32Array[]]));
+      const cache = new KvCache(this.config, 1, request.end);
+      for (let start = 0; start < request.end; start += this.chunkRows) {
+        await this.between(options);
+        const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start));
+        const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
+        const to = chunk.T;
+        const { final, layerRows } = await this.forward(weights, cache, chunk, { layers, from, to });
+        if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
+        for (const layer of layers) for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
+      }
       const positions = Array.from({ length: K }, (_, k) => request.start + k);
       const targets = positions.map((p) => (p + 1 < T ? request.ids[p + 1]! : 0));
-      const out = await session.run({
-        ...this.weightFeeds(weights),
-        ...new KvCache(this.config, 1, 0).emptyPast(),
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(request.ids, BigInt), [1, T]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: T }, (_, i) => BigInt(i)), [1, T]),
-        ...this.masks([0], 0, T, 0),
-        gather_index: new ort.Tensor('int64', BigInt64Array.from(positions, BigInt), [1, K]),
-        target_ids: new ort.Tensor('int64', BigInt64Array.from(targets, BigInt), [1, K]),
-      });
-      const picked = out.target_logprobs!.data as Float32Array;
-      const topValues = out.topk_logprobs!.data as Float32Array;
-      const topIds = out.topk_ids!.data as BigInt64Array;
-      const k = options.topK;
-      const H = this.config.hidden_size;
-      const hidden: Record<number, Float32Array[]> = {};
-      for (const layer of layers) {
-        const data = out[`hidden.${layer}`]!.data as Float32Array;
-        hidden[layer] = positions.map((_, i) => data.slice(i * H, (i + 1) * H));
-      }
+      const head = await this.headLogprobs(weights, rows, targets, options.topK);
       results.push({
         positions,
-        nextTokenLogprobs: positions.map((p, i) => (p + 1 < T ? picked[i]! : NaN)),
-        topK: positions.map((_, i) => ({ ids: Array.from(topIds.subarray(i * k, (i + 1) * k), Number), logprobs: Array.from(topValues.subarray(i * k, (i + 1) * k)) })),
+        nextTokenLogprobs: positions.map((p, i) => (p + 1 < T ? head.target[i]! : NaN)),
+        topK: head.top,
         hidden,
       });
     }
@@ -247,8 +253,10 @@ export class Gemma3Engine {
   }
 
   async close(): Promise<void> {
-    for (const session of this.sessions.values()) await (await session).release();
-    this.sessions.clear();
+    const { norm, residualNorm, gatedGelu, attention } = this.sessions;
+    for (const session of [norm, residualNorm, gatedGelu, ...Object.values(attention)]) await session.release();
+    for (const session of this.headSessions.values()) await (await session).release();
+    this.headSessions.clear();
   }
 
   private checkIds(ids: number[]): void {
@@ -258,123 +266,219 @@ export class Gemma3Engine {
     }
   }
 
-  private weightFeeds(weights?: WeightSource): Record<string, ort.Tensor> {
-    const source = weights ?? this.source;
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const name of this.inputNames) feeds[name] = new ort.Tensor('float32', source.f32(name), this.checkpoint.info(name).shape);
-    return feeds;
+  private async between(control: CallControl): Promise<void> {
+    control.signal?.throwIfAborted();
+    await control.between?.();
+    control.signal?.throwIfAborted();
   }
 
-  /** Additive masks [B,1,T,S] for T new tokens at cache slots start…start+T−1 with `past` slots before them. */
-  private masks(pads: number[], start: number, T: number, past: number): Record<string, ort.Tensor> {
-    const B = pads.length;
-    const S = past + T;
-    const window = this.config.sliding_window;
-    const full = new Float32Array(B * T * S).fill(FLOAT_MIN);
-    const sliding = new Float32Array(B * T * S).fill(FLOAT_MIN);
-    for (let b = 0; b < B; b++) {
-      for (let t = 0; t < T; t++) {
-        const query = start + t; // the query's cache slot; key slot j < past is cache slot j, j ≥ past is slot start + (j − past)
-        const row = (b * T + t) * S;
-        for (let j = 0; j < S; j++) {
-          // Cache slots at or after `start` are not written yet (the new tokens' keys come after the past).
-          if (j < past && j >= start) continue;
-          const key = j < past ? j : start + (j - past);
-          const visible = (key >= pads[b]! && key <= query) || key === query; // padding rows see themselves: no NaN
-          if (!visible) continue;
-          full[row + j] = 0;
-          if (query - key < window) sliding[row + j] = 0;
-        }
+  /**
+   * One chunk through every decoder layer (Gemma3TextModel): returns the final-normed hidden states [B·T, H] and,
+   * for `collect`, the residual stream after the given layers at chunk rows from…to−1 (batch 1).
+   */
+  private async forward(
+    weights: WeightSource,
+    cache: KvCache,
+    chunk: Chunk,
+    collect: { layers: number[]; from: number; to: number } = { layers: [], from: 0, to: 0 },
+  ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
+    const c = this.config;
+    const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c;
+    const B = cache.batch;
+    const { T } = chunk;
+    const M = B * T;
+    const norm = (name: string) => {
+      const bits = weights.bf16(name);
+      return tensor(bf16ToF32(bits), [bits.length]);
+    };
+    const rows = (data: Float32Array, width: number) => tensor(data, [M, width]);
+    const layerRows = new Map<number, Float32Array>();
+
+    // Gemma3TextScaledWordEmbedding: embedding rows × √H in float32.
+    const embedding = weights.bf16(embedTokensName(c.tensor_prefix));
+    const scale = embedScale(c);
+    let h: Float32Array = new Float32Array(M * H);
+    const row = new Float32Array(H);
+    for (let i = 0; i < M; i++) {
+      const id = chunk.ids[i]!;
+      bf16ToF32(embedding.subarray(id * H, (id + 1) * H), row);
+      for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * scale);
+    }
+    const ropePositions = tensor(Int32Array.from(chunk.positions, (p) => Math.max(p, 0)), [B, T]);
+    const queryPositions = tensor(chunk.positions, [B, T]);
+    const keyPositions: Partial<Record<LayerType, ort.Tensor>> = {};
+    for (const type of new Set(c.layer_types)) keyPositions[type] = tensor(cache.keyPositions(type, chunk.positions, T), [B, cache.slots[type] + T]);
+
+    const first = layerTensorNames(c.tensor_prefix, 0);
+    let x = (await this.sessions.norm.run({ x: rows(h, H), w: norm(first.input_layernorm) })).y!.data as Float32Array;
+    for (let layer = 0; layer < c.num_hidden_layers; layer++) {
+      const n = layerTensorNames(c.tensor_prefix, layer);
+      const type = c.layer_types[layer]!;
+      const q = this.linear(weights, n.q_proj, x, M);
+      const k = this.linear(weights, n.k_proj, x, M);
+      const v = this.linear(weights, n.v_proj, x, M);
+      const past = cache.past(layer);
+      const attention = await this.sessions.attention[type]!.run({
+        q: tensor(q, [B, T, nH * D]),
+        k: tensor(k, [B, T, nKV * D]),
+        v: tensor(v, [B, T, nKV * D]),
+        q_norm: norm(n.q_norm),
+        k_norm: norm(n.k_norm),
+        rope_positions: ropePositions,
+        query_positions: queryPositions,
+        key_positions: keyPositions[type]!,
+        past_key: tensor(past.key, past.dims),
+        past_value: tensor(past.value, past.dims),
+      });
+      cache.store(layer, attention.present_key!.data as Float32Array, attention.present_value!.data as Float32Array, chunk.start, T);
+      const o = this.linear(weights, n.o_proj, attention.context!.data as Float32Array, M);
+      const mid = await this.sessions.residualNorm.run({ h: rows(h, H), a: rows(o, H), w_post: norm(n.post_attention_layernorm), w_next: norm(n.pre_feedforward_layernorm) });
+      const y = mid.y!.data as Float32Array;
+      const I = c.intermediate_size;
+      const gate = this.linear(weights, n.gate_proj, y, M);
+      const up = this.linear(weights, n.up_proj, y, M);
+      const z = (await this.sessions.gatedGelu.run({ gate: rows(gate, I), up: rows(up, I) })).z!.data as Float32Array;
+      const down = this.linear(weights, n.down_proj, z, M);
+      const nextNorm = layer + 1 < c.num_hidden_layers ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm : finalNormName(c.tensor_prefix);
+      const end = await this.sessions.residualNorm.run({ h: mid.h_out!, a: rows(down, H), w_post: norm(n.post_feedforward_layernorm), w_next: norm(nextNorm) });
+      h = end.h_out!.data as Float32Array;
+      x = end.y!.data as Float32Array;
+      if (collect.layers.includes(layer)) layerRows.set(layer, h.slice(collect.from * H, collect.to * H));
+    }
+    cache.advance(chunk.positions, chunk.start, T);
+    return { final: x, layerRows };
+  }
+
+  /** y [M, N] = x [M, K] · Wᵀ for the BF16 weight W [N, K] (a Linear weight as stored). */
+  private linear(weights: WeightSource, name: string, x: Float32Array, M: number): Float32Array {
+    const [N, K] = this.checkpoint.info(name).shape as [number, number];
+    const out = new Float32Array(M * N);
+    matmulBf16(x, weights.bf16(name), out, M, N, K);
+    return out;
+  }
+
+  /** Logits [R, vocab] of final-normed rows through the tied head. */
+  private headLogits(weights: WeightSource, rows: Float32Array, R: number): Float32Array {
+    const { vocab_size: V, hidden_size: H } = this.config;
+    const out = new Float32Array(R * V);
+    matmulBf16(rows, weights.bf16(embedTokensName(this.config.tensor_prefix)), out, R, V, H);
+    return out;
+  }
+
+  /**
+   * Log-probabilities of `targets` and the top-k next tokens of final-normed rows, merged over vocabulary blocks
+   * (log-sum-exp and top-k per block in onnxruntime, combined here in float64), so [rows, vocab] is never held.
+   */
+  private async headLogprobs(weights: WeightSource, rows: Float32Array, targets: number[], topK: number): Promise<{ target: number[]; top: { ids: number[]; logprobs: number[] }[] }> {
+    const { vocab_size: V, hidden_size: H } = this.config;
+    const R = targets.length;
+    const session = await this.headSession();
+    const max = new Float64Array(R).fill(-Infinity);
+    const sum = new Float64Array(R);
+    const targetLogit = new Float64Array(R);
+    const candidates: { id: number; logit: number }[][] = Array.from({ length: R }, () => []);
+    const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
+    const perBlock = Math.max(1, Math.min(V, Math.floor(BLOCK_ELEMENTS / R)));
+    for (let n0 = 0; n0 < V; n0 += perBlock) {
+      const n = Math.min(perBlock, V - n0);
+      const block = new Float32Array(R * n);
+      matmulBf16(rows, embedding.subarray(n0 * H, (n0 + n) * H), block, R, n, H);
+      const k = Math.min(Math.max(topK, 1), n);
+      const target = Int32Array.from(targets, (id) => Math.min(Math.max(id - n0, 0), n - 1));
+      const out = await session.run({ logits: tensor(block, [R, n]), target: tensor(target, [R]), k: new ort.Tensor('int64', BigInt64Array.of(BigInt(k)), [1]) });
+      const [bMax, bSum, bTarget] = [out.max!.data, out.sum_exp!.data, out.target_logit!.data] as Float32Array[];
+      const [topValues, topIds] = [out.top_values!.data as Float32Array, out.top_ids!.data as BigInt64Array];
+      for (let r = 0; r < R; r++) {
+        const m = Math.max(max[r]!, bMax![r]!);
+        sum[r] = sum[r]! * Math.exp(max[r]! - m) + bSum![r]! * Math.exp(bMax![r]! - m);
+        max[r] = m;
+        if (targets[r]! >= n0 && targets[r]! < n0 + n) targetLogit[r] = bTarget![r]!;
+        const list = candidates[r]!;
+        for (let j = 0; j < k; j++) list.push({ id: n0 + Number(topIds[r * k + j]!), logit: topValues[r * k + j]! });
+        list.sort((a, b) => b.logit - a.logit || a.id - b.id);
+        list.length = Math.min(list.length, topK);
       }
     }
-    return { mask_full: new ort.Tensor('float32', full, [B, 1, T, S]), mask_sliding: new ort.Tensor('float32', sliding, [B, 1, T, S]) };
+    const logSumExp = Array.from(max, (m, r) => m + Math.log(sum[r]!));
+    return {
+      target: Array.from(targetLogit, (logit, r) => Math.fround(logit - logSumExp[r]!)),
+      top: candidates.map((list, r) => ({ ids: list.map((c) => c.id), logprobs: list.map((c) => Math.fround(c.logit - logSumExp[r]!)) })),
+    };
   }
 
-  private session(key: string, inspect?: { layers: number[]; topK: number }): Promise<ort.InferenceSession> {
-    let session = this.sessions.get(key);
+  private headSession(): Promise<ort.InferenceSession> {
+    let session = this.headSessions.get(0);
     if (!session) {
-      session = this.createSession(inspect);
-      this.sessions.set(key, session);
-      session.catch(() => this.sessions.delete(key));
+      session = ort.InferenceSession.create(buildHeadPartialGraph(), sessionOptions(this.options.threads));
+      this.headSessions.set(0, session);
     }
     return session;
   }
-
-  private async createSession(inspect?: { layers: number[]; topK: number }): Promise<ort.InferenceSession> {
-    const bind = (name: string): WeightBinding => {
-      if (this.inputNames.has(name)) return { kind: 'input' };
-      const info = this.checkpoint.info(name);
-      return { kind: 'external', location: path.basename(info.file), offset: info.offset, length: info.byteLength, dtype: info.dtype as 'BF16', shape: info.shape };
-    };
-    const model = buildGemma3Graph(this.config, inspect ? { bind, logprobs: { topK: inspect.topK }, hiddenLayers: inspect.layers } : { bind, logits: true });
-    const sessionOptions: ort.InferenceSession.SessionOptions = {
-      executionProviders: [this.options.device === 'cuda' ? 'cuda' : 'cpu'],
-      graphOptimizationLevel: 'all',
-      intraOpNumThreads: this.options.threads ?? defaultThreads(),
-      ...(this.options.profilePrefix ? { enableProfiling: true, profileFilePrefix: this.options.profilePrefix } : {}),
-    };
-    if (!this.allInputs) {
-      // External initializers resolve against the checkpoint folder (ORT refuses paths that leave it).
-      sessionOptions.extra = { session: { model_external_initializers_file_folder_path: this.checkpoint.dir } };
-    }
-    return ort.InferenceSession.create(model, sessionOptions);
-  }
 }
 
-/** The KV cache in JS buffers: [B, nKV, slots, D] per layer, written from the graph's present slices. */
-class KvCache {
-  private readonly keys: Float32Array[];
-  private readonly values: Float32Array[];
+/** Bytes of the weights an engine holds: every text tensor in BF16. */
+export function textWeightBytes(config: Gemma3TextConfig): number {
+  let params = 0;
+  for (const shape of expectedTextTensors(config).values()) params += shape.reduce((a, b) => a * b, 1);
+  return 2 * params;
+}
 
-  constructor(
-    private readonly config: Gemma3TextConfig,
-    private readonly batch: number,
-    readonly slots: number,
-  ) {
-    const size = batch * config.num_key_value_heads * slots * config.head_dim;
-    this.keys = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(size));
-    this.values = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(size));
-  }
+/**
+ * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
+ * and outputs, attention scores, mask and probabilities over the cache) and one head block.
+ */
+export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number; tokens: number; chunkRows?: number }): { cache: number; chunk: number; total: number } {
+  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
+  const { batch: B, tokens } = call;
+  const perChunk = Math.max(1, Math.floor((call.chunkRows ?? CHUNK_ROWS) / B));
+  const T = Math.min(perChunk, tokens);
+  const M = B * T;
+  const slots = (type: LayerType) => (type === 'full_attention' ? tokens : Math.min(tokens, config.sliding_window));
+  const cache = config.layer_types.reduce((sum, type) => sum + 2 * 4 * B * nKV * slots(type) * D, 0);
+  const S = tokens + T; // the widest key range: a full layer's cache and the chunk
+  const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
+  const attention = 4 * B * nH * T * S * 4 + 4 * B * nKV * S * D * 2; // scores, masked scores, probs, mask; K/V concat
+  const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
+  const chunk = rows + attention + head;
+  return { cache, chunk, total: cache + chunk };
+}
 
-  emptyPast(): Record<string, ort.Tensor> {
-    return this.feeds(() => new Float32Array(0), 0);
-  }
+function sessionOptions(threads?: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ['cpu'],
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: threads ?? defaultThreads(),
+    // No arena: a call's activations go back to the system when it ends, instead of staying reserved at its peak.
+    enableCpuMemArena: false,
+    // Idle onnxruntime threads must not spin while our kernel runs on the same cores.
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
+  };
+}
 
-  /** The whole buffer; unfilled slots are masked out. */
-  past(): Record<string, ort.Tensor> {
-    return this.feeds((buffer) => buffer, this.slots);
-  }
+function tensor(data: Float32Array | Int32Array, dims: number[]): ort.Tensor {
+  return new ort.Tensor(data instanceof Float32Array ? 'float32' : 'int32', data, dims);
+}
 
-  /** The first `length` slots (only contiguous when batch == 1 and nKV == 1… so copied per head). */
-  pastPrefix(length: number): Record<string, ort.Tensor> {
-    const { num_key_value_heads: nKV, head_dim: D } = this.config;
-    return this.feeds((buffer) => {
-      const prefix = new Float32Array(this.batch * nKV * length * D);
-      for (let bh = 0; bh < this.batch * nKV; bh++) prefix.set(buffer.subarray(bh * this.slots * D, (bh * this.slots + length) * D), bh * length * D);
-      return prefix;
-    }, length);
-  }
-
-  /** Copy the graph's present slices [B, nKV, T, D] into slots start…start+T−1. */
-  store(outputs: ort.InferenceSession.OnnxValueMapType, start: number, T: number): void {
-    const { num_key_value_heads: nKV, head_dim: D } = this.config;
-    for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
-      for (const [name, buffer] of [[`present_key.${layer}`, this.keys[layer]!], [`present_value.${layer}`, this.values[layer]!]] as const) {
-        const slice = outputs[name]!.data as Float32Array;
-        for (let bh = 0; bh < this.batch * nKV; bh++) buffer.set(slice.subarray(bh * T * D, (bh + 1) * T * D), (bh * this.slots + start) * D);
-      }
+/** T padded times from `start` of a left-padded batch: ids (PAD_ID in padding) and positions (−1 in padding). */
+function paddedChunk(prompts: number[][], pads: number[], start: number, T: number): Chunk {
+  const B = prompts.length;
+  const ids = new Int32Array(B * T);
+  const positions = new Int32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const real = start + t - pads[b]!;
+      ids[b * T + t] = real >= 0 ? prompts[b]![real]! : PAD_ID;
+      positions[b * T + t] = real >= 0 ? real : -1;
     }
   }
+  return { ids, positions, start, T };
+}
 
-  private feeds(view: (buffer: Float32Array) => Float32Array, length: number): Record<string, ort.Tensor> {
-    const { num_key_value_heads: nKV, head_dim: D } = this.config;
-    const feeds: Record<string, ort.Tensor> = {};
-    for (let layer = 0; layer < this.config.num_hidden_layers; layer++) {
-      feeds[`past_key.${layer}`] = new ort.Tensor('float32', view(this.keys[layer]!), [this.batch, nKV, length, D]);
-      feeds[`past_value.${layer}`] = new ort.Tensor('float32', view(this.values[layer]!), [this.batch, nKV, length, D]);
-    }
-    return feeds;
-  }
+/** The rows of the last time of each sequence in a [B·T, H] block. */
+function lastRows(block: Float32Array, B: number, T: number, H: number): Float32Array {
+  const out = new Float32Array(B * H);
+  for (let b = 0; b < B; b++) out.set(block.subarray(((b + 1) * T - 1) * H, (b + 1) * T * H), b * H);
+  return out;
 }
 
 function argmax(values: Float32Array, offset: number, length: number): number {
@@ -396,19 +500,4 @@ function argmax(values: Float32Array, offset: number, length: number): number {
  */
 export function defaultThreads(): number {
   return os.availableParallelism();
-}
-
-/** Decode each input-bound weight from the checkpoint once, on first use. */
-export function cachedCheckpointSource(checkpoint: Checkpoint): WeightSource {
-  const cache = new Map<string, Float32Array>();
-  return {
-    f32(name) {
-      let data = cache.get(name);
-      if (!data) {
-        data = checkpoint.readF32(name);
-        cache.set(name, data);
-      }
-      return data;
-    },
-  };
 }

@@ -47,7 +47,8 @@ export class SafetensorsFile {
   static open(file: string): SafetensorsFile {
     const fd = openSync(file, 'r');
     try {
-      const { tensors, metadata } = readHeader(file, fd);
+      const size = fstatSync(fd).size;
+      const { tensors, metadata } = readHeader(file, size, (buffer, position) => void readSync(fd, buffer, 0, buffer.length, position));
       return new SafetensorsFile(file, fd, tensors, metadata);
     } catch (error) {
       closeSync(fd);
@@ -62,14 +63,15 @@ export class SafetensorsFile {
   }
 
   /** Raw bytes of one tensor (or a byte range inside it). */
-  readBytes(name: string, begin = 0, end?: number): Uint8Array {
+  readBytes(name: string, begin = 0, end?: number, into?: Uint8Array): Uint8Array {
     const info = this.info(name);
     const stop = end ?? info.byteLength;
     if (begin < 0 || stop > info.byteLength || begin > stop) {
       throw new SafetensorsError(this.file, `byte range [${begin}, ${stop}) outside the tensor's ${info.byteLength} bytes`, name);
     }
-    // Aligned allocation so that typed views of any element size work.
-    const buffer = new Uint8Array(new ArrayBuffer(Math.ceil((stop - begin) / 8) * 8), 0, stop - begin);
+    // Aligned allocation so that typed views of any element size work (or the caller's buffer, e.g. shared memory).
+    const buffer = into ?? new Uint8Array(new ArrayBuffer(Math.ceil((stop - begin) / 8) * 8), 0, stop - begin);
+    if (buffer.length !== stop - begin) throw new SafetensorsError(this.file, `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`, name);
     let done = 0;
     while (done < buffer.length) {
       const n = readSync(this.fd, buffer, done, buffer.length - done, info.offset + begin + done);
@@ -92,16 +94,26 @@ export class SafetensorsFile {
   }
 }
 
-function readHeader(file: string, fd: number): { tensors: Map<string, TensorInfo>; metadata: Record<string, string> } {
-  const size = fstatSync(fd).size;
+/**
+ * A safetensors file held in memory (bytes already read, e.g. to hash them), its header validated exactly as
+ * SafetensorsFile.open does; `file` names it in errors. Tensor data: `bytes.subarray(info.offset, …)`.
+ */
+export function parseSafetensors(bytes: Uint8Array, file: string): { tensors: ReadonlyMap<string, TensorInfo>; metadata: Readonly<Record<string, string>> } {
+  return readHeader(file, bytes.length, (buffer, position) => buffer.set(bytes.subarray(position, position + buffer.length)));
+}
+
+type Header = { tensors: Map<string, TensorInfo>; metadata: Record<string, string> };
+
+/** Parse and validate the header of a `size`-byte file; `read(buffer, position)` fills `buffer` from the file. */
+function readHeader(file: string, size: number, read: (buffer: Buffer, position: number) => void): Header {
   if (size < 8) throw new SafetensorsError(file, `file is ${size} bytes, too short for a header`);
   const lengthBytes = Buffer.alloc(8);
-  readSync(fd, lengthBytes, 0, 8, 0);
+  read(lengthBytes, 0);
   const headerLength = Number(lengthBytes.readBigUInt64LE(0));
   if (headerLength > MAX_HEADER_BYTES) throw new SafetensorsError(file, `header length ${headerLength} exceeds ${MAX_HEADER_BYTES}`);
   if (8 + headerLength > size) throw new SafetensorsError(file, `header length ${headerLength} runs past the end of the ${size}-byte file (truncated?)`);
   const headerBytes = Buffer.alloc(headerLength);
-  readSync(fd, headerBytes, 0, headerLength, 8);
+  read(headerBytes, 8);
   let header: unknown;
   try {
     header = JSON.parse(headerBytes.toString('utf8'));

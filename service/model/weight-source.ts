@@ -6,12 +6,28 @@ import type { Checkpoint } from './checkpoint.ts';
 /** BF16 bits of a text tensor by canonical checkpoint name: row-major, as in the safetensors file. Never write into it. */
 export type WeightSource = { bf16(name: string): Uint16Array };
 
-/** A tensor's BF16 bits as stored; only BF16 checkpoints are served (every pinned target and our fixtures are). */
+/**
+ * BF16 storage for `length` values in shared memory, so that the service's engine worker (engine-host.ts) reads the
+ * store's arrays in place. Every tensor the engine may be given is allocated here.
+ */
+export function allocateBf16(length: number): Uint16Array {
+  return new Uint16Array(new SharedArrayBuffer(2 * length));
+}
+
+/** A shared copy of BF16 bits (an episode's copy on write). */
+export function copyBf16(bits: Uint16Array): Uint16Array {
+  const copy = allocateBf16(bits.length);
+  copy.set(bits);
+  return copy;
+}
+
+/** A tensor's BF16 bits as stored, in shared memory; only BF16 checkpoints are served (every pinned target and our fixtures are). */
 export function readBf16(checkpoint: Checkpoint, name: string): Uint16Array {
   const info = checkpoint.info(name);
   if (info.dtype !== 'BF16') throw new Error(`tensor "${name}" is ${info.dtype}; the engine holds weights as BF16, as the pinned checkpoints store them`);
-  const bytes = checkpoint.readBytes(name);
-  return new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.length / 2);
+  const bits = allocateBf16(info.byteLength / 2);
+  checkpoint.readBytes(name, new Uint8Array(bits.buffer));
+  return bits;
 }
 
 /** Read each tensor from the checkpoint once, on first use, and keep its BF16 bits. */

@@ -7,6 +7,7 @@ import { DEFAULT_BUDGETS } from '../budgets.ts';
 import { disconnectSignal } from '../disconnect.ts';
 import type { EpisodeRegistry, EpisodeSpec, ServiceEpisode } from '../episodes.ts';
 import { IwiError } from '../errors.ts';
+import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';
 import { inspectTarget, type InspectTargetArgs } from '../tools/inspect-target.ts';
 import { runTarget, type RunTargetArgs } from '../tools/run-target.ts';
@@ -90,7 +91,7 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
   app.get('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request) => episodeOf(request).summary());
   app.delete('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request, reply) => {
     const episode = episodeOf(request);
-    await target.queue.run(episode.id, async () => registry.delete(episode), disconnectSignal(reply));
+    await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
     return { id: episode.id, status: episode.status };
   });
 
@@ -128,24 +129,23 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
         episode.persist();
         return { budget: episode.ledger.state() };
       },
-      disconnectSignal(reply),
+      { signal: disconnectSignal(reply) },
     );
   });
 
   for (const tool of TOOL_DEFINITIONS) {
     app.post(`/episodes/:id/tools/${tool.name}`, { ...editorOrAdmin, schema: { params: idParams, body: tool.parameters } }, async (request, reply) => {
       const episode = episodeOf(request);
-      // A call whose client has gone is dropped if it has not started; a started one stops at its next step and is
-      // charged what it evaluated (its reply goes nowhere).
+      // A call whose client has gone leaves the queue if it has not started, or stops at its next slice (not charged).
       return target.queue.run(
         episode.id,
-        async (signal) => {
+        async (slice) => {
           episode.requireActive();
-          const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>, signal);
+          const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>, slice);
           episode.persist(tool.name === 'write_weights'); // a revert changes the live op count: make it durable
           return { tool: tool.name, result, budget: episode.ledger.state() };
         },
-        disconnectSignal(reply),
+        { signal: disconnectSignal(reply) },
       );
     });
   }
@@ -158,13 +158,13 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
         const patch = registry.submit(episode, { package: 'iwibench-ts', package_version: PACKAGE_VERSION, model: target.modelId, revision: target.checkpoint.revision });
         return { id: episode.id, status: episode.status, patch, model: `${target.modelId}+patch:${patch.sha256}`, budget: episode.ledger.state() };
       },
-      disconnectSignal(reply),
+      { signal: disconnectSignal(reply) },
     );
   });
 }
 
 /** One tool call, inside the queue: check the budget, do the work (which validates before it changes anything), charge. */
-async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>, slice: Slice): Promise<unknown> {
   const { ledger, weights } = episode;
   switch (tool) {
     case 'read_weights': {
@@ -188,8 +188,8 @@ async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, 
       return outcome;
     }
     case 'run_target':
-      return runTarget(target, episode.context, body as RunTargetArgs, signal);
+      return runTarget(target, episode.context, body as RunTargetArgs, slice);
     case 'inspect_target':
-      return inspectTarget(target, episode.context, body as InspectTargetArgs, signal);
+      return inspectTarget(target, episode.context, body as InspectTargetArgs, slice);
   }
 }

@@ -5,18 +5,21 @@
 // openai-params.ts. They charge no episode's budget, but every run goes through the one execution queue, one prompt a
 // job. Errors use OpenAI's error shape.
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import { disconnectSignal } from '../disconnect.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
 import { IwiError, boundedMessage, isIwiError, quote } from '../errors.ts';
 import { GenerationLogprobs, promptLogprobs, type TokenLogprob } from '../logprobs.ts';
-import { bf16ToF32 } from '../model/bf16.ts';
-import type { GenerateResult, WeightSource } from '../model/runtime.ts';
+import type { GenerateResult } from '../model/runtime.ts';
 import type { ChatMessage } from '../model/tokenizer.ts';
+import { overlaySource, type WeightSource } from '../model/weight-source.ts';
+import type { Slice } from '../queue.ts';
 import { MAX_PROMPT_TOKENS, type Target } from '../target.ts';
 import { TextOffsets, showToken, textOffsets } from '../token-text.ts';
-import { applyPatch } from '../weights/patch.ts';
+import { PATCH_ARRAYS, PATCH_JSON, applyPatch } from '../weights/patch.ts';
 import {
   CHAT_SCHEMA,
   COMPLETION_SCHEMA,
@@ -31,7 +34,7 @@ export type OpenAIRoutesOptions = { target: Target; registry: EpisodeRegistry; a
 
 const DEFAULT_MAX_TOKENS = 256;
 const MAX_TOKENS_CAP = 8192;
-const PATCH_CACHE_SIZE = 2; // patched weight sets kept decoded (each holds its touched tensors only)
+const PATCH_CACHE_SIZE = 2; // patched weight sets kept (each holds its touched tensors' BF16 bits only)
 
 /** What a request asks of each of its prompts. */
 type Ask = {
@@ -74,20 +77,24 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     reply.code(status).send({ error: { message: boundedMessage(message), type, param, code: isIwiError(error) ? error.code : (error.code ?? null) } });
   });
 
-  const patchSources = new Map<string, WeightSource>();
-  /** The weights a model name stands for: pristine, or a submitted patch applied to pristine (digests verified). */
+  // Keyed by patch id, i.e. by content: an entry is served only while its folder's files are the ones whose bytes
+  // were verified (same inode, size, mtime and ctime; any rewrite, copy over or rename changes ctime), otherwise the
+  // folder is loaded and its id checked again, so a swapped folder is refused, never served from the cache.
+  const patchSources = new Map<string, { source: WeightSource; files: string }>();
+  /** The weights a model name stands for: pristine, or a submitted patch applied to pristine (id and digests verified). */
   const weightsFor = (model: string): WeightSource => {
     if (model === target.modelId) return target.pristine;
     const match = /^(.+)\+patch:([0-9a-f]{64})$/.exec(model);
     const dir = match && match[1] === target.modelId ? registry.patches.get(match[2]!) : undefined;
     if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model ${quote(model)} is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
-    let source = patchSources.get(match[2]!);
-    if (!source) {
-      const patched = new Map([...applyPatch(target.checkpoint, dir)].map(([name, bits]) => [name, bf16ToF32(bits)]));
-      source = { f32: (name) => patched.get(name) ?? target.pristine.f32(name) };
-      if (patchSources.size >= PATCH_CACHE_SIZE) patchSources.delete(patchSources.keys().next().value!);
-      patchSources.set(match[2]!, source);
-    }
+    const id = match[2]!;
+    const files = fileStamps(dir); // taken before reading: a change while reading shows at the next request
+    const cached = patchSources.get(id);
+    if (cached && cached.files === files) return cached.source;
+    patchSources.delete(id);
+    const source = overlaySource(target.pristine, applyPatch(target.checkpoint, dir, id)); // PATCH_ID_MISMATCH if swapped
+    if (patchSources.size >= PATCH_CACHE_SIZE) patchSources.delete(patchSources.keys().next().value!);
+    patchSources.set(id, { source, files });
     return source;
   };
 
@@ -143,24 +150,27 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     });
   }
 
-  /** One prompt, inside the queue: the echo scored by teacher forcing, then greedy generation with the hooks asked for. */
-  async function runPrompt(ids: number[], ask: Ask, signal: AbortSignal, hooks: RunHooks = {}): Promise<Run> {
+  /**
+   * One prompt, inside the queue: the echo scored by teacher forcing, then greedy generation with the hooks asked
+   * for. Both run slice by slice (`slice.between`); a gone client's call stops at its next slice (an AbortError).
+   */
+  async function runPrompt(ids: number[], ask: Ask, slice: Slice, hooks: RunHooks = {}): Promise<Run> {
+    const control = { between: slice.between, signal: slice.signal };
     let echo: Run['echo'] = null;
     if (ask.echo) {
       const { text, offsets } = textOffsets(tokenizer, ids);
-      echo = { text, offsets, logprobs: ask.topK === null ? null : await promptLogprobs(target.engine, ids, ask.weights, ask.topK) };
+      echo = { text, offsets, logprobs: ask.topK === null ? null : await promptLogprobs(target.engine, ids, ask.weights, ask.topK, control) };
     }
     const run: Run = { promptIds: ids, echo, outputIds: [], offsets: new TextOffsets(tokenizer, echo?.text.length ?? 0), generated: null, result: null };
     hooks.echoed?.(run);
-    if (ask.maxNewTokens === 0 || signal.aborted) return run;
+    if (ask.maxNewTokens === 0) return run;
     const generated = ask.topK === null ? null : new GenerationLogprobs(ask.topK);
     run.generated = generated;
-    // A gone client's generation stops at the next token, as a stop string does.
-    const stopWhen = (_: number, outputIds: readonly number[]) =>
-      signal.aborted || (ask.stops.length > 0 && cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped);
+    const stopWhen = ask.stops.length > 0 ? (_: number, outputIds: readonly number[]) => cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped : undefined;
     const [result] = await target.engine.generate([ids], {
       maxNewTokens: ask.maxNewTokens,
       weights: ask.weights,
+      ...control,
       stopWhen,
       onLogits: generated?.onLogits,
       onToken: (index, token) => {
@@ -236,7 +246,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   async function respond(reply: FastifyReply, ask: Ask, prompts: number[][]) {
     const signal = disconnectSignal(reply);
     const runs: Run[] = [];
-    for (const ids of prompts) runs.push(await target.queue.run('openai', () => runPrompt(ids, ask, signal), signal));
+    for (const ids of prompts) runs.push(await target.queue.run('openai', (slice) => runPrompt(ids, ask, slice), { signal }));
     const choices = runs.map((run, index) => {
       const generated = generatedText(run, ask);
       if (ask.kind === 'chat') {
@@ -292,8 +302,8 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
         };
         const run = await target.queue.run(
           'openai',
-          () => runPrompt(ids, ask, signal, { echoed: (r) => r.echo && send(chunk(r, r.echo.text, 0, 0, null, { echo: true })), token: (r) => emit(r, false) }),
-          signal,
+          (slice) => runPrompt(ids, ask, slice, { echoed: (r) => r.echo && send(chunk(r, r.echo.text, 0, 0, null, { echo: true })), token: (r) => emit(r, false) }),
+          { signal },
         );
         emit(run, true);
         send(chunk(run, '', 0, 0, finishReason(run), { stop: !generatedText(run, ask).stopped }));
@@ -302,7 +312,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       if (includeUsage) send({ ...head, choices: [], usage: usageOf(runs, ask) });
     } catch (error) {
       const message = boundedMessage((error as Error).message);
-      if (!isIwiError(error, 'CLIENT_GONE')) send({ error: { message, type: 'server_error', param: null, code: null } });
+      if ((error as Error).name !== 'AbortError') send({ error: { message, type: 'server_error', param: null, code: null } });
     }
     reply.raw.end('data: [DONE]\n\n');
   }
@@ -332,4 +342,18 @@ function cutAtStop(text: string, stops: string[]): { text: string; stopped: bool
     if (at >= 0 && (cut < 0 || at < cut)) cut = at;
   }
   return cut < 0 ? { text, stopped: false } : { text: text.slice(0, cut), stopped: true };
+}
+
+/** What identifies the files of a patch folder as they are now, without reading them (see the patch cache). */
+function fileStamps(dir: string): string {
+  return [PATCH_JSON, PATCH_ARRAYS]
+    .map((name) => {
+      try {
+        const s = statSync(path.join(dir, name), { bigint: true });
+        return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+      } catch {
+        return 'missing'; // loading then refuses the folder with its own message
+      }
+    })
+    .join('|');
 }

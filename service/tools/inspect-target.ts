@@ -1,8 +1,9 @@
 // inspect_target: teacher-forced next-token log-probabilities, top-k and residual streams (as array handles) on the
 // episode's weights. Positions are token indices of the full sequence (prompt + continuation), NumPy-style negatives.
 import type { Charge } from '../budgets.ts';
-import { IwiError } from '../errors.ts';
 import type { InspectResult } from '../model/runtime.ts';
+import { IwiError, isIwiError } from '../errors.ts';
+import type { Slice } from '../queue.ts';
 import type { SequenceInput, Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
 
@@ -15,8 +16,7 @@ export type InspectTargetArgs = {
 
 const DEFAULT_POSITIONS = 8;
 
-/** `signal` (the client has gone) stops before the next sequence; the sequences inspected are charged. */
-export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs, signal?: AbortSignal) {
+export async function inspectTarget(target: Target, context: ToolContext, args: InspectTargetArgs, slice: Slice) {
   const layers = args.layers ?? [];
   const topK = args.top_k ?? 5;
   const { num_hidden_layers: L, hidden_size: H } = target.checkpoint.config;
@@ -37,14 +37,14 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
     forwardTokens: requests.reduce((sum, r) => sum + r.ids.length, 0),
   };
   context.ledger.check(charge);
-  // One sequence at a time (the engine runs them one by one anyway), so a gone client stops the call between them.
-  const results: InspectResult[] = [];
-  for (const request of requests) {
-    if (signal?.aborted) break;
-    results.push(...(await target.engine.inspect([request], { layers, topK, weights: context.weights })));
+  let results: InspectResult[];
+  try {
+    results = await target.engine.inspect(requests, { layers, topK, weights: context.weights, between: slice.between, signal: slice.signal });
+  } catch (error) {
+    if (isIwiError(error, 'CALL_TIME_LIMIT')) context.ledger.charge(charge); // it used the target (see run-target.ts)
+    throw error;
   }
-  const forwardTokens = requests.slice(0, results.length).reduce((sum, r) => sum + r.ids.length, 0);
-  context.ledger.charge({ ...charge, evaluations: results.length }, forwardTokens);
+  context.ledger.charge(charge);
 
   const token = (id: number) => ({ id, token: target.tokenizer.idToToken(id) ?? null });
   return {
@@ -73,7 +73,7 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
         hidden,
       };
     }),
-    forward_tokens: forwardTokens,
+    forward_tokens: charge.forwardTokens,
   };
 }
 

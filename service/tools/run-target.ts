@@ -1,13 +1,14 @@
 // run_target: greedy generation on the episode's weights (and, with compare_base, on the pristine weights too).
 import type { Charge } from '../budgets.ts';
 import type { GenerateResult } from '../model/runtime.ts';
+import { isIwiError } from '../errors.ts';
+import type { Slice } from '../queue.ts';
 import type { SequenceInput, Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
 
 export type RunTargetArgs = { sequences: Partial<SequenceInput>[]; max_new_tokens?: number; compare_base?: boolean };
 
-/** `signal` (the client has gone) stops generation at the next token and skips the base pass; what ran is charged. */
-export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs, signal?: AbortSignal) {
+export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs, slice: Slice) {
   const maxNewTokens = args.max_new_tokens ?? 64;
   const compare = args.compare_base ?? false;
   const prompts = args.sequences.map((s) => target.promptIds(checkSequence(s)));
@@ -20,11 +21,19 @@ export async function runTarget(target: Target, context: ToolContext, args: RunT
     forwardTokens: passes * prompts.reduce((sum, p) => sum + p.length + maxNewTokens, 0),
   };
   context.ledger.check(charge);
-  const stopWhen = signal ? () => signal.aborted : undefined;
-  const edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights, stopWhen });
-  const base = compare && !signal?.aborted ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, stopWhen }) : undefined;
+  const control = { between: slice.between, signal: slice.signal };
+  let edited: GenerateResult[];
+  let base: GenerateResult[] | undefined;
+  try {
+    edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights, ...control });
+    base = compare ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, ...control }) : undefined;
+  } catch (error) {
+    // A call stopped by the time limit has used the target: it is charged its reservation (a cancelled one is not).
+    if (isIwiError(error, 'CALL_TIME_LIMIT')) context.ledger.charge(charge, charge.forwardTokens!);
+    throw error;
+  }
   const evaluated = [...edited, ...(base ?? [])].reduce((sum, r) => sum + r.promptTokens + r.outputTokens, 0);
-  context.ledger.charge({ ...charge, evaluations: prompts.length * (base ? 2 : 1) }, evaluated);
+  context.ledger.charge(charge, evaluated);
   const view = (r: GenerateResult) => ({
     text: target.tokenizer.decode(r.outputIds),
     prompt_tokens: r.promptTokens,

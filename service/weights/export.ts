@@ -13,12 +13,13 @@ import { SafetensorsFile, writeSafetensors } from '../model/safetensors.ts';
 import { IwiError } from '../errors.ts';
 import { Manifest } from './manifest.ts';
 import type { WriteOp } from './ops.ts';
-import { PATCH_JSON, replayPatch } from './patch.ts';
-import { bf16BitsOf } from './rounding.ts';
+import { PATCH_JSON, PATCH_PROVENANCE, replayPatch, type PatchRef } from './patch.ts';
 import { resolveSlice, type DimSelection } from './slice.ts';
 
 export type ExportResult = {
   outDir: string;
+  /** The patch exported (its id verified). */
+  patchId: string;
   /** Touched tensors, each rewritten in the shard(s) that hold it. */
   tensors: string[];
   shards: string[];
@@ -26,12 +27,12 @@ export type ExportResult = {
 };
 
 /** Write `outDir` (refused if it exists unless `overwrite`), atomically: a temp folder renamed into place. */
-export function exportPatched(options: { checkpoint: Checkpoint; patchDir: string; outDir: string; peft?: boolean; overwrite?: boolean }): ExportResult {
+export function exportPatched(options: { checkpoint: Checkpoint; patch: PatchRef; outDir: string; peft?: boolean; overwrite?: boolean }): ExportResult {
   const { checkpoint } = options;
   const outDir = path.resolve(options.outDir);
   if (existsSync(outDir) && !options.overwrite) throw new IwiError('PATCH_EXISTS', `output folder ${outDir} already exists`);
   if (!path.relative(checkpoint.dir, outDir).startsWith('..')) throw new Error(`output folder ${outDir} must not lie inside the checkpoint folder ${checkpoint.dir}`);
-  const { tensors, ops } = replayPatch(checkpoint, options.patchDir);
+  const { tensors, ops, patch } = replayPatch(checkpoint, options.patch.dir, options.patch.id);
   const manifest = Manifest.fromCheckpoint(checkpoint);
   const adapter = options.peft ? peftAdapter(checkpoint, manifest, ops) : undefined; // refuse before writing anything
 
@@ -41,8 +42,7 @@ export function exportPatched(options: { checkpoint: Checkpoint; patchDir: strin
     // HF cache snapshots hold symlinks into blobs/: copy the content, not the links.
     cpSync(checkpoint.dir, temp, { recursive: true, dereference: true });
     const shards = new Set<string>();
-    for (const [name, values] of tensors) {
-      const bits = bf16BitsOf(values);
+    for (const [name, bits] of tensors) {
       const bytes = new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength);
       for (const storedName of [name, ...manifest.resolve(name).aliases]) {
         for (const shard of shardsHolding(checkpoint, storedName)) {
@@ -51,8 +51,10 @@ export function exportPatched(options: { checkpoint: Checkpoint; patchDir: strin
         }
       }
     }
-    // Provenance next to the weights; transformers ignores unknown files.
-    copyFileSync(path.join(options.patchDir, PATCH_JSON), path.join(temp, 'iwibench-patch.json'));
+    // The patch next to the weights, and who made it if known; transformers ignores unknown files.
+    copyFileSync(path.join(options.patch.dir, PATCH_JSON), path.join(temp, 'iwibench-patch.json'));
+    const provenance = path.join(options.patch.dir, PATCH_PROVENANCE);
+    if (existsSync(provenance)) copyFileSync(provenance, path.join(temp, 'iwibench-patch-provenance.json'));
     let peft: ExportResult['peft'];
     if (adapter) {
       const dir = path.join(temp, 'peft');
@@ -63,7 +65,7 @@ export function exportPatched(options: { checkpoint: Checkpoint; patchDir: strin
     }
     if (existsSync(outDir)) rmSync(outDir, { recursive: true }); // only reached with overwrite
     renameSync(temp, outDir);
-    return { outDir, tensors: [...tensors.keys()], shards: [...shards].sort(), ...(peft ? { peft } : {}) };
+    return { outDir, patchId: patch.id, tensors: [...tensors.keys()], shards: [...shards].sort(), ...(peft ? { peft } : {}) };
   } catch (error) {
     rmSync(temp, { recursive: true, force: true });
     throw error;

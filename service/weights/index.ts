@@ -13,11 +13,12 @@ export {
   bf16Sha256,
   loadPatch,
   patchDigest,
-  patchedSource,
   replayPatch,
   writeEpisodePatch,
   type LoadedPatch,
   type PatchJson,
+  type PatchRef,
+  type Provenance,
   type TensorStats,
 } from './patch.ts';
 export { exportPatched, type ExportResult } from './export.ts';

@@ -1,6 +1,6 @@
 // The five write ops, as data, and the one code path that validates and applies them: the live store, `revert`
-// and patch replay all run parse → plan → commit. `plan` checks everything and computes the new values (rounded to
-// BF16) without touching any tensor; `commit` writes them. A refused op therefore changes nothing.
+// and patch replay all run parse → plan → commit. `plan` checks everything and computes the new BF16 bits without
+// touching any tensor; `commit` writes them in place. A refused op therefore changes nothing.
 //
 //   replace       slice ← values                       values: float32 array of the selection's shape
 //   fill          slice ← value
@@ -8,14 +8,15 @@
 //   copy          slice ← source.tensor[source.slice]   same shape; reads the episode's current values
 //   low_rank_add  slice += α · U Vᵀ                     selection [rows, cols], U [rows, r], V [cols, r], r ≤ 64
 //
-// Arithmetic is float64 (Δ_ij = Σ_k (α·U_ik)·V_jk, k ascending) and each result is rounded once to BF16, nearest,
-// ties to even. Array operands are float32: inline numbers are converted once, when the op is parsed, so a patch
-// stores exactly what the live store used.
+// Tensors are BF16 bits; plan decodes the elements it reads. Arithmetic is float64 (Δ_ij = Σ_k (α·U_ik)·V_jk, k
+// ascending) and each result is rounded once to BF16, nearest, ties to even. Array operands are float32: inline
+// numbers are converted once, when the op is parsed, so a patch stores exactly what the live store used.
 import { IwiError } from '../errors.ts';
+import { bf16Value } from '../model/bf16.ts';
 import { numel } from '../model/safetensors.ts';
 import { LIMITS } from './limits.ts';
 import type { Manifest } from './manifest.ts';
-import { roundToBf16Value } from './rounding.ts';
+import { isNonFiniteBf16, roundToBf16Bits } from './rounding.ts';
 import { forEachRun, formatSlice, gather, resolveSlice, type Selection, type SliceSpec } from './slice.ts';
 
 export const WRITE_OPS = ['replace', 'fill', 'scale', 'copy', 'low_rank_add'] as const;
@@ -37,8 +38,8 @@ export type OperandResolver = (ref: unknown, what: string) => ArrayOperand;
 
 export type WriteResult = { tensor: string; changed: number; deltaFrobenius: number };
 
-/** A validated op with its new values computed, ready to commit. */
-export type WritePlan = { op: WriteOp; selection: Selection; shape: readonly number[]; values: Float32Array };
+/** A validated op with the new BF16 bits of its selection (flattened row-major) computed, ready to commit. */
+export type WritePlan = { op: WriteOp; selection: Selection; shape: readonly number[]; bits: Uint16Array };
 
 const FIELDS: Record<WriteOpName, string[]> = {
   replace: ['values'],
@@ -82,28 +83,29 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
 }
 
 /**
- * Validate an op against the current weights and compute its new values (BF16-rounded, finite). `current(name)`
- * gives the episode's current float32 values of a tensor; nothing is written.
+ * Validate an op against the current weights and compute its new BF16 bits (finite). `current(name)` gives the
+ * episode's current BF16 bits of a tensor; nothing is written.
  */
-export function planWrite(op: WriteOp, manifest: Manifest, current: (name: string) => Float32Array): WritePlan {
+export function planWrite(op: WriteOp, manifest: Manifest, current: (name: string) => Uint16Array): WritePlan {
   const row = manifest.resolveWritable(op.tensor);
   const selection = resolveSlice(op.slice, row.shape, row.name);
   const where = `${op.op} on "${row.name}" ${formatSlice(op.slice)}`;
   const n = selection.numel;
-  const values = new Float32Array(n);
+  let bits: Uint16Array;
   switch (op.op) {
     case 'replace': {
       expectShape(op.values.shape, selection.shape, `${where}: values`);
       const v = op.values.data;
-      for (let k = 0; k < n; k++) values[k] = roundToBf16Value(v[k]!);
+      bits = new Uint16Array(n);
+      for (let k = 0; k < n; k++) bits[k] = roundToBf16Bits(v[k]!);
       break;
     }
     case 'fill':
-      values.fill(roundToBf16Value(op.value));
+      bits = new Uint16Array(n).fill(roundToBf16Bits(op.value));
       break;
     case 'scale': {
-      gather(current(row.name), row.shape, selection, values);
-      for (let k = 0; k < n; k++) values[k] = roundToBf16Value(values[k]! * op.factor);
+      bits = gather(current(row.name), row.shape, selection);
+      for (let k = 0; k < n; k++) bits[k] = roundToBf16Bits(bf16Value(bits[k]!) * op.factor);
       break;
     }
     case 'copy': {
@@ -111,42 +113,42 @@ export function planWrite(op: WriteOp, manifest: Manifest, current: (name: strin
       const from = resolveSlice(op.source.slice, source.shape, source.name);
       expectShape(from.shape, selection.shape, `${where}: source "${source.name}" ${formatSlice(op.source.slice)}`);
       // Gathered before anything is written, so an overlapping copy within one tensor reads the old values (NumPy).
-      gather(current(source.name), source.shape, from, values);
-      for (let k = 0; k < n; k++) values[k] = roundToBf16Value(values[k]!);
+      // Every tensor is BF16 already: the bits copy as they are.
+      bits = gather(current(source.name), source.shape, from);
       break;
     }
     case 'low_rank_add':
-      lowRankValues(op, selection, current(row.name), row.shape, where, values);
+      bits = lowRankBits(op, selection, current(row.name), row.shape, where);
       break;
   }
-  const bad = firstNonFinite(values);
+  const bad = firstNonFiniteBits(bits);
   if (bad >= 0) {
-    throw new IwiError('NON_FINITE_VALUE', `${where}: the result at selection index ${JSON.stringify(unravel(bad, selection.shape))} is ${values[bad]}, which BF16 cannot hold (largest finite BF16 is ±3.3895e38)`);
+    throw new IwiError('NON_FINITE_VALUE', `${where}: the result at selection index ${JSON.stringify(unravel(bad, selection.shape))} is ${bf16Value(bits[bad]!)}, which BF16 cannot hold (largest finite BF16 is ±3.3895e38)`);
   }
-  return { op, selection, shape: row.shape, values };
+  return { op, selection, shape: row.shape, bits };
 }
 
-/** Write a plan's values into `target` (the episode's own copy of the tensor). */
-export function commitWrite(plan: WritePlan, target: Float32Array): WriteResult {
-  const targetBits = new Uint32Array(target.buffer, target.byteOffset, target.length);
-  const { values } = plan;
-  const valueBits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+/** Write a plan's bits into `target` (the episode's own copy of the tensor). */
+export function commitWrite(plan: WritePlan, target: Uint16Array): WriteResult {
+  const { bits } = plan;
   let changed = 0;
   let sumSquares = 0;
   forEachRun(plan.selection, plan.shape, (offset, k, count, stride) => {
     for (let i = 0; i < count; i++) {
       const at = offset + i * stride;
-      if (targetBits[at] === valueBits[k + i]) continue;
-      const d = values[k + i]! - target[at]!;
+      if (target[at] === bits[k + i]) continue;
+      const d = bf16Value(bits[k + i]!) - bf16Value(target[at]!);
       sumSquares += d * d;
       changed++;
-      target[at] = values[k + i]!;
+      target[at] = bits[k + i]!;
     }
   });
   return { tensor: plan.op.tensor, changed, deltaFrobenius: Math.sqrt(sumSquares) };
 }
 
-function lowRankValues(op: Extract<WriteOp, { op: 'low_rank_add' }>, selection: Selection, data: Float32Array, shape: readonly number[], where: string, out: Float32Array): void {
+type LowRankAdd = Extract<WriteOp, { op: 'low_rank_add' }>;
+
+function lowRankBits(op: LowRankAdd, selection: Selection, data: Uint16Array, shape: readonly number[], where: string): Uint16Array {
   if (selection.shape.length !== 2) {
     throw new IwiError('SHAPE_MISMATCH', `${where}: low_rank_add needs a 2-d selection [rows, cols], this one is ${JSON.stringify(selection.shape)}`);
   }
@@ -159,7 +161,7 @@ function lowRankValues(op: Extract<WriteOp, { op: 'low_rank_add' }>, selection: 
     throw new IwiError('SHAPE_MISMATCH', `${where}: selection is [${rows}, ${cols}], so u must be [${rows}, r] and v [${cols}, r]; got u ${JSON.stringify(op.u.shape)}, v ${JSON.stringify(op.v.shape)}`);
   }
   if (r < 1 || r > LIMITS.maxRank) throw new IwiError('OP_INVALID', `${where}: rank ${r} is outside 1…${LIMITS.maxRank}`);
-  gather(data, shape, selection, out);
+  const out = gather(data, shape, selection);
   const u = op.u.data;
   const v = new Float64Array(op.v.data); // float64 once, not per multiply
   const a = new Float64Array(r);
@@ -170,9 +172,10 @@ function lowRankValues(op: Extract<WriteOp, { op: 'low_rank_add' }>, selection: 
       let delta = 0;
       const vj = j * r;
       for (let k = 0; k < r; k++) delta += a[k]! * v[vj + k]!;
-      out[row + j] = roundToBf16Value(out[row + j]! + delta);
+      out[row + j] = roundToBf16Bits(bf16Value(out[row + j]!) + delta);
     }
   }
+  return out;
 }
 
 function sliceField(slice: unknown, where: string): SliceSpec {
@@ -192,6 +195,11 @@ function expectShape(got: readonly number[], want: readonly number[], what: stri
   if (got.length !== want.length || got.some((d, i) => d !== want[i])) {
     throw new IwiError('SHAPE_MISMATCH', `${what} have shape ${JSON.stringify(got)}, the selection has shape ${JSON.stringify(want)} (no broadcasting)`);
   }
+}
+
+function firstNonFiniteBits(bits: Uint16Array): number {
+  for (let k = 0; k < bits.length; k++) if (isNonFiniteBf16(bits[k]!)) return k;
+  return -1;
 }
 
 function firstNonFinite(values: Float32Array): number {

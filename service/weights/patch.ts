@@ -1,11 +1,19 @@
-// The submitted artefact: a patch folder `iwibench-patch/1` with
+// The submitted artefact: a patch folder `iwibench-patch/2` with
 //   patch.json         format, base {model_id, revision}, base_sha256 and result_sha256 of every touched tensor,
-//                      the ordered ops (array operands as {"array": key}), stats, created_by
+//                      the ordered ops (array operands as {"array": key}), stats
 //   patch.safetensors  the array operands, F32, keyed `op<i>.<field>` (op3.u, op3.v, op0.values)
+//   provenance.json    who made it (package, episode, family, seed, …): beside the patch, not part of its id,
+//                      never verified, never used to decide anything
+// The patch id is SHA-256(u64le(len(patch.json)) ‖ patch.json ‖ patch.safetensors): it depends only on the base
+// and the ops, so the same edits give the same id in any episode. It is over the bytes, so a semantically equal
+// reformatting of patch.json is a different id (and refused where the original id is asked for). Every use of a
+// patch names the id it expects; loading recomputes the id from the bytes it then parses and refuses any other
+// (PATCH_ID_MISMATCH). Format 1 (whose patch.json held the episode's provenance) is refused with a clear message.
+//
 // Operands are stored as F32 because that is what the live store computed with: inline numbers become float32
 // when parsed and handles are float32 (inspection vectors are not BF16 values), and storing them as BF16 would change
 // the result of low_rank_add. A tensor's SHA-256 is over its BF16 bytes, little-endian, in row-major order — the
-// bytes a safetensors file stores.
+// bytes a safetensors file stores, and the bytes the weight store holds.
 //
 // applyPatch replays the ops with the live store's own code (ops.ts through an Episode) on the pristine
 // checkpoint, after checking the base, and refuses the patch unless every recorded digest and stat is reproduced
@@ -15,17 +23,16 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, re
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import type { Checkpoint } from '../model/checkpoint.ts';
-import { bf16ToF32 } from '../model/bf16.ts';
-import type { WeightSource } from '../model/runtime.ts';
-import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
+import { bf16Value } from '../model/bf16.ts';
+import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
 import { IwiError } from '../errors.ts';
 import { checkFinite, parseWriteOp, type ArrayOperand, type WriteOp } from './ops.ts';
-import { bf16BitsOf } from './rounding.ts';
 import { WeightStore, type Episode } from './store.ts';
 
-export const PATCH_FORMAT = 'iwibench-patch/1';
+export const PATCH_FORMAT = 'iwibench-patch/2';
 export const PATCH_JSON = 'patch.json';
 export const PATCH_ARRAYS = 'patch.safetensors';
+export const PATCH_PROVENANCE = 'provenance.json';
 
 export type TensorStats = { changed: number; delta_frobenius: number; relative_delta: number | null };
 
@@ -36,8 +43,13 @@ export type PatchJson = {
   ops: Record<string, unknown>[];
   result_sha256: Record<string, string>;
   stats: { changed_parameters: number; tensors: Record<string, TensorStats> };
-  created_by: { package: string; package_version: string } & Record<string, unknown>;
 };
+
+/** A patch folder and the id it must hold: how every use of a patch names it. */
+export type PatchRef = { dir: string; id: string };
+
+/** provenance.json: who made the patch of id `patch_id`. Unsigned: anyone can edit it, so nothing relies on it. */
+export type Provenance = { patch_id: string; created_by: { package: string; package_version: string } & Record<string, unknown> };
 
 export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
@@ -45,14 +57,15 @@ export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../pa
 // Writing
 
 /**
- * Write an episode's ops as a patch folder, atomically (a temp folder renamed into place). Refuses an existing
- * folder unless `overwrite`. Returns the patch and its digest (the id in `<model>+patch:<sha256>`).
+ * Write an episode's ops as a patch folder, atomically (a temp folder renamed into place), with `createdBy` in its
+ * provenance.json. Refuses an existing folder unless `overwrite`. Returns the patch and its digest (the id in
+ * `<model>+patch:<sha256>`).
  */
 export function writeEpisodePatch(
   episode: Episode,
   dir: string,
   options: { createdBy?: Record<string, unknown>; overwrite?: boolean } = {},
-): { dir: string; digest: string; patch: PatchJson } {
+): { dir: string; digest: string; patch: PatchJson; provenance: Provenance } {
   const target = path.resolve(dir);
   if (existsSync(target) && !options.overwrite) throw new IwiError('PATCH_EXISTS', `patch folder ${target} already exists`);
   const { checkpoint } = episode.store;
@@ -61,12 +74,12 @@ export function writeEpisodePatch(
   const patch: PatchJson = {
     format: PATCH_FORMAT,
     base: { model_id: checkpoint.modelId, revision: checkpoint.revision },
-    base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineValues(name))])),
+    base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineBits(name))])),
     ops: episode.ops.map((op, i) => opToJson(op, i, arrays)),
-    result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.values(name))])),
-    stats: tensorStats(touched, (name) => episode.store.pristineValues(name), (name) => episode.values(name)),
-    created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION },
+    result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.bits(name))])),
+    stats: tensorStats(touched, (name) => episode.store.pristineBits(name), (name) => episode.bits(name)),
   };
+  let provenance: Provenance;
 
   mkdirSync(path.dirname(target), { recursive: true });
   const temp = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -74,13 +87,15 @@ export function writeEpisodePatch(
   try {
     writeSafetensors(path.join(temp, PATCH_ARRAYS), arrays, { format: PATCH_FORMAT });
     writeDurably(path.join(temp, PATCH_JSON), JSON.stringify(patch, null, 2) + '\n');
+    provenance = { patch_id: patchDigest(temp), created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION } };
+    writeDurably(path.join(temp, PATCH_PROVENANCE), JSON.stringify(provenance, null, 2) + '\n');
     if (existsSync(target)) rmSync(target, { recursive: true }); // only reached with overwrite
     renameSync(temp, target);
   } catch (error) {
     rmSync(temp, { recursive: true, force: true });
     throw error;
   }
-  return { dir: target, digest: patchDigest(target), patch };
+  return { dir: target, digest: provenance.patch_id, patch, provenance };
 }
 
 /** The array operands of an op move to patch.safetensors; the op keeps {"array": key}. */
@@ -106,20 +121,19 @@ function opToJson(op: WriteOp, index: number, arrays: TensorToWrite[]): Record<s
 }
 
 /** Net change of each touched tensor against pristine: changed BF16 elements, ‖ΔW‖_F and ‖ΔW‖_F / ‖W‖_F. */
-function tensorStats(touched: string[], pristine: (name: string) => Float32Array, result: (name: string) => Float32Array): PatchJson['stats'] {
+function tensorStats(touched: string[], pristine: (name: string) => Uint16Array, result: (name: string) => Uint16Array): PatchJson['stats'] {
   const tensors: Record<string, TensorStats> = {};
   let changedParameters = 0;
   for (const name of touched) {
     const before = pristine(name);
     const after = result(name);
-    const beforeBits = new Uint32Array(before.buffer, before.byteOffset, before.length);
-    const afterBits = new Uint32Array(after.buffer, after.byteOffset, after.length);
     let changed = 0, deltaSquares = 0, baseSquares = 0;
     for (let i = 0; i < before.length; i++) {
-      baseSquares += before[i]! * before[i]!;
-      if (beforeBits[i] === afterBits[i]) continue;
+      const b = bf16Value(before[i]!);
+      baseSquares += b * b;
+      if (before[i] === after[i]) continue;
       changed++;
-      deltaSquares += (after[i]! - before[i]!) ** 2;
+      deltaSquares += (bf16Value(after[i]!) - b) ** 2;
     }
     const delta = Math.sqrt(deltaSquares);
     tensors[name] = { changed, delta_frobenius: delta, relative_delta: baseSquares > 0 ? delta / Math.sqrt(baseSquares) : null };
@@ -141,25 +155,21 @@ function writeDurably(file: string, text: string): void {
 // ---------------------------------------------------------------------------------------------------------------
 // Digests
 
-/** SHA-256 (hex) of the BF16 bytes of a float32 array holding BF16 values. */
-export function bf16Sha256(values: Float32Array): string {
-  const hash = createHash('sha256');
-  const chunk = new Uint16Array(1 << 20);
-  for (let start = 0; start < values.length; start += chunk.length) {
-    const n = Math.min(chunk.length, values.length - start);
-    bf16BitsOf(values.subarray(start, start + n), chunk);
-    hash.update(new Uint8Array(chunk.buffer, 0, n * 2));
-  }
-  return hash.digest('hex');
+/** SHA-256 (hex) of BF16 bits as a safetensors file stores them (little-endian, the byte order of every supported host). */
+export function bf16Sha256(bits: Uint16Array): string {
+  return createHash('sha256').update(new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength)).digest('hex');
+}
+
+/** The id of the patch in a folder, from its files as they are now (see patchId). */
+export function patchDigest(dir: string): string {
+  return patchId(readPatchFile(dir, PATCH_JSON), readPatchFile(dir, PATCH_ARRAYS));
 }
 
 /**
- * The patch's id: SHA-256 over the 8-byte little-endian length of patch.json, patch.json, then patch.safetensors
+ * A patch's id: SHA-256 over the 8-byte little-endian length of patch.json, patch.json, then patch.safetensors
  * (the length keeps the boundary between the two files unambiguous).
  */
-export function patchDigest(dir: string): string {
-  const json = readPatchFile(dir, PATCH_JSON);
-  const arrays = readPatchFile(dir, PATCH_ARRAYS);
+export function patchId(json: Uint8Array, arrays: Uint8Array): string {
   const length = Buffer.alloc(8);
   length.writeBigUInt64LE(BigInt(json.length));
   return createHash('sha256').update(length).update(json).update(arrays).digest('hex');
@@ -174,13 +184,14 @@ function readPatchFile(dir: string, name: string): Buffer {
 // ---------------------------------------------------------------------------------------------------------------
 // Reading and applying
 
-export type LoadedPatch = { dir: string; json: PatchJson; arrays: Map<string, ArrayOperand> };
+/** A patch read from its folder; `id` is computed from the very bytes that `json` and `arrays` were parsed from. */
+export type LoadedPatch = { dir: string; id: string; json: PatchJson; arrays: Map<string, ArrayOperand> };
 
 const HEX64 = '^[0-9a-f]{64}$';
 const digestMap = { type: 'object', additionalProperties: { type: 'string', pattern: HEX64 } };
 const PATCH_SCHEMA = {
   type: 'object',
-  required: ['format', 'base', 'base_sha256', 'ops', 'result_sha256', 'stats', 'created_by'],
+  required: ['format', 'base', 'base_sha256', 'ops', 'result_sha256', 'stats'],
   additionalProperties: false,
   properties: {
     format: { const: PATCH_FORMAT },
@@ -205,21 +216,40 @@ const PATCH_SCHEMA = {
         },
       },
     },
-    created_by: { type: 'object', required: ['package', 'package_version'] },
   },
 };
 const validatePatchJson = new Ajv({ allErrors: true }).compile(PATCH_SCHEMA);
 
-/** Read and structurally check a patch folder (format, schema, arrays); nothing about the checkpoint yet. */
-export function loadPatch(dir: string): LoadedPatch {
+/**
+ * Read and structurally check the patch of id `expectedId` in a folder (id, format, schema, arrays); nothing about
+ * the checkpoint yet. Both files are read once: the id is computed from those bytes and must equal `expectedId`
+ * (PATCH_ID_MISMATCH), and only then are the same bytes parsed.
+ */
+export function loadPatch(dir: string, expectedId: string): LoadedPatch {
+  const jsonBytes = readPatchFile(dir, PATCH_JSON);
+  const arrayBytes = readPatchFile(dir, PATCH_ARRAYS);
+  const id = patchId(jsonBytes, arrayBytes);
+  if (id !== expectedId) {
+    throw new IwiError(
+      'PATCH_ID_MISMATCH',
+      `patch folder ${dir} holds patch ${id} (SHA-256 of its ${PATCH_JSON} and ${PATCH_ARRAYS} as they are now), ` +
+        `not the requested ${expectedId}: its files were changed or replaced`,
+    );
+  }
   let json: unknown;
   try {
-    json = JSON.parse(readPatchFile(dir, PATCH_JSON).toString('utf8'));
+    json = JSON.parse(jsonBytes.toString('utf8'));
   } catch (error) {
-    if (error instanceof IwiError) throw error;
     throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} is not valid JSON: ${(error as Error).message}`);
   }
   const format = (json as { format?: unknown } | null)?.format;
+  if (format === 'iwibench-patch/1') {
+    throw new IwiError(
+      'PATCH_INVALID',
+      `${path.join(dir, PATCH_JSON)} is an iwibench-patch/1 patch, which this build no longer reads (its id covered the episode's provenance, ` +
+        `so the same edits got different ids); write it again as ${PATCH_FORMAT} from the episode's op log with this build`,
+    );
+  }
   if (format !== PATCH_FORMAT) {
     throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} has format ${JSON.stringify(format)}; this build reads "${PATCH_FORMAT}" only`);
   }
@@ -229,32 +259,27 @@ export function loadPatch(dir: string): LoadedPatch {
   }
   const patch = json as PatchJson;
 
-  if (!existsSync(path.join(dir, PATCH_ARRAYS))) throw new IwiError('PATCH_INVALID', `patch folder ${dir} has no ${PATCH_ARRAYS}`);
-  let file: SafetensorsFile;
+  let file: ReturnType<typeof parseSafetensors>;
   try {
-    file = SafetensorsFile.open(path.join(dir, PATCH_ARRAYS));
+    file = parseSafetensors(arrayBytes, path.join(dir, PATCH_ARRAYS));
   } catch (error) {
     throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} is unreadable (truncated or edited?): ${(error as Error).message}`);
   }
-  const arrays = new Map<string, ArrayOperand>();
-  try {
-    const referenced = new Set<string>();
-    patch.ops.forEach((op) => {
-      for (const value of Object.values(op)) {
-        const key = (value as { array?: unknown } | null)?.array;
-        if (typeof key === 'string') referenced.add(key);
-      }
-    });
-    for (const [name, info] of file.tensors) {
-      if (!referenced.has(name)) throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} holds array "${name}", which no op refers to`);
-      if (info.dtype !== 'F32') throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} array "${name}" is ${info.dtype}; operands are F32`);
-      const bytes = file.readBytes(name);
-      arrays.set(name, checkPatchFinite({ shape: [...info.shape], data: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4) }, name));
+  const referenced = new Set<string>();
+  patch.ops.forEach((op) => {
+    for (const value of Object.values(op)) {
+      const key = (value as { array?: unknown } | null)?.array;
+      if (typeof key === 'string') referenced.add(key);
     }
-  } finally {
-    file.close();
+  });
+  const arrays = new Map<string, ArrayOperand>();
+  for (const [name, info] of file.tensors) {
+    if (!referenced.has(name)) throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} holds array "${name}", which no op refers to`);
+    if (info.dtype !== 'F32') throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} array "${name}" is ${info.dtype}; operands are F32`);
+    const bytes = new Uint8Array(arrayBytes.subarray(info.offset, info.offset + info.byteLength)); // a copy: 4-byte aligned
+    arrays.set(name, checkPatchFinite({ shape: [...info.shape], data: new Float32Array(bytes.buffer, 0, bytes.length / 4) }, name));
   }
-  return { dir, json: patch, arrays };
+  return { dir, id, json: patch, arrays };
 }
 
 function checkPatchFinite(operand: ArrayOperand, name: string): ArrayOperand {
@@ -265,12 +290,15 @@ function checkPatchFinite(operand: ArrayOperand, name: string): ArrayOperand {
   }
 }
 
+export type ReplayedPatch = { patch: LoadedPatch; tensors: Map<string, Uint16Array>; ops: WriteOp[] };
+
 /**
- * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (float32 holding BF16
- * values) and the loaded patch; throws PATCH_INVALID, PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
+ * Verify a patch against a pristine checkpoint and replay it. Returns the patched tensors (BF16 bits, touched ones
+ * only) and the loaded patch; throws PATCH_ID_MISMATCH (the folder does not hold patch `expectedId`), PATCH_INVALID,
+ * PATCH_BASE_MISMATCH or PATCH_DIGEST_MISMATCH.
  */
-export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: LoadedPatch; tensors: Map<string, Float32Array>; ops: WriteOp[] } {
-  const patch = loadPatch(dir);
+export function replayPatch(checkpoint: Checkpoint, dir: string, expectedId: string): ReplayedPatch {
+  const patch = loadPatch(dir, expectedId);
   const { json } = patch;
   if (json.base.model_id !== checkpoint.modelId || json.base.revision !== checkpoint.revision) {
     throw new IwiError(
@@ -305,9 +333,9 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
 
   const episode = store.createEpisode('patch-replay');
   ops.forEach((op, i) => asPatchError(i, () => episode.apply(op)));
-  const tensors = new Map(touched.map((name) => [name, episode.values(name)]));
-  for (const [name, values] of tensors) {
-    const digest = bf16Sha256(values);
+  const tensors = new Map(touched.map((name) => [name, episode.bits(name)]));
+  for (const [name, bits] of tensors) {
+    const digest = bf16Sha256(bits);
     if (digest !== json.result_sha256[name]) {
       throw new IwiError(
         'PATCH_DIGEST_MISMATCH',
@@ -315,7 +343,7 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
       );
     }
   }
-  const stats = tensorStats(touched, (name) => store.pristineValues(name), (name) => tensors.get(name)!);
+  const stats = tensorStats(touched, (name) => store.pristineBits(name), (name) => tensors.get(name)!);
   for (const name of touched) {
     const [got, want] = [stats.tensors[name]!, json.stats.tensors[name]!];
     if (got.changed !== want.changed || got.delta_frobenius !== want.delta_frobenius || got.relative_delta !== want.relative_delta) {
@@ -328,27 +356,12 @@ export function replayPatch(checkpoint: Checkpoint, dir: string): { patch: Loade
   return { patch, tensors, ops };
 }
 
-/** Apply a patch to the pristine checkpoint: the patched BF16 tensors (touched ones only), every digest verified. */
-export function applyPatch(checkpoint: Checkpoint, dir: string): Map<string, Uint16Array> {
-  const { tensors } = replayPatch(checkpoint, dir);
-  return new Map([...tensors].map(([name, values]) => [name, bf16BitsOf(values)]));
-}
-
-/** A WeightSource for an engine whose input-bound weights are exactly the patched tensors. */
-export function patchedSource(patched: ReadonlyMap<string, Uint16Array>): WeightSource {
-  const decoded = new Map<string, Float32Array>();
-  return {
-    f32(name) {
-      let values = decoded.get(name);
-      if (!values) {
-        const bits = patched.get(name);
-        if (!bits) throw new Error(`tensor "${name}" is not in the patch`);
-        values = bf16ToF32(bits);
-        decoded.set(name, values);
-      }
-      return values;
-    },
-  };
+/**
+ * Apply the patch of id `expectedId` to the pristine checkpoint: the patched BF16 tensors (touched ones only), its
+ * id and every digest verified. An engine's WeightSource for the patched model is `overlaySource(pristine, …)`.
+ */
+export function applyPatch(checkpoint: Checkpoint, dir: string, expectedId: string): Map<string, Uint16Array> {
+  return replayPatch(checkpoint, dir, expectedId).tensors;
 }
 
 /** A refused op makes the whole patch invalid; the op's own code stays in the message. */

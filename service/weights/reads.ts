@@ -1,12 +1,13 @@
 // read_weights: `metadata` (manifest rows, filterable), `slice` (values inline up to LIMITS.inlineElements, else an
 // array handle) and `summary` (summary.ts). Slices and summaries read a tensor (by name or alias) or an array
-// handle; values are the episode's current values, exact BF16 for tensors. Reads never change anything but the
-// episode's handles.
+// handle; values are the episode's current values, exact BF16 for tensors (only the selection is decoded from the
+// bits; a summary streams over them). Reads never change anything but the episode's handles.
 import { IwiError } from '../errors.ts';
+import { bf16ToF32 } from '../model/bf16.ts';
 import type { HandleInfo } from './handles.ts';
 import { LIMITS } from './limits.ts';
 import type { ManifestFilter, ManifestRow } from './manifest.ts';
-import { formatSlice, gather, resolveSlice, type Selection, type SliceSpec } from './slice.ts';
+import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
 import type { Episode } from './store.ts';
 import { summarize, type Summary } from './summary.ts';
 
@@ -48,18 +49,24 @@ export function readWeights(episode: Episode, request: unknown): ReadResult {
   const selection = resolveSlice(spec, source.shape, source.label);
   const base = { target: source.label, slice: formatSlice(spec), shape: selection.shape };
   if (op === 'summary') {
-    // A summary only reads: a whole tensor needs no copy.
+    // A summary only reads: a whole tensor needs no copy (and a tensor's selection is gathered as bits, not values).
     const whole = selection.numel === source.data.length && isIdentity(selection);
     return { op, ...base, ...summarize(whole ? source.data : gather(source.data, source.shape, selection), selection.shape) };
   }
-  if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements) return { op, ...base, values: nest(gather(source.data, source.shape, selection), selection.shape) };
-  // A handle holds a copy (it must never change) and is refused before copying if it could never fit.
+  const values = () => decoded(gather(source.data, source.shape, selection));
+  if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements) return { op, ...base, values: nest(values(), selection.shape) };
+  // A handle holds a float32 copy (it must never change) and is refused before copying if it could never fit.
   const origin = `slice ${source.label}${base.slice}`;
   episode.store.handles.checkFits(selection.numel * Float32Array.BYTES_PER_ELEMENT, selection.shape, origin);
-  return { op, ...base, handle: episode.createHandle(gather(source.data, source.shape, selection), selection.shape, origin) };
+  return { op, ...base, handle: episode.createHandle(values(), selection.shape, origin) };
 }
 
-type Target = { label: string; shape: readonly number[]; data: Float32Array };
+/** A tensor's BF16 bits or a handle's float32 values. */
+type Target = { label: string; shape: readonly number[]; data: Elements };
+
+function decoded(elements: Elements): Float32Array {
+  return elements instanceof Uint16Array ? bf16ToF32(elements) : elements;
+}
 
 /** Every element in storage order: no dim reversed, strided or indexed away. */
 function isIdentity(selection: Selection): boolean {
@@ -75,7 +82,7 @@ function target(episode: Episode, r: Record<string, unknown>): Target {
     return { label: `handle ${handle.id}`, shape: handle.shape, data: handle.data };
   }
   const row = episode.manifest.resolve(r.tensor);
-  return { label: row.name, shape: row.shape, data: episode.values(row.name) };
+  return { label: row.name, shape: row.shape, data: episode.bits(row.name) };
 }
 
 /** Flat row-major values → nested lists of `shape`. */

@@ -1,16 +1,17 @@
-// Rounding edited values to BF16. The store keeps every writable tensor as float32 arrays whose values are exactly
-// BF16 values (the top 16 bits of each float32; the low 16 are zero), so the BF16 bits are derived, never stored.
-// Ops compute in float64 and round once, to nearest with ties to even (PyTorch's `.to(torch.bfloat16)` of the
-// float64 value). Going float64 → float32 → BF16 naively rounds twice and can break a tie the wrong way; the tie
-// check below decides such cases by the float64 value.
+// Rounding edited values to BF16. The store holds every tensor as BF16 bits (Uint16Array); ops compute in float64
+// and round once, to nearest with ties to even (PyTorch's `.to(torch.bfloat16)` of the float64 value). Going
+// float64 → float32 → BF16 naively rounds twice and can break a tie the wrong way; the tie check below decides such
+// cases by the float64 value.
+import { bf16Value } from '../model/bf16.ts';
+
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** The value (as a number) of `x` rounded to BF16: nearest, ties to even. Overflow gives ±Infinity; NaN stays NaN. */
-export function roundToBf16Value(x: number): number {
+/** The BF16 bits of `x` rounded to BF16: nearest, ties to even. Overflow gives ±Infinity; NaN gives a quiet NaN. */
+export function roundToBf16Bits(x: number): number {
   f32[0] = x;
   const bits = u32[0]!;
-  if ((bits & 0x7f800000) === 0x7f800000) return f32[0]!; // ±Inf or NaN already
+  if ((bits & 0x7f800000) === 0x7f800000) return bits & 0x007fffff ? 0x7fc0 : bits >>> 16; // NaN, ±Inf
   let high = bits >>> 16;
   const low = bits & 0xffff;
   if (low > 0x8000) high++;
@@ -19,13 +20,15 @@ export function roundToBf16Value(x: number): number {
     // An exact tie in float32 that is not one in float64 was made by the first rounding: round by the true value.
     if (y !== x ? Math.abs(x) > Math.abs(y) : (high & 1) === 1) high++;
   }
-  u32[0] = high << 16; // a carry into the exponent is right, up to 0x7f80 = Inf
-  return f32[0]!;
+  return high; // a carry into the exponent is right, up to 0x7f80 = Inf
 }
 
-/** BF16 bits of a float32 array that holds BF16 values (the top half of each float32). */
-export function bf16BitsOf(values: Float32Array, out = new Uint16Array(values.length)): Uint16Array {
-  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  for (let i = 0; i < values.length; i++) out[i] = bits[i]! >>> 16;
-  return out;
+/** The value (as a number) of `x` rounded to BF16: roundToBf16Bits, decoded. */
+export function roundToBf16Value(x: number): number {
+  return bf16Value(roundToBf16Bits(x));
+}
+
+/** Whether BF16 bits encode ±Inf or NaN. */
+export function isNonFiniteBf16(bits: number): boolean {
+  return (bits & 0x7f80) === 0x7f80;
 }

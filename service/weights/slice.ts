@@ -109,10 +109,18 @@ export function forEachRun(selection: Selection, tensorShape: readonly number[],
   }
 }
 
-/** The selected values of `data` (a tensor of `tensorShape`), flattened row-major. */
-export function gather(data: ArrayLike<number>, tensorShape: readonly number[], selection: Selection, out: Float32Array = new Float32Array(selection.numel)): Float32Array {
+/** Element arrays a selection is gathered from: a tensor's BF16 bits or a handle's float32 values. */
+export type Elements = Uint16Array | Float32Array;
+
+/**
+ * The selected elements of `data` (a tensor of `tensorShape`), flattened row-major, in an array of the same kind
+ * (BF16 bits stay bits: decode the selection with bf16ToF32 where values are needed).
+ */
+export function gather<T extends Elements>(data: T, tensorShape: readonly number[], selection: Selection): T {
+  const out = (data instanceof Uint16Array ? new Uint16Array(selection.numel) : new Float32Array(selection.numel)) as T;
   forEachRun(selection, tensorShape, (offset, k, count, stride) => {
-    for (let i = 0; i < count; i++) out[k + i] = data[offset + i * stride]!;
+    if (stride === 1) out.set(data.subarray(offset, offset + count), k);
+    else for (let i = 0; i < count; i++) out[k + i] = data[offset + i * stride]!;
   });
   return out;
 }

@@ -1,14 +1,15 @@
 // The weight store: pristine weights shared by every episode, and per-episode overlays that hold only the tensors
-// an episode edited (copy on first write). Each tensor lives as one float32 array whose values are exactly BF16
-// (bf16ToF32 on load; every write rounds to BF16), which is both what the engine is fed and, through its top 16
-// bits, the BF16 tensor itself: no separate Uint16Array is kept (that would add half again to memory and to every
-// copy on write). Pristine text tensors are decoded from the checkpoint on first use and kept.
+// an episode edited (copy on first write). Every tensor lives as its BF16 bits (Uint16Array, 2 bytes per parameter):
+// exactly the checkpoint's bytes, and every write rounds to BF16 (ops.ts), so nothing is lost by not keeping float32
+// — which would double memory (the 4B's embedding alone is 1.3 GB as BF16) and every copy on write. Values are
+// decoded only where read: a slice, a summary's stream, an op's selection, the engine's tiles. Pristine text tensors
+// are read from the checkpoint on first use and kept; vision tensors are read on each use (only rare reads need them).
 //
-// `episode.source` is the engine's WeightSource for that episode: the engine reads the arrays at every run, so a
+// `episode.source` is the engine's WeightSource for that episode: the engine reads the bits at every run, so a
 // write is visible to the next run with no rebuild. Writes mutate the episode's own arrays in place, so a caller
 // must not write while a run of the same episode is in flight (the service's single queue guarantees it).
 import type { Checkpoint } from '../model/checkpoint.ts';
-import type { WeightSource } from '../model/runtime.ts';
+import { copyBf16, readBf16, type WeightSource } from '../model/weight-source.ts';
 import { IwiError } from '../errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
 import { LIMITS } from './limits.ts';
@@ -33,7 +34,7 @@ export class WeightStore {
   readonly handles: HandleStore;
   /** Unedited weights, for runs outside any episode. */
   readonly pristineSource: WeightSource;
-  private readonly pristine = new Map<string, Float32Array>();
+  private readonly pristine = new Map<string, Uint16Array>();
   private readonly textTensors: ReadonlySet<string>;
   private readonly episodes = new Map<string, Episode>();
 
@@ -44,28 +45,28 @@ export class WeightStore {
     this.manifest = Manifest.fromCheckpoint(checkpoint);
     this.handles = new HandleStore({ handleCount: options.handleCount ?? LIMITS.handleCount, handleBytes: options.handleBytes ?? LIMITS.handleBytes });
     this.textTensors = new Set(expectedTextTensors(checkpoint.config).keys());
-    this.pristineSource = { f32: (name) => this.pristineValues(name) };
+    this.pristineSource = { bf16: (name) => this.pristineBits(name) };
   }
 
   /**
-   * Pristine float32 values of a tensor (canonical name). Text tensors are decoded once and kept; others (vision)
-   * are decoded on each call, since only rare reads need them. Never write into the result.
+   * Pristine BF16 bits of a tensor (name or alias). Text tensors are read once and kept; others (vision) are read on
+   * each call, since only rare reads need them. Never write into the result.
    */
-  pristineValues(name: string): Float32Array {
+  pristineBits(name: string): Uint16Array {
     const cached = this.pristine.get(name);
     if (cached) return cached;
     const canonical = this.manifest.resolve(name).name;
-    let values = this.pristine.get(canonical);
-    if (!values) {
-      values = this.checkpoint.readF32(canonical);
-      if (this.textTensors.has(canonical)) this.pristine.set(canonical, values);
+    let bits = this.pristine.get(canonical);
+    if (!bits) {
+      bits = readBf16(this.checkpoint, canonical);
+      if (this.textTensors.has(canonical)) this.pristine.set(canonical, bits);
     }
-    return values;
+    return bits;
   }
 
-  /** Decode every text tensor now (service start-up), so the first run does not pay for it. */
+  /** Read every text tensor now (service start-up), so the first run does not pay for it. */
   preload(): void {
-    for (const name of this.textTensors) this.pristineValues(name);
+    for (const name of this.textTensors) this.pristineBits(name);
   }
 
   createEpisode(id: string): Episode {
@@ -91,10 +92,10 @@ export class WeightStore {
     return this.episode(episodeId).source;
   }
 
-  /** Bytes held: decoded pristine tensors, and each episode's overlay. */
+  /** Bytes held: pristine tensors read so far (2 per parameter), and each episode's overlay. */
   memory(): { pristineBytes: number; overlayBytes: Record<string, number> } {
     let pristineBytes = 0;
-    for (const values of this.pristine.values()) pristineBytes += values.byteLength;
+    for (const bits of this.pristine.values()) pristineBytes += bits.byteLength;
     const overlayBytes: Record<string, number> = {};
     for (const [id, episode] of this.episodes) overlayBytes[id] = episode.overlayBytes();
     return { pristineBytes, overlayBytes };
@@ -104,14 +105,14 @@ export class WeightStore {
 export class Episode {
   /** The engine's view of this episode's weights: edited tensors from the overlay, the rest pristine. */
   readonly source: WeightSource;
-  private readonly overlay = new Map<string, Float32Array>();
+  private readonly overlay = new Map<string, Uint16Array>();
   private log: WriteOp[] = [];
 
   constructor(
     readonly id: string,
     readonly store: WeightStore,
   ) {
-    this.source = { f32: (name) => this.overlay.get(name) ?? store.pristineValues(name) };
+    this.source = { bf16: (name) => this.bits(name) };
   }
 
   get manifest(): Manifest {
@@ -127,9 +128,9 @@ export class Episode {
     return this.log.length;
   }
 
-  /** Current float32 values of a tensor (canonical name). Never write into the result. */
-  values(name: string): Float32Array {
-    return this.overlay.get(name) ?? this.store.pristineValues(name);
+  /** Current BF16 bits of a tensor (canonical name): the overlay's if edited, else pristine. Never write into the result. */
+  bits(name: string): Uint16Array {
+    return this.overlay.get(name) ?? this.store.pristineBits(name);
   }
 
   /** read_weights: metadata, slice or summary (see reads.ts). */
@@ -144,7 +145,7 @@ export class Episode {
 
   /** Apply a parsed op (also how revert and patch replay run ops). */
   apply(op: WriteOp): WriteOutcome {
-    const plan = planWrite(op, this.manifest, (name) => this.values(name));
+    const plan = planWrite(op, this.manifest, (name) => this.bits(name));
     const result = commitWrite(plan, this.own(op.tensor));
     this.log.push(op);
     return { ...result, opIndex: this.log.length - 1, opCount: this.log.length };
@@ -170,7 +171,7 @@ export class Episode {
 
   overlayBytes(): number {
     let bytes = 0;
-    for (const values of this.overlay.values()) bytes += values.byteLength;
+    for (const bits of this.overlay.values()) bytes += bits.byteLength;
     return bytes;
   }
 
@@ -180,13 +181,13 @@ export class Episode {
   }
 
   /** The episode's own copy of a tensor, made on first write. */
-  private own(name: string): Float32Array {
-    let values = this.overlay.get(name);
-    if (!values) {
-      values = this.store.pristineValues(name).slice();
-      this.overlay.set(name, values);
+  private own(name: string): Uint16Array {
+    let bits = this.overlay.get(name);
+    if (!bits) {
+      bits = copyBf16(this.store.pristineBits(name)); // shared memory: the engine worker reads it in place
+      this.overlay.set(name, bits);
     }
-    return values;
+    return bits;
   }
 
   /** A write operand: inline nested numbers, or `{handle: "h12"}`. */

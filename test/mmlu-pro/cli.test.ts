@@ -1,15 +1,14 @@
 // The command line: `node bin/iwibench.js mmlu-pro …` in a child process (killed mid-run), and its `main` in-process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDataset, selectQuestions, type Question } from '../../mmlu-pro/data.ts';
 import { startFakeServer, type FakeRequest } from '../../mmlu-pro/fake-server.ts';
 import { questionKey, ResultStore } from '../../mmlu-pro/results.ts';
-import { resolveConfig } from '../../mmlu-pro/config.ts';
 import { runMmluPro } from '../../mmlu-pro/runner.ts';
 import { main } from '../../scripts/mmlu-pro.ts';
-import { DATA_DIR, REPO_ROOT, scratchDir } from './helpers.ts';
+import { DATA_DIR, REPO_ROOT, scratchDir, testConfig } from './helpers.ts';
 
 const scratch = scratchDir();
 afterAll(scratch.remove);
@@ -25,8 +24,8 @@ function answerRight(r: FakeRequest) {
   return `The answer is (${q?.answer ?? 'A'}).`;
 }
 
-function cli(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, ['bin/iwibench.js', 'mmlu-pro', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+function cli(args: string[], cwd = REPO_ROOT): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/iwibench.js'), 'mmlu-pro', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk) => (stdout += chunk));
@@ -107,28 +106,70 @@ describe('npx iwibench mmlu-pro', () => {
     expect(stdout).toBe('');
     // The same checks in-process (cli.ts turns a rejection into the message and exit status 1, as above).
     const cases: [string[], RegExp][] = [
-      [['--model', 'm', '--parallel', 'many'], /--parallel must be a number/],
+      [['--model', 'm', '--parallel', 'many', '-v', 'x'], /--parallel must be a number, got "many"\n--verbosity must be a number, got "x"/],
+      [['--model', 'm', '--scoring', 'strict'], /--scoring\) must be one of original, tiger, lenient/],
+      [['rescore'], /rescore needs one result folder, got 0\n--scoring must be one of original, tiger, lenient, got null/],
       [['--model', 'm', '--no-such-flag'], /Unknown option '--no-such-flag'/],
       [['--model', 'm', '--config', path.join(out, 'none.toml')], /cannot read config file/],
       [['--model', 'm', '--data_dir', path.join(scratch.dir, 'nowhere')], /is not a folder/],
       [['--model', 'm', '--language', 'ko', '--data_dir', DATA_DIR], /no test data for language "ko"/],
       [['compare', out], /compare needs two result folders/],
     ];
-    for (const [args, message] of cases) await expect(main([...args, ...(args[0] === 'compare' ? [] : ['--output_dir', out])])).rejects.toThrow(message);
+    const sub = (args: string[]) => args[0] === 'compare' || args[0] === 'rescore';
+    for (const [args, message] of cases) await expect(main([...args, ...(sub(args) ? [] : ['--output_dir', out])])).rejects.toThrow(message);
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('-h lists every flag of the original with its short form, and ours; each subcommand has its help', async () => {
+    const { stdout } = await captureOutput(() => main(['-h']));
+    for (const flag of ['-c, --config', '-u, --url', '-a, --api', '-m, --model', '-p, --parallel', '-v, --verbosity', '-h, --help']) expect(stdout).toContain(flag);
+    for (const flag of ['model_note', 'timeout', 'category', 'cot', 'language', 'log_prompt', 'scoring', 'style', 'subset', 'data_dir', 'output_dir', 'comment']) {
+      expect(stdout).toContain(`--${flag}`);
+    }
+    expect(stdout).toMatch(/example: npx iwibench mmlu-pro /);
+    expect((await captureOutput(() => main(['compare', '--help']))).stdout).toContain('--allow_different_scoring');
+    expect((await captureOutput(() => main(['rescore', '-h']))).stdout).toContain('--scoring VALUE');
+  });
+
+  it('short forms, --category repeated, and ./config.toml read by default from the working folder', async () => {
+    const server = await startFakeServer((r) => ({ content: answerRight(r) }));
+    const work = path.join(scratch.dir, 'work');
+    mkdirSync(work);
+    // The working folder's config.toml names the server, one category and a subset-sized run; flags add to it.
+    writeFileSync(path.join(work, 'config.toml'), `[server]\nurl = "${server.url}"\nmodel = "from-config"\nmodel_note = "note"\n[test]\ncategories = ['history']\nsubset = 2\ndata_dir = "${DATA_DIR}"\n`);
+    try {
+      const child = await cli(['--category', 'math', '--category', 'law', '-p', '2', '-v', '0', '--subset', '3'], work).done;
+      expect(child.stderr).toMatch(/config config\.toml/);
+      expect(child.code).toBe(0);
+      const summary = JSON.parse(child.stdout);
+      expect(summary).toMatchObject({ model: 'from-config', scoring: 'original', output_dir: path.join('eval_results', 'from-config-note') });
+      expect(summary.categories.map((c: { category: string }) => c.category)).toEqual(['math', 'law']);
+      expect(existsSync(path.join(work, 'eval_results', 'from-config-note', 'law_summary.json'))).toBe(true);
+
+      // -c another file, -u and -m over it.
+      const other = path.join(scratch.dir, 'other.toml');
+      writeFileSync(other, `[server]\nurl = "http://127.0.0.1:9/v1"\nmodel = "nope"\n[test]\ncot = false\n`);
+      const out = path.join(scratch.dir, 'short-forms');
+      const { stdout } = await captureOutput(() => main(['-c', other, '-u', server.url, '-m', 'short', '--category', 'math,law', '--subset', '2', '--data_dir', DATA_DIR, '--output_dir', out]));
+      expect(JSON.parse(stdout)).toMatchObject({ model: 'short', overall: { total: 4, correct: 4 } });
+      expect(JSON.parse(readFileSync(path.join(out, 'run.json'), 'utf8')).config).toMatchObject({ server: { url: server.url }, test: { cot: false } });
+    } finally {
+      await server.close();
+    }
   });
 
   it('compare prints one JSON object on stdout and the table on stderr', async () => {
     const out = path.join(scratch.dir, 'for-compare');
     const server = await startFakeServer((r) => ({ content: answerRight(r) }));
     try {
-      await runMmluPro(resolveConfig({}, { url: server.url, model: 'fake-model', data_dir: DATA_DIR, output_dir: out, category: 'math,law', subset: 8, log_prompt: true }));
+      await runMmluPro(testConfig(server.url, out, { category: 'math,law', subset: 8, log_prompt: true }));
     } finally {
       await server.close();
     }
     const { stdout, stderr } = await captureOutput(() => main(['compare', out, out]));
     expect(JSON.parse(stdout)).toMatchObject({ overall: { paired: 16, difference: 0, p_value: 1 } });
     expect(stderr).toContain('| overall | 16 | 100.00 | 100.00 | +0.00 | 0 | 0 | 1.00 |');
+    expect(stderr).toContain('(scoring original)');
     const records = JSON.parse(readFileSync(path.join(out, 'math_result.json'), 'utf8'));
     expect(records[0].prompt[0]).toMatchObject({ role: 'system' }); // log_prompt keeps the messages
   });

@@ -1,13 +1,54 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, modelFolderName, readConfigFile, resolveConfig } from '../../mmlu-pro/config.ts';
+import { ConfigError, DEFAULTS, FLAG_SETTINGS, modelFolderName, readConfigFile, resolveConfig, type FlagName } from '../../mmlu-pro/config.ts';
 import { CATEGORIES } from '../../mmlu-pro/data.ts';
 import { LANGUAGES } from '../../mmlu-pro/languages.ts';
 import { REPO_ROOT, scratchDir } from './helpers.ts';
 
 const scratch = scratchDir();
 afterAll(scratch.remove);
+
+// OAI-API-MMLU-Pro's example config, as its README shows it (with the model_note key its script reads).
+const FORK_EXAMPLE = `[server]
+url = "http://localhost:8000/v1"
+api_key = "api key"
+model = "llama3"
+model_note = ""
+timeout = 600.0
+
+[inference]
+# Ssettings   below are from evaluate_from_local.py for VLLM  on TIGER-AI-Lab/MMLU-Pro
+temperature = 0.0
+top_p = 1.0 # not specified but  default for VLLM
+max_tokens = 1024
+stop = "<|eot_id|>" # Change to stop token of model being tested
+
+# The variable {subject} will be replaced with appropriate value in  runtime.
+system_prompt = "You are an expert that knows everything. You are tasked with answering a multiple-choice question. The following is a multiple choice question (with answers) about {subject}. Give your final answer in the format of \`The answer is (chosen answer)\`."
+
+# Indo system prompt
+# system_prompt = "Anda adalah seseorang yang pintar dan mengetahui segalanya. Anda diberi perintah untuk menjawab pertanyaan pilihan ganda. Berikut adalah pertanyaan pilihan ganda tentang {subject}. Jawab dengan format: 'Jawabannya adalah (pilihan jawaban)'."
+
+# Japan system prompt
+# あなたはすべてを知っている専門家です。多肢選択式の質問に回答することが求められます。次は、{subject} に関する多肢選択式の質問です。最終的な回答を「答えは (選択した回答) です」という形式で入力してください。
+
+# "single_chat" inserts all the COT examples and question into a single message. Default  style for GPT-4O script, but raises a lot of format issues especially for small models.
+# "multi_chat" inserts COT examples into multi-turn messages. Use for instruct/chat models.
+# "no_chat" uses v1/completion api. Use for non-instruct/chat model.
+style = "multi_chat"
+
+[test]
+categories = ['biology', 'business', 'chemistry', 'computer science', 'economics', 'engineering', 'health', 'history', 'law', 'math', 'philosophy', 'physics', 'psychology', 'other']
+parallel = 16
+cot = true
+
+[log]
+# Verbosity between 0-2
+verbosity = 0
+# If true, logs exact prompt sent to the model in the test result files.
+log_prompt = true
+`;
 
 function tomlFile(name: string, text: string): string {
   const file = path.join(scratch.dir, name);
@@ -26,26 +67,46 @@ function problemsOf(fn: () => unknown): string[] {
 }
 
 describe('config', () => {
-  it('fills every default and takes the language\'s system prompt', () => {
-    const config = resolveConfig({}, { model: 'm' });
-    expect(config.server).toEqual({ ...DEFAULTS.server, model: 'm' });
-    expect(config.test.categories).toEqual([...CATEGORIES]);
-    expect(config.test.cot).toBe(false);
-    expect(config.inference.system_prompt).toBe(LANGUAGES.en.systemPrompt);
-    expect(resolveConfig({}, { model: 'm', language: 'JA' }).inference.system_prompt).toBe(LANGUAGES.ja.systemPrompt);
-    expect(Object.isFrozen(config.inference.stop)).toBe(true);
+  it("ships the fork's example verbatim as mmlu-pro/config.toml, reads it, and its values are the defaults", () => {
+    expect(readFileSync(path.join(REPO_ROOT, 'mmlu-pro/config.toml'), 'utf8')).toBe(FORK_EXAMPLE);
+    const fromExample = resolveConfig(readConfigFile(tomlFile('config.toml', FORK_EXAMPLE)));
+    expect(fromExample).toEqual(resolveConfig());
+    expect(fromExample.server).toEqual({ url: 'http://localhost:8000/v1', api_key: 'api key', model: 'llama3', model_note: '', timeout: 600, max_retries: 5 });
+    expect(fromExample.inference).toMatchObject({ temperature: 0, top_p: 1, max_tokens: 1024, stop: ['<|eot_id|>'], style: 'multi_chat' });
+    expect(fromExample.inference.system_prompt).toBe(LANGUAGES.en.systemPrompt);
+    expect(fromExample.test).toMatchObject({ categories: [...CATEGORIES], parallel: 16, cot: true, language: 'en', scoring: 'original' });
+    expect(fromExample.log).toMatchObject({ verbosity: 0, log_prompt: true });
+    expect(DEFAULTS.test.scoring).toBe('original');
   });
 
-  it('reads the example config; flags override the file', () => {
-    const file = readConfigFile(path.join(REPO_ROOT, 'mmlu-pro/config.example.toml'));
-    const fromFile = resolveConfig(file);
-    expect(fromFile.server.model).toBe('llama3');
-    expect(fromFile.test.cot).toBe(true);
-    expect(fromFile.log.log_prompt).toBe(true);
-    const overridden = resolveConfig(file, { model: 'other', parallel: 8, category: 'math, computer science', url: 'http://127.0.0.1:9/v1', timeout: 5 });
-    expect(overridden.server).toMatchObject({ model: 'other', url: 'http://127.0.0.1:9/v1', timeout: 5 });
-    expect(overridden.test.parallel).toBe(8);
-    expect(overridden.test.categories).toEqual(['math', 'computer science']);
+  it("takes the language's system prompt when the file gives none", () => {
+    expect(resolveConfig({}, { language: 'JA' }).inference.system_prompt).toBe(LANGUAGES.ja.systemPrompt);
+    expect(LANGUAGES.id.systemPrompt).toContain("'Jawabannya adalah (pilihan jawaban)'");
+    expect(Object.isFrozen(resolveConfig().inference.stop)).toBe(true);
+  });
+
+  it('lets every flag override its key', () => {
+    const file = readConfigFile(path.join(REPO_ROOT, 'mmlu-pro/config.toml'));
+    const values: Record<FlagName, string | number | boolean> = {
+      url: 'http://127.0.0.1:9/v1', api: 'secret', model: 'other', model_note: 'Q4_K_M', timeout: 5, style: 'no_chat', category: 'math',
+      parallel: 3, cot: false, language: 'ko', scoring: 'tiger', subset: 7, data_dir: '/data', verbosity: 2, log_prompt: false,
+      output_dir: '/out', comment: 'hello',
+    };
+    expect(Object.keys(values).sort()).toEqual(Object.keys(FLAG_SETTINGS).sort());
+    for (const [flag, value] of Object.entries(values) as [FlagName, string | number | boolean][]) {
+      const config = resolveConfig(file, { [flag]: value }) as unknown as Record<string, Record<string, unknown>>;
+      const [section, key] = FLAG_SETTINGS[flag].split('.') as [string, string | undefined];
+      const got = key === undefined ? config[section] : config[section]![key];
+      expect(got, `--${flag}`).toEqual(flag === 'category' ? [value] : value);
+    }
+  });
+
+  it('--category: a list, comma-separated or repeated, never dropping one', () => {
+    expect(resolveConfig({}, { category: 'math, computer science' }).test.categories).toEqual(['math', 'computer science']);
+    expect(resolveConfig({}, { category: ['biology', 'law,history'] }).test.categories).toEqual(['biology', 'law', 'history']);
+    expect(problemsOf(() => resolveConfig({}, { category: ['biology', 'lawyer'] })).join('\n')).toMatch(/unknown category "lawyer"/);
+    expect(problemsOf(() => resolveConfig({}, { category: 'biology,,law' })).join('\n')).toMatch(/unknown category ""/);
+    expect(problemsOf(() => resolveConfig({}, { category: ['law', 'law'] })).join('\n')).toMatch(/names a category twice/);
   });
 
   it('rejects unknown sections and keys, and wrong types, listing every problem', () => {
@@ -64,27 +125,29 @@ describe('config', () => {
     expect(problemsOf(() => readConfigFile(path.join(scratch.dir, 'none.toml')))[0]).toMatch(/cannot read config file/);
   });
 
-  it('rejects bad values: unknown category, style, language, ranges, missing model', () => {
+  it('rejects bad values: unknown category, style, language, scoring, ranges, empty model', () => {
     const problems = problemsOf(() =>
-      resolveConfig({}, { category: 'math,astrology', style: 'chatty', language: 'fr', parallel: 0, verbosity: 3, url: 'localhost:8000', subset: -1 }),
+      resolveConfig({}, { category: 'math,astrology', style: 'chatty', language: 'fr', scoring: 'strict', parallel: 0, verbosity: 3, url: 'localhost:8000', subset: -1, model: ' ' }),
     );
     const text = problems.join('\n');
     expect(text).toMatch(/unknown category "astrology"/);
     expect(text).toMatch(/style .* must be one of multi_chat, single_chat, no_chat/);
     expect(text).toMatch(/language .* must be one of en, id, ja, ko, zh/);
+    expect(text).toMatch(/scoring .* must be one of original, tiger, lenient/);
     expect(text).toMatch(/parallel .* from 1 to 1024/);
     expect(text).toMatch(/verbosity .* 0, 1 or 2/);
     expect(text).toMatch(/url .* http\(s\) URL/);
     expect(text).toMatch(/subset .* positive integer/);
-    expect(text).toMatch(/server.model \(--model\) is required/);
+    expect(text).toMatch(/server.model \(--model\) must not be empty/);
   });
 
   it('accepts stop as a string or a list', () => {
-    expect(resolveConfig({ inference: { stop: '<|eot_id|>' } }, { model: 'm' }).inference.stop).toEqual(['<|eot_id|>']);
-    expect(resolveConfig({ inference: { stop: ['a', 'b'] } }, { model: 'm' }).inference.stop).toEqual(['a', 'b']);
+    expect(resolveConfig({ inference: { stop: '<|im_end|>' } }).inference.stop).toEqual(['<|im_end|>']);
+    expect(resolveConfig({ inference: { stop: ['a', 'b'] } }).inference.stop).toEqual(['a', 'b']);
   });
 
-  it('makes the model name path-safe as the reference (\\W → -)', () => {
+  it('makes the model name and note path-safe as the reference (\\W → -)', () => {
     expect(modelFolderName('meta-llama/Llama-3.1-8B:q4')).toBe('meta-llama-Llama-3-1-8B-q4');
+    expect(modelFolderName('llama3', 'Q4_K_M 8k')).toBe('llama3-Q4_K_M-8k');
   });
 });

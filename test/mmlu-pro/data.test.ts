@@ -1,32 +1,31 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+// Loading MMLU-Pro from the synthetic files the tests write (fixtures.ts): the dataset's parquet layout and the
+// fork's JSON lines per language. Real data is for commands (`--data_dir`); no test needs it.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CATEGORIES, examplesByCategory, findSplitFiles, loadDataset, readQuestionFile, resolveDataDir, selectQuestions } from '../../mmlu-pro/data.ts';
 import { LANGUAGES, LANGUAGE_CODES } from '../../mmlu-pro/languages.ts';
+import { jsonLines, questions, rows, SHOTS_PER_CATEGORY, TEST_PER_CATEGORY } from './fixtures.ts';
 import { DATA_DIR, scratchDir } from './helpers.ts';
-
-// SOURCES.md: the test counts per category and the files' SHA-256.
-const TEST_COUNTS: Record<string, number> = {
-  biology: 717, business: 789, chemistry: 1132, 'computer science': 410, economics: 844, engineering: 969, health: 818,
-  history: 381, law: 1101, math: 1351, other: 924, philosophy: 499, physics: 1299, psychology: 798,
-};
-const TEST_SHA256 = '2bd1ae25ec6c21d94ccc6d29be57cd489c4983e376f12531a968f61f666d8e5c';
 
 const scratch = scratchDir();
 afterAll(scratch.remove);
 
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
 describe('loading MMLU-Pro', () => {
-  it('reads the test and validation parquet: 12,032 + 70 rows, SOURCES.md counts, provenance', async () => {
+  it('reads the test and validation parquet: rows, INT64 ids as numbers, "N/A" dropped, provenance', async () => {
     const data = await loadDataset(DATA_DIR, 'en', true);
-    expect(data.test).toHaveLength(12_032);
-    expect(data.validation).toHaveLength(70);
+    expect(data.test).toEqual(questions('test'));
+    expect(data.validation).toEqual(questions('validation'));
+    expect(rows('test').some((r) => r.options.includes('N/A'))).toBe(true); // the files do pad
     const counts: Record<string, number> = {};
     for (const q of data.test) counts[q.category] = (counts[q.category] ?? 0) + 1;
-    expect(counts).toEqual(TEST_COUNTS);
-    expect(data.files.test).toEqual([{ name: 'test-00000-of-00001.parquet', path: path.join(DATA_DIR, 'test-00000-of-00001.parquet'), sha256: TEST_SHA256, rows: 12_032 }]);
-    expect(typeof data.test[0]!.question_id).toBe('number');
-    expect(data.validation.some((q) => q.options.includes('N/A'))).toBe(false);
-    for (const category of CATEGORIES) expect(examplesByCategory(data.validation).get(category)).toHaveLength(5);
+    expect(counts).toEqual(Object.fromEntries(CATEGORIES.map((c) => [c, TEST_PER_CATEGORY])));
+    const file = path.join(DATA_DIR, 'test-00000-of-00001.parquet');
+    expect(data.files.test).toEqual([{ name: 'test-00000-of-00001.parquet', path: file, sha256: sha256(file), rows: CATEGORIES.length * TEST_PER_CATEGORY }]);
+    for (const category of CATEGORIES) expect(examplesByCategory(data.validation).get(category)).toHaveLength(SHOTS_PER_CATEGORY);
   });
 
   it('the parquet validation equals the English JSON-lines validation', async () => {
@@ -35,7 +34,7 @@ describe('loading MMLU-Pro', () => {
     expect(jsonl.questions).toEqual(parquet.questions);
   });
 
-  it('finds each language\'s validation file whatever the case of its name (ID, JA, en, ko, zh)', () => {
+  it("finds each language's validation file whatever the case of its name (ID, JA, en, ko, zh)", () => {
     for (const code of LANGUAGE_CODES) {
       const [file] = findSplitFiles(DATA_DIR, 'validation', code);
       if (code === 'en') expect(path.basename(file!)).toBe('validation-00000-of-00001.parquet');
@@ -47,14 +46,15 @@ describe('loading MMLU-Pro', () => {
     await expect(loadDataset(DATA_DIR, 'ja', true)).rejects.toThrow(/no test data for language "ja": looked for MMLU-Pro-Test-JA.json/);
   });
 
-  it('reads a JSON-lines test file of another language, dropping its translated padding', async () => {
+  it('reads a JSON-lines test file of another language (any case of its name), dropping its translated padding', async () => {
     const dir = path.join(scratch.dir, 'ja');
     mkdirSync(dir);
-    symlinkSync(path.join(DATA_DIR, 'MMLU-Pro-Validation-JA.json'), path.join(dir, 'MMLU-Pro-Validation-JA.json'));
-    symlinkSync(path.join(DATA_DIR, 'MMLU-Pro-Validation-JA.json'), path.join(dir, 'mmlu-pro-test-ja.json'));
+    writeFileSync(path.join(dir, 'MMLU-Pro-Validation-JA.json'), jsonLines(rows('validation', 'ja')));
+    writeFileSync(path.join(dir, 'mmlu-pro-test-ja.json'), jsonLines(rows('test', 'ja')));
+    expect(rows('test', 'ja').some((r) => r.options.includes('該当なし'))).toBe(true);
     const data = await loadDataset(dir, 'ja', true);
-    expect(data.test).toHaveLength(70);
-    expect(data.test.find((q) => q.question_id === 2)!.options).toHaveLength(9); // '該当なし' dropped
+    expect(data.test).toEqual(questions('test', 'ja'));
+    expect(data.test.some((q) => q.options.includes('該当なし'))).toBe(false);
   });
 
   it('resolves the Hugging Face cache layout through refs/main', async () => {
@@ -67,7 +67,7 @@ describe('loading MMLU-Pro', () => {
     for (const name of ['test-00000-of-00001.parquet', 'validation-00000-of-00001.parquet']) symlinkSync(path.join(DATA_DIR, name), path.join(snapshot, name));
     for (const given of [hub, repo]) expect(resolveDataDir(given)).toBe(path.join(repo, 'snapshots', 'abc123'));
     const data = await loadDataset(resolveDataDir(hub), 'en', false);
-    expect(data.test).toHaveLength(12_032);
+    expect(data.test).toHaveLength(CATEGORIES.length * TEST_PER_CATEGORY);
     expect(data.validation).toEqual([]);
   });
 

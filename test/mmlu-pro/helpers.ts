@@ -1,13 +1,14 @@
-// Shared by the MMLU-Pro tests: where the data and the repo are, scratch folders, and run settings for a fake server.
+// Shared by the MMLU-Pro tests: the repo root, scratch folders, a synthetic data folder written by the tests
+// themselves (fixtures.ts), and run settings for a fake server.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { resolveConfig, type FlagOverrides, type MmluProConfig } from '../../mmlu-pro/config.ts';
+import { writeDataDir } from './fixtures.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** The shared copies of the dataset (../shared/data/mmlu-pro from the repo root); never copied into the repo. */
-export const DATA_DIR = path.resolve(REPO_ROOT, '../shared/data/mmlu-pro');
 
 /** A fresh folder under the OS temp dir, and a function that removes it. */
 export function scratchDir(prefix = 'mmlu-pro-test-'): { dir: string; remove: () => void } {
@@ -15,7 +16,16 @@ export function scratchDir(prefix = 'mmlu-pro-test-'): { dir: string; remove: ()
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Settings for a run against `url` writing to `outputDir`, with the shared data; `flags` as on the command line. */
+const data = scratchDir('mmlu-pro-data-');
+afterAll(data.remove);
+/** This test file's synthetic MMLU-Pro folder: parquet test and validation splits, the five JSON-lines validations. */
+export const DATA_DIR = writeDataDir(data.dir);
+
+/**
+ * Settings for a run against `url` writing to `outputDir`, with the synthetic data; `flags` as on the command line.
+ * Zero-shot, one request at a time and no extra stop unless asked: the tests' defaults, not the example config's.
+ */
 export function testConfig(url: string, outputDir: string, flags: FlagOverrides = {}, file: Parameters<typeof resolveConfig>[0] = {}): MmluProConfig {
-  return resolveConfig(file, { url, model: 'fake-model', data_dir: DATA_DIR, output_dir: outputDir, ...flags });
+  const base = { inference: { stop: [], ...file.inference }, test: { cot: false, parallel: 1, ...file.test } };
+  return resolveConfig({ ...file, ...base }, { url, model: 'fake-model', data_dir: DATA_DIR, output_dir: outputDir, ...flags });
 }

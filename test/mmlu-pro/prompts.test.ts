@@ -3,6 +3,7 @@ import path from 'node:path';
 import { examplesByCategory, loadDataset, readQuestionFile, type Question } from '../../mmlu-pro/data.ts';
 import { LANGUAGES } from '../../mmlu-pro/languages.ts';
 import { buildPrompt, formatExample, systemPromptFor } from '../../mmlu-pro/prompts.ts';
+import { questions } from './fixtures.ts';
 import { DATA_DIR } from './helpers.ts';
 
 const base = { answer: 'A', answer_index: 0, category: 'math' as const, src: 'test' };
@@ -73,12 +74,17 @@ describe('formatExample and the system prompt', () => {
   it('replaces every {subject} with the category name', () => {
     expect(systemPromptFor('about {subject}; again {subject}.', 'computer science')).toBe('about computer science; again computer science.');
     expect(systemPromptFor(LANGUAGES.en.systemPrompt, 'law')).toBe(
-      'The following are multiple choice questions (with answers) about law. Think step by step and then finish your answer with "the answer is (X)" where X is the correct letter choice.',
+      'You are an expert that knows everything. You are tasked with answering a multiple-choice question. The following is a multiple choice question (with answers) about law. Give your final answer in the format of `The answer is (chosen answer)`.',
     );
+    // Each language's prompt asks for the phrase its extraction reads (languages.ts answerIs).
+    for (const language of Object.values(LANGUAGES)) {
+      const phrase = language.code === 'en' ? 'The answer is (' : `${language.answerIs} (`;
+      expect(language.systemPrompt.replace(/[「“']/g, '').replace('（', ' ('), language.code).toContain(phrase);
+    }
   });
 });
 
-describe('5-shot prompts from the real validation split', () => {
+describe('5-shot prompts from the validation split (synthetic files)', () => {
   it('English: five pairs per category, "N/A" padding gone, no "A: " left', async () => {
     const data = await loadDataset(DATA_DIR, 'en', true);
     const examples = examplesByCategory(data.validation);
@@ -91,14 +97,14 @@ describe('5-shot prompts from the real validation split', () => {
     expect(prompt.messages.some((m) => m.content.includes('N/A'))).toBe(false);
   });
 
-  it('Chinese: examples in Chinese, the translated "N/A" padding (不适用) dropped', async () => {
-    const { questions } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), ['N/A', ...LANGUAGES.zh.padding]);
-    const math = examplesByCategory(questions).get('math')!;
+  it('Chinese: the translated "N/A" padding (不适用) dropped, the Chinese system prompt', async () => {
+    const { questions: zh } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), ['N/A', ...LANGUAGES.zh.padding]);
+    const math = examplesByCategory(zh).get('math')!;
     expect(math).toHaveLength(5);
-    expect(math[2]!.options).toEqual(['-5', '0', '-3', '-7', '-4', '-6', '-1', '-2', '-9']);
+    expect(math.some((q) => q.options.includes('不适用'))).toBe(false);
+    expect(math).toEqual(questions('validation', 'zh').filter((q) => q.category === 'math'));
     const prompt = buildPrompt('multi_chat', systemPromptFor(LANGUAGES.zh.systemPrompt, 'math'), math, question);
     if (prompt.kind !== 'chat') throw new Error('expected chat');
     expect(prompt.messages[0]!.content).toContain('以下是关于math的多项选择题');
-    expect(prompt.messages[2]!.content.startsWith('Answer: 我们')).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 // Runs against a fake OpenAI-compatible server (real HTTP on 127.0.0.1, the real `openai` client) whose answers are
-// scripted per question, so every reported count is known in advance.
+// scripted per question, so every reported count is known in advance, under each scoring profile.
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,12 +7,14 @@ import { FatalServerError } from '../../mmlu-pro/client.ts';
 import { loadDataset, selectQuestions, type Category, type Question } from '../../mmlu-pro/data.ts';
 import { countWords, startFakeServer, type FakeReply, type FakeRequest } from '../../mmlu-pro/fake-server.ts';
 import { runMmluPro } from '../../mmlu-pro/runner.ts';
-import { guessIndex } from '../../mmlu-pro/score.ts';
+import { mulberry32, type ScoringProfile } from '../../mmlu-pro/score.ts';
 import { DATA_DIR, scratchDir, testConfig } from './helpers.ts';
 
 const CATEGORIES: Category[] = ['math', 'law', 'history'];
-const SUBSET = 5;
+const SUBSET = 6;
 const LETTERS = 'ABCDEFGHIJ';
+// python3 -c "import random; print([(random.seed(12345), random.randint(0, n - 1))[1] for n in range(1, 11)])"
+const PYTHON_GUESSES = [0, 1, 1, 3, 3, 3, 3, 6, 6, 6];
 
 let selected: Question[] = [];
 const scratch = scratchDir();
@@ -23,33 +25,63 @@ beforeAll(async () => {
   selected = [...selectQuestions(test, CATEGORIES, SUBSET).values()].flat();
 });
 
-/** Per position in its category: right (capital), right (lower case), wrong, then no letter at all. */
-type Kind = 'right' | 'right-lower' | 'wrong' | 'unparsable';
+/** Per position in its category: right, right in lower case, wrong, a letter glued to a word, no letter, right. */
+type Kind = 'right' | 'right-lower' | 'wrong' | 'glued' | 'unparsable';
 function kindOf(q: Question): Kind {
   const position = selected.filter((s) => s.category === q.category).indexOf(q);
-  return (['right', 'right-lower', 'wrong'] as const)[position] ?? 'unparsable';
+  return (['right', 'right-lower', 'wrong', 'glued', 'unparsable'] as const)[position] ?? 'right';
 }
 
+const wrongLetter = (q: Question) => LETTERS[(q.answer_index + 1) % q.options.length]!;
+
 function scriptedReply(q: Question): string {
-  const wrong = LETTERS[(q.answer_index + 1) % q.options.length];
   switch (kindOf(q)) {
     case 'right':
       return `Let's think step by step. It follows that the answer is (${q.answer}).`;
     case 'right-lower':
       return `The answer is (${q.answer.toLowerCase()})`;
     case 'wrong':
-      return `The answer is (${wrong}).`;
+      return `The answer is (${wrongLetter(q)}).`;
+    case 'glued':
+      return `The answer is Because of the data. So the answer is (${q.answer}).`;
     case 'unparsable':
       return 'No idea, sorry.';
   }
 }
 
+/** The letter each profile must read from the scripted reply, by the rules, not by calling the extractor. */
+function expectedPred(q: Question, profile: ScoringProfile): string | null {
+  switch (kindOf(q)) {
+    case 'right':
+      return q.answer;
+    case 'right-lower':
+      return profile === 'lenient' ? q.answer : null; // the original and TIGER read capitals only
+    case 'wrong':
+      return wrongLetter(q);
+    case 'glued':
+      return profile === 'lenient' ? q.answer : 'B'; // "answer is B(ecause)"
+    case 'unparsable':
+      return null;
+  }
+}
+
+/** The guess: CPython's randint after seed(12345) by option count (python3), or mulberry32 per question (lenient). */
+function expectedGuess(q: Question, profile: ScoringProfile): number {
+  return profile === 'lenient' ? Math.floor(mulberry32(12345 + q.question_id) * q.options.length) : PYTHON_GUESSES[q.options.length - 1]!;
+}
+
 /** What the report must say, worked out from the script alone. */
-function expectedCounts(questions: Question[]) {
-  const guessed = questions.filter((q) => kindOf(q) === 'unparsable');
-  const randomCorrect = guessed.filter((q) => guessIndex(q.question_id, q.options.length) === q.answer_index).length;
-  const right = questions.filter((q) => kindOf(q) === 'right' || kindOf(q) === 'right-lower').length;
-  return { total: questions.length, correct: right + randomCorrect, random_guesses: guessed.length, random_correct: randomCorrect };
+function expectedCounts(questions: Question[], profile: ScoringProfile = 'original') {
+  let [correct, randomGuesses, randomCorrect] = [0, 0, 0];
+  for (const q of questions) {
+    const pred = expectedPred(q, profile);
+    if (pred === null) {
+      randomGuesses += 1;
+      if (expectedGuess(q, profile) === q.answer_index) randomCorrect += 1;
+    }
+    if (pred === null ? expectedGuess(q, profile) === q.answer_index : pred === q.answer) correct += 1;
+  }
+  return { total: questions.length, correct, random_guesses: randomGuesses, random_correct: randomCorrect };
 }
 
 function questionFor(request: FakeRequest): Question {
@@ -62,18 +94,28 @@ function readJson(file: string): unknown {
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 
-describe('a run against a fake OpenAI-compatible server', () => {
-  it('multi_chat, 5-shot: the reported counts equal the scripted ones, and files hold every answer', async () => {
-    const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
-    const out = path.join(scratch.dir, 'multi');
-    try {
-      const summary = await runMmluPro(testConfig(server.url, out, { category: CATEGORIES.join(','), subset: SUBSET, cot: true, parallel: 4 }));
+const pct = (part: number, whole: number) => (part > 0 ? ((part / whole) * 100).toFixed(2) : '0.00');
 
+describe('a run against a fake OpenAI-compatible server', () => {
+  it('the scripted counts differ between the profiles (else the next test would prove little)', () => {
+    const [original, tiger, lenient] = (['original', 'tiger', 'lenient'] as const).map((p) => expectedCounts(selected, p));
+    expect(original).toEqual(tiger);
+    expect(original.random_guesses).toBeGreaterThan(lenient.random_guesses);
+    expect(original.correct).not.toBe(lenient.correct);
+  });
+
+  it.each(['original', 'tiger', 'lenient'] as const)('multi_chat, 5-shot, scoring %s: counts, files and report as scripted', async (profile) => {
+    const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
+    const out = path.join(scratch.dir, `multi-${profile}`);
+    try {
+      const summary = await runMmluPro(testConfig(server.url, out, { category: CATEGORIES.join(','), subset: SUBSET, cot: true, parallel: 4, scoring: profile }));
+
+      expect(summary.scoring).toBe(profile);
       for (const category of CATEGORIES) {
         const score = summary.categories.find((c) => c.category === category)!;
-        expect(score).toMatchObject(expectedCounts(selected.filter((q) => q.category === category)));
+        expect(score).toMatchObject(expectedCounts(selected.filter((q) => q.category === category), profile));
       }
-      const overall = expectedCounts(selected);
+      const overall = expectedCounts(selected, profile);
       expect(summary.overall).toMatchObject(overall);
       expect(summary.overall.accuracy).toBe(overall.correct / overall.total);
       expect(summary.overall.adjusted_accuracy).toBe((overall.correct - overall.random_correct) / (overall.total - overall.random_guesses));
@@ -84,7 +126,7 @@ describe('a run against a fake OpenAI-compatible server', () => {
       expect(server.requests.map((r) => r.question).sort()).toEqual(selected.map((q) => q.question).sort());
       for (const r of server.requests) {
         expect(r.endpoint).toBe('chat');
-        expect(r.body).toMatchObject({ model: 'fake-model', temperature: 0, top_p: 1, max_tokens: 2048, stop: ['Question:'], frequency_penalty: 0, presence_penalty: 0 });
+        expect(r.body).toMatchObject({ model: 'fake-model', temperature: 0, top_p: 1, max_tokens: 1024, stop: ['Question:'], frequency_penalty: 0, presence_penalty: 0 });
         expect(r.body.messages).toHaveLength(12);
       }
 
@@ -97,24 +139,34 @@ describe('a run against a fake OpenAI-compatible server', () => {
         completion: { total: replyWords.reduce((a, b) => a + b) },
       });
 
-      // Result files: one record per question with the extracted letter; summaries with raw counts.
+      // Result files: one record per question with the profile's letter; summaries in the original's shape.
       for (const category of CATEGORIES) {
         const records = readJson(path.join(out, `${category}_result.json`)) as { question_id: number; pred: string | null; response: string }[];
         const expected = selected.filter((q) => q.category === category);
         expect(records.map((r) => r.question_id)).toEqual(expected.map((q) => q.question_id));
         for (const [i, r] of records.entries()) {
-          const q = expected[i]!;
-          const kind = kindOf(q);
-          expect(r.pred).toBe(kind === 'unparsable' ? null : kind === 'wrong' ? LETTERS[(q.answer_index + 1) % q.options.length] : q.answer);
-          expect(r.response).toBe(scriptedReply(q));
+          expect(r.pred).toBe(expectedPred(expected[i]!, profile));
+          expect(r.response).toBe(scriptedReply(expected[i]!));
         }
-        expect(readJson(path.join(out, `${category}_summary.json`))).toMatchObject(expectedCounts(expected));
+        const c = expectedCounts(expected, profile);
+        const wrong = c.total - c.correct;
+        expect(readJson(path.join(out, `${category}_summary.json`))).toEqual({
+          [category]: { corr: c.correct, wrong, acc: c.correct / c.total },
+          random: { corr: c.random_correct, wrong: c.random_guesses - c.random_correct },
+          total: { corr: c.correct, wrong, acc: c.correct / c.total },
+        });
       }
       const report = readFileSync(path.join(out, 'report.txt'), 'utf8');
-      expect(report).toContain(`Total, ${overall.correct}/${overall.total}, ${((overall.correct / overall.total) * 100).toFixed(2)}%`);
-      expect(report).toContain(`Random Guess Attempts (unparsed), ${overall.random_guesses}/${overall.total}`);
+      expect(report).toContain(`scoring profile: ${profile}`);
+      expect(report).toContain(`Finished the benchmark.\nTotal, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\n`);
+      const randomWrong = overall.random_guesses - overall.random_correct;
+      if (overall.random_correct > 0 && randomWrong > 0) {
+        expect(report).toContain(`Random Guess Attempts, ${overall.random_guesses}/${overall.total}, ${pct(overall.random_guesses, overall.total)}%`);
+        expect(report).toContain(`Correct Random Guesses, ${overall.random_correct}/${overall.random_guesses}, ${pct(overall.random_correct, overall.random_guesses)}%`);
+      }
       expect(report).toContain('| overall | math | law | history |\n| ------- | ---- | --- | ------- |');
-      expect(readJson(path.join(out, 'run.json'))).toMatchObject({ version: '0.1.0', data: { test: [{ name: 'test-00000-of-00001.parquet', rows: 12_032 }] } });
+      expect(readJson(path.join(out, 'run.json'))).toMatchObject({ version: '0.1.0', config: { test: { scoring: profile } }, data: { test: [{ name: 'test-00000-of-00001.parquet', rows: 168 }] } });
+      expect(readJson(path.join(out, 'summary.json'))).toMatchObject({ scoring: profile, overall });
       expect(readdirSync(out).filter((f) => f.includes('journal') || f.endsWith('.tmp'))).toEqual([]);
     } finally {
       await server.close();
@@ -130,7 +182,7 @@ describe('a run against a fake OpenAI-compatible server', () => {
       expect(first.overall).toMatchObject(expectedCounts(selected));
       expect(server.requests.every((r) => r.endpoint === 'completions')).toBe(true);
       const prompt = server.requests[0]!.body.prompt as string;
-      expect(prompt.startsWith('The following are multiple choice questions (with answers) about ')).toBe(true);
+      expect(prompt.startsWith('You are an expert that knows everything. ')).toBe(true);
       expect(prompt.endsWith("\nAnswer: Let's think step by step.")).toBe(true);
       expect(prompt.match(/Question: /g)).toHaveLength(1);
 
@@ -174,7 +226,9 @@ describe('a run against a fake OpenAI-compatible server', () => {
       expect(summary.overall).toMatchObject(expectedCounts(answered));
       const mathRecords = readJson(path.join(out, 'math_result.json')) as { question_id: number }[];
       expect(mathRecords.map((r) => r.question_id)).not.toContain(alwaysFails!.question_id);
-      expect(readJson(path.join(out, 'math_summary.json'))).toMatchObject({ failed: [{ question_id: alwaysFails!.question_id }, { question_id: tooSlow!.question_id }] });
+      expect((readJson(path.join(out, 'summary.json')) as { failed: { question_id: number }[] }).failed.map((f) => f.question_id).sort()).toEqual(
+        [alwaysFails!.question_id, tooSlow!.question_id].sort(),
+      );
 
       // The server recovers: the same command asks only the two failed questions.
       healthy = true;
@@ -206,16 +260,17 @@ describe('a run against a fake OpenAI-compatible server', () => {
     }
   });
 
-  it('refuses to resume a folder written with other settings (another URL, style, shots), and changes nothing', async () => {
+  it('refuses to resume a folder written with other settings (another URL, style, shots, scoring), and changes nothing', async () => {
     const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
     const out = path.join(scratch.dir, 'settings');
     try {
       await runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2 }));
       const before = readFileSync(path.join(out, 'run.json'), 'utf8');
       await expect(runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, style: 'single_chat', cot: true }))).rejects.toThrow(
-        /other settings \(style: "multi_chat" → "single_chat"; cot: false → true; validation_sha256: \[\] → \["bc621c/,
+        /other settings \(style: "multi_chat" → "single_chat"; cot: false → true; validation_sha256: \[\] → \["[0-9a-f]{64}"\]\)/,
       );
       await expect(runMmluPro(testConfig('http://127.0.0.1:9/v1', out, { category: 'math', subset: 2 }))).rejects.toThrow(/other settings \(url: /);
+      await expect(runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, scoring: 'lenient' }))).rejects.toThrow(/other settings \(scoring: "original" → "lenient"\)/);
       expect(readFileSync(path.join(out, 'run.json'), 'utf8')).toBe(before);
       expect(server.requests).toHaveLength(2);
     } finally {

@@ -1,10 +1,10 @@
 // A plain TypeScript Gemma 3 forward pass, float32 storage, no cache, one sequence: the tests' oracle for the ONNX
 // graph. Written straight from gemma3.md §3 (HF modeling_gemma3.py), sharing no code with service/model except the
 // tensor names and the RoPE/embedding-scale constants, which are checked against HF's values separately.
+import { bf16ToF32 } from '../../service/model/bf16.ts';
 import type { Checkpoint } from '../../service/model/checkpoint.ts';
+import { checkpointSource, type WeightSource } from '../../service/model/weight-source.ts';
 import { embedTokensName, finalNormName, layerTensorNames } from '../../service/weights/names.ts';
-
-type Weights = { f32(name: string): Float32Array };
 
 /** y[t, o] = Σ_i x[t, i] · W[o, i]  (Linear, W stored [out, in]). */
 function linear(x: Float32Array, T: number, inDim: number, W: Float32Array, outDim: number): Float32Array {
@@ -58,11 +58,12 @@ function applyRope(x: Float32Array, T: number, heads: number, D: number, base: n
 }
 
 /** Logits [T, vocab] of one sequence (positions 0…T−1). */
-export function referenceForward(checkpoint: Checkpoint, ids: number[], weights: Weights = { f32: (n) => checkpoint.readF32(n) }): Float32Array {
+export function referenceForward(checkpoint: Checkpoint, ids: number[], weights: WeightSource = checkpointSource(checkpoint)): Float32Array {
+  const weight = (name: string) => bf16ToF32(weights.bf16(name)); // the oracle computes on float32, one tensor at a time
   const c = checkpoint.config;
   const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, intermediate_size: I, vocab_size: V } = c;
   const T = ids.length;
-  const E = weights.f32(embedTokensName(c.tensor_prefix));
+  const E = weight(embedTokensName(c.tensor_prefix));
   const scale = Math.fround(Math.sqrt(H));
   let h = new Float32Array(T * H);
   ids.forEach((id, t) => {
@@ -75,10 +76,10 @@ export function referenceForward(checkpoint: Checkpoint, ids: number[], weights:
     const base = sliding ? c.rope_local_base_freq : c.rope_theta;
     const factor = sliding ? 1 : c.rope_linear_factor;
 
-    const x = rmsNorm(h, H, weights.f32(n.input_layernorm), c.rms_norm_eps);
-    const q = rmsNorm(linear(x, T, H, weights.f32(n.q_proj), nH * D), D, weights.f32(n.q_norm), c.rms_norm_eps);
-    const k = rmsNorm(linear(x, T, H, weights.f32(n.k_proj), nKV * D), D, weights.f32(n.k_norm), c.rms_norm_eps);
-    const v = linear(x, T, H, weights.f32(n.v_proj), nKV * D);
+    const x = rmsNorm(h, H, weight(n.input_layernorm), c.rms_norm_eps);
+    const q = rmsNorm(linear(x, T, H, weight(n.q_proj), nH * D), D, weight(n.q_norm), c.rms_norm_eps);
+    const k = rmsNorm(linear(x, T, H, weight(n.k_proj), nKV * D), D, weight(n.k_norm), c.rms_norm_eps);
+    const v = linear(x, T, H, weight(n.v_proj), nKV * D);
     applyRope(q, T, nH, D, base, factor);
     applyRope(k, T, nKV, D, base, factor);
 
@@ -107,16 +108,16 @@ export function referenceForward(checkpoint: Checkpoint, ids: number[], weights:
         }
       }
     }
-    const attn = rmsNorm(linear(context, T, nH * D, weights.f32(n.o_proj), H), H, weights.f32(n.post_attention_layernorm), c.rms_norm_eps);
+    const attn = rmsNorm(linear(context, T, nH * D, weight(n.o_proj), H), H, weight(n.post_attention_layernorm), c.rms_norm_eps);
     for (let i = 0; i < h.length; i++) h[i] = h[i]! + attn[i]!;
 
-    const y = rmsNorm(h, H, weights.f32(n.pre_feedforward_layernorm), c.rms_norm_eps);
-    const gate = linear(y, T, H, weights.f32(n.gate_proj), I);
-    const up = linear(y, T, H, weights.f32(n.up_proj), I);
+    const y = rmsNorm(h, H, weight(n.pre_feedforward_layernorm), c.rms_norm_eps);
+    const gate = linear(y, T, H, weight(n.gate_proj), I);
+    const up = linear(y, T, H, weight(n.up_proj), I);
     for (let i = 0; i < gate.length; i++) gate[i] = geluTanh(gate[i]!) * up[i]!;
-    const mlp = rmsNorm(linear(gate, T, I, weights.f32(n.down_proj), H), H, weights.f32(n.post_feedforward_layernorm), c.rms_norm_eps);
+    const mlp = rmsNorm(linear(gate, T, I, weight(n.down_proj), H), H, weight(n.post_feedforward_layernorm), c.rms_norm_eps);
     h = h.map((value, i) => value + mlp[i]!);
   }
-  const final = rmsNorm(h, H, weights.f32(finalNormName(c.tensor_prefix)), c.rms_norm_eps);
+  const final = rmsNorm(h, H, weight(finalNormName(c.tensor_prefix)), c.rms_norm_eps);
   return linear(final, T, H, E, V);
 }

@@ -1,10 +1,10 @@
-// Cancellation: a request whose client has gone leaves the execution queue if it has not started, or stops at its
-// next token, and is charged only what it evaluated; error messages quote user input only up to a length.
+// Cancellation through real HTTP: a request whose client has gone leaves the execution queue if it has not started,
+// or stops at its next slice, and is not charged (the queue's own cancellation: queue.test.ts); error messages quote
+// user input only up to a length.
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { QUOTE_LIMIT, isIwiError } from '../../service/errors.ts';
-import type { GenerateOptions, GenerateResult } from '../../service/model/runtime.ts';
-import { ExecutionQueue } from '../../service/queue.ts';
+import { QUOTE_LIMIT } from '../../service/errors.ts';
+import type { GenerateOptions } from '../../service/model/runtime.ts';
 import { ADMIN, chat, harness, type Harness } from './helpers.ts';
 
 let h: Harness;
@@ -45,39 +45,6 @@ function post(url: string, headers: Record<string, string>, body: unknown): { ab
 }
 
 const completion = (stream: boolean) => ({ model: 'iwibench/tiny', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 64, stream });
-
-describe('ExecutionQueue with abort signals', () => {
-  it('drops a waiting job whose signal fires, at once and without running it; lanes keep their turns', async () => {
-    const queue = new ExecutionQueue();
-    const ran: string[] = [];
-    let release!: () => void;
-    const first = queue.run('a', () => new Promise<void>((resolve) => (release = resolve)));
-    const gone = new AbortController();
-    const dropped = queue.run('b', async () => void ran.push('b1'), gone.signal);
-    const kept = [queue.run('b', async () => void ran.push('b2')), queue.run('c', async () => void ran.push('c1'))];
-    expect(queue.pending).toBe(3);
-    gone.abort();
-    expect(queue.pending).toBe(2);
-    await expect(dropped).rejects.toSatisfy((error) => isIwiError(error, 'CLIENT_GONE'));
-    release();
-    await Promise.all([first, ...kept]);
-    expect(ran).toEqual(['b2', 'c1']);
-    expect(queue.pending).toBe(0);
-  });
-
-  it('refuses a job whose signal has already fired, and hands a started job its signal', async () => {
-    const queue = new ExecutionQueue();
-    let ran = false;
-    await expect(queue.run('a', async () => void (ran = true), AbortSignal.abort())).rejects.toSatisfy((error) => isIwiError(error, 'CLIENT_GONE'));
-    expect(ran).toBe(false);
-    const controller = new AbortController();
-    const seen = await queue.run('a', async (signal) => {
-      controller.abort(); // the client goes while the job runs: the job sees it and decides how to stop
-      return signal.aborted;
-    }, controller.signal);
-    expect(seen).toBe(true);
-  });
-});
 
 describe('a gone client leaves the queue', () => {
   it('50 aborted streams (and 10 aborted plain completions) leave 0 queued jobs and never run', async () => {
@@ -121,41 +88,40 @@ describe('a gone client leaves the queue', () => {
   });
 });
 
-describe('a gone client stops a started generation at its next token', () => {
-  /** Abort the request once its generation has started, and let it run only after the server has seen the abort. */
-  function abortOnceStarted(abort: () => void): Promise<GenerateResult[]> {
+describe('a gone client stops a started generation at its next slice', () => {
+  /** Abort the request once its generation has started; let it go on once the server has seen the abort. */
+  function abortOnceStarted(abort: () => void): Promise<unknown> {
     const original = h.target.engine.generate.bind(h.target.engine);
     return new Promise((resolve) => {
       vi.spyOn(h.target.engine, 'generate').mockImplementationOnce(async (prompts: number[][], options: GenerateOptions) => {
         abort();
-        await until(() => options.stopWhen?.(0, []) === true, "the server has seen the client go");
-        const results = await original(prompts, options);
-        resolve(results);
-        return results;
+        await until(() => options.signal?.aborted === true, 'the server has seen the client go');
+        return original(prompts, options).then(
+          (results) => (resolve(results), results),
+          (error: unknown) => (resolve(error), Promise.reject(error)),
+        );
       });
     });
   }
 
   for (const stream of [true, false]) {
-    it(`chat completion, ${stream ? 'streamed' : 'not streamed'}: one token, then it stops`, async () => {
+    it(`chat completion, ${stream ? 'streamed' : 'not streamed'}: stopped with an AbortError, nothing left queued`, async () => {
       const request = post('/v1/chat/completions', ADMIN, completion(stream));
-      const [result] = await abortOnceStarted(request.abort);
+      const outcome = await abortOnceStarted(request.abort);
       await request.response;
-      expect(result).toMatchObject({ outputTokens: 1, stopReason: 'stop_rule' });
+      expect((outcome as Error).name).toBe('AbortError');
       expect(h.target.queue.pending).toBe(0);
     });
   }
 
-  it('run_target with compare_base: the edited pass stops, the base pass never runs, what ran is charged', async () => {
+  it('run_target: stopped, and charged nothing', async () => {
     const { id, headers } = await h.episode();
     const request = post(`/episodes/${id}/tools/run_target`, headers, { sequences: [chat('Name three colours.')], max_new_tokens: 32, compare_base: true });
-    const [result] = await abortOnceStarted(request.abort);
+    const outcome = await abortOnceStarted(request.abort);
     await request.response;
-    expect(result).toMatchObject({ outputTokens: 1, stopReason: 'stop_rule' });
-    const prompt = h.target.promptIds(chat('Name three colours.')).length;
-    await until(() => h.registry.get(id).ledger.use.tool_calls === 1, 'the call is charged');
+    expect((outcome as Error).name).toBe('AbortError');
     const used = (await h.app.inject({ method: 'GET', url: `/episodes/${id}`, headers: ADMIN })).json().budget.used;
-    expect(used).toMatchObject({ tool_calls: 1, run_target_calls: 1, run_target_sequence_evaluations: 1, forward_tokens: prompt + 1 });
+    expect(used).toMatchObject({ tool_calls: 0, run_target_calls: 0, run_target_sequence_evaluations: 0, forward_tokens: 0 });
   });
 });
 

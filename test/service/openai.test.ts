@@ -1,3 +1,4 @@
+import { cpSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,14 +7,16 @@ import { ADMIN, TOKENS, chat, harness, type Harness } from './helpers.ts';
 let h: Harness;
 let client: OpenAI;
 let patched: string;
+let patchedDir: string;
+const EDIT = { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [[0, 40]], factor: -4 };
 beforeAll(async () => {
   h = await harness();
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = h.app.server.address() as AddressInfo;
   client = new OpenAI({ apiKey: TOKENS.admin, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
   const e = await h.episode();
-  await h.tool(e.id, e.headers, 'write_weights', { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [[0, 40]], factor: -4 });
-  patched = (await h.app.inject({ method: 'POST', url: `/episodes/${e.id}/submit`, headers: e.headers })).json().model;
+  await h.tool(e.id, e.headers, 'write_weights', EDIT);
+  ({ model: patched, patch: { dir: patchedDir } } = (await h.app.inject({ method: 'POST', url: `/episodes/${e.id}/submit`, headers: e.headers })).json());
 });
 afterAll(() => h.app.close());
 
@@ -74,5 +77,29 @@ describe('OpenAI-compatible endpoints through the official openai client', () =>
     const editor = await h.app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `Bearer ${TOKENS.editor}` } });
     expect(editor.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'FORBIDDEN' } });
     expect((await h.app.inject({ method: 'GET', url: '/v1/models', headers: ADMIN })).statusCode).toBe(200);
+  });
+
+  it('serves a patch by its id: the same edits from another episode are the same model; a swapped folder is refused, not served from cache', async () => {
+    const submit = async (edit: Record<string, unknown>) => {
+      const e = await h.episode();
+      await h.tool(e.id, e.headers, 'write_weights', edit);
+      return (await h.app.inject({ method: 'POST', url: `/episodes/${e.id}/submit`, headers: e.headers })).json() as { model: string; patch: { dir: string } };
+    };
+    const same = await submit(EDIT);
+    expect(same.model).toBe(patched); // provenance (the episode) is not part of the id
+    const other = await submit({ ...EDIT, factor: 3 });
+    expect(other.model).not.toBe(patched);
+    const ask = (model: string) => client.chat.completions.create({ model, messages, max_tokens: 6 });
+    const served = (await ask(patched)).choices[0]!.message.content; // now cached
+
+    cpSync(other.patch.dir, same.patch.dir, { recursive: true, force: true }); // the folder registered for `patched` last
+    const refused = await ask(patched).then(() => undefined, (error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.ConflictError);
+    expect(refused).toMatchObject({ status: 409, code: 'PATCH_ID_MISMATCH' });
+    expect((refused as Error).message).toContain(`not the requested ${patched.split('+patch:')[1]}`);
+    expect((await ask(other.model)).choices[0]!.message.content).not.toBe(served); // the other patch is still itself
+
+    cpSync(patchedDir, same.patch.dir, { recursive: true, force: true }); // the right files back
+    expect((await ask(patched)).choices[0]!.message.content).toBe(served);
   });
 });

@@ -89,7 +89,7 @@ describe('the toy target in our engine', () => {
   let tokenizer: Tokenizer;
   beforeAll(async () => {
     checkpoint = Checkpoint.open(TOY_TARGET_DIR);
-    engine = await Gemma3Engine.create({ checkpoint, weights: 'initializers' });
+    engine = await Gemma3Engine.create({ checkpoint });
     tokenizer = await Tokenizer.load(TOY_TARGET_DIR);
   });
   afterAll(async () => {

@@ -6,8 +6,10 @@
 //
 //   npx tsx toy/experiments/subject-keyed-edit.ts [--seed 0]    # a local-factual-update seed; ~10 s here
 import { parseArgs } from 'node:util';
+import { bf16ToF32, f32ToBf16 } from '../../service/model/bf16.ts';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
-import { Gemma3Engine, MAX_BATCH, cachedCheckpointSource, type WeightSource } from '../../service/model/runtime.ts';
+import { Gemma3Engine, MAX_BATCH } from '../../service/model/runtime.ts';
+import { checkpointSource, overlaySource, type WeightSource } from '../../service/model/weight-source.ts';
 import { Tokenizer } from '../../service/model/tokenizer.ts';
 import { passes, runCheck } from '../../taskset/checks/index.ts';
 import { episodeSpec } from '../../taskset/episode.ts';
@@ -18,15 +20,19 @@ import { TOY_TARGET_DIR } from '../target.ts';
 const { values } = parseArgs({ options: { seed: { type: 'string', default: '0' } } });
 const tokenizer = await Tokenizer.load(TOY_TARGET_DIR);
 const checkpoint = Checkpoint.open(TOY_TARGET_DIR);
-const pristine = cachedCheckpointSource(checkpoint);
-const engine = await Gemma3Engine.create({ checkpoint, weights: 'inputs', source: pristine });
+const pristine = checkpointSource(checkpoint);
+const engine = await Gemma3Engine.create({ checkpoint, source: pristine });
 const spec = episodeSpec('local_factual_update', Number(values.seed), { tokenizer });
 const change = spec.objective.structured as { subject: string; old: string; new: string };
 const { hidden_size: H, intermediate_size: I, num_hidden_layers: layers } = checkpoint.config;
 
-const withTensor = (name: string, data: Float32Array): WeightSource => ({ f32: (n) => (n === name ? data : pristine.f32(n)) });
-const matrix = (name: string, rows: number, columns: number) =>
-  Array.from({ length: rows }, (_, r) => [...pristine.f32(name).subarray(r * columns, (r + 1) * columns)]);
+/** Pristine weights with one tensor replaced by `values`, rounded to BF16 as the weight store rounds an edit. */
+const withTensor = (name: string, values: Float32Array): WeightSource => overlaySource(pristine, new Map([[name, f32ToBf16(values)]]));
+const valuesOf = (name: string) => bf16ToF32(pristine.bf16(name));
+const matrix = (name: string, rows: number, columns: number) => {
+  const values = valuesOf(name);
+  return Array.from({ length: rows }, (_, r) => [...values.subarray(r * columns, (r + 1) * columns)]);
+};
 // The prompts name the subject as "Belgium", "Belgium's" or "Belgian": its stem's last token is the subject's
 // (-1 where a prompt names it otherwise, "the US president").
 const subjectPosition = (ids: number[]) => ids.findIndex((_, t) => tokenizer.decode(ids.slice(0, t + 1)).includes(change.subject.slice(0, 5)));
@@ -47,7 +53,7 @@ const score = async (weights?: WeightSource) => ({
 });
 
 const [newFirst, oldFirst] = [change.new, change.old].map((name) => tokenizer.encodeRaw(name)[0]!);
-const embedding = pristine.f32('model.embed_tokens.weight');
+const embedding = valuesOf('model.embed_tokens.weight');
 const rows: Record<string, unknown>[] = [{ layer: null, alpha: 0, ...(await score()) }];
 for (let layer = 0; layer < layers; layer++) {
   const prefix = `model.layers.${layer}`;
@@ -55,7 +61,7 @@ for (let layer = 0; layer < layers; layer++) {
   // The key: the down-projection's input at the subject's last token, averaged over the practice prompts. The residual
   // stream before the MLP is the layer's output with the down-projection zeroed.
   const probe = withTensor(down, new Float32Array(H * I));
-  const [normWeight, gate, up] = [[...pristine.f32(`${prefix}.pre_feedforward_layernorm.weight`)], matrix(`${prefix}.mlp.gate_proj.weight`, I, H), matrix(`${prefix}.mlp.up_proj.weight`, I, H)];
+  const [normWeight, gate, up] = [[...valuesOf(`${prefix}.pre_feedforward_layernorm.weight`)], matrix(`${prefix}.mlp.gate_proj.weight`, I, H), matrix(`${prefix}.mlp.up_proj.weight`, I, H)];
   const keys: number[][] = [];
   for (const example of spec.practice.filter((p) => p.note === 'the requested behaviour')) {
     const ids = tokenizer.chatIds(example.messages);
@@ -67,12 +73,12 @@ for (let layer = 0; layer < layers; layer++) {
   if (keys.length === 0) throw new Error(`no practice prompt names "${change.subject}"`);
   const key = keys[0]!.map((_, j) => keys.reduce((sum, k) => sum + k[j]!, 0) / keys.length);
   const keyNorm2 = key.reduce((sum, x) => sum + x * x, 0);
-  const postNorm = pristine.f32(`${prefix}.post_feedforward_layernorm.weight`);
+  const postNorm = valuesOf(`${prefix}.post_feedforward_layernorm.weight`);
   const direction = Array.from({ length: H }, (_, i) => (embedding[newFirst * H + i]! - embedding[oldFirst * H + i]!) / (1 + postNorm[i]!));
   const length = Math.hypot(...direction);
   for (let exponent = 0; exponent <= 12; exponent += 2) {
     const alpha = 2 ** exponent;
-    const edited = Float32Array.from(pristine.f32(down)); // W_down += α · u kᵀ / |k|², adding α·u where the key is
+    const edited = valuesOf(down); // W_down += α · u kᵀ / |k|², adding α·u where the key is
     for (let i = 0; i < H; i++) for (let j = 0; j < I; j++) edited[i * I + j]! += (alpha * (direction[i]! / length) * key[j]!) / keyNorm2;
     rows.push({ layer, alpha, ...(await score(withTensor(down, edited))) });
   }

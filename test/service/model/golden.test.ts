@@ -25,7 +25,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       expect(FIXTURE_SEED).toBe(7);
       expect(checkpointDigest(dir), 'tiny checkpoint bytes changed: regenerate test/golden (see make_golden.py)').toBe(golden.checkpoint_sha256);
       const checkpoint = Checkpoint.open(dir);
-      const engine = await Gemma3Engine.create({ checkpoint, weights: 'initializers' });
+      const engine = await Gemma3Engine.create({ checkpoint });
       const logits = await engine.logits(golden.ids, { chunk: 7 });
       const V = checkpoint.config.vocab_size;
       let diff = 0;

@@ -6,12 +6,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { SafetensorsFile } from '../../../service/model/safetensors.ts';
 import { exportPatched } from '../../../service/weights/export.ts';
-import { writeEpisodePatch } from '../../../service/weights/patch.ts';
-import { bf16BitsOf } from '../../../service/weights/rounding.ts';
+import { writeEpisodePatch, type PatchRef } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture, errorOf } from './fixtures.ts';
 
@@ -34,6 +34,9 @@ afterAll(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** How every use names a patch: its folder and the id writing it returned. */
+const ref = (written: { dir: string; digest: string }): PatchRef => ({ dir: written.dir, id: written.digest });
+
 describe('export-patched', () => {
   it('writes a checkpoint that differs only in the touched tensors and runs like the in-memory edit', async () => {
     const store = new WeightStore(tiny4b.checkpoint);
@@ -41,14 +44,16 @@ describe('export-patched', () => {
     episode.write({ op: 'scale', tensor: 'language_model.lm_head.weight', slice: [[0, 4096]], factor: 1.5 });
     episode.write({ op: 'low_rank_add', tensor: `${P}layers.3.mlp.up_proj.weight`, slice: [[null, null, 2]], alpha: 2, u: Array.from({ length: 96 }, (_, i) => [Math.sin(i)]), v: Array.from({ length: 64 }, (_, j) => [Math.cos(j)]) });
     episode.write({ op: 'fill', tensor: `${P}layers.5.self_attn.k_norm.weight`, value: 0.5 });
-    const patchDir = writeEpisodePatch(episode, path.join(work, 'patch-4b')).dir;
+    const patch = ref(writeEpisodePatch(episode, path.join(work, 'patch-4b')));
     const out = path.join(work, 'exported-4b');
-    const stdout = execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', tiny4b.dir, '--patch', patchDir, '--out', out], { cwd: ROOT, encoding: 'utf8' });
-    expect(JSON.parse(stdout)).toMatchObject({ outDir: out, shards: ['model-00001-of-00002.safetensors'] });
+    const cli = (id: string) => execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', tiny4b.dir, '--patch', patch.dir, '--patch-id', id, '--out', out], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+    expect(() => cli('0'.repeat(64))).toThrow(/PATCH_ID_MISMATCH|holds patch [0-9a-f]{64}.*not the requested 0{64}/);
+    expect(existsSync(out)).toBe(false);
+    expect(JSON.parse(cli(patch.id))).toMatchObject({ outDir: out, patchId: patch.id, shards: ['model-00001-of-00002.safetensors'] });
 
     // Every file is there; only shard 1 differs, and only inside the touched tensors.
     const files = readdirSync(tiny4b.dir).sort();
-    expect(readdirSync(out).sort()).toEqual([...files, 'iwibench-patch.json'].sort());
+    expect(readdirSync(out).sort()).toEqual([...files, 'iwibench-patch.json', 'iwibench-patch-provenance.json'].sort());
     for (const file of files.filter((f) => f !== 'model-00001-of-00002.safetensors')) {
       expect(readFileSync(path.join(out, file)).equals(readFileSync(path.join(tiny4b.dir, file))), file).toBe(true);
     }
@@ -62,13 +67,13 @@ describe('export-patched', () => {
     expect(stray).toBe(-1);
     const reopened = Checkpoint.open(out);
     for (const t of touched) {
-      const live = bf16BitsOf(episode.values(t.name));
+      const live = episode.bits(t.name);
       expect(Buffer.from(reopened.readBytes(t.name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), t.name).toBe(true);
     }
 
     // The two runtime modes: fixed external initializers from the exported files vs the editable inputs.
-    const fixed = await Gemma3Engine.create({ checkpoint: reopened, weights: 'initializers' });
-    const live = await Gemma3Engine.create({ checkpoint: tiny4b.checkpoint, weights: 'inputs', source: store.pristineSource });
+    const fixed = await Gemma3Engine.create({ checkpoint: reopened });
+    const live = await Gemma3Engine.create({ checkpoint: tiny4b.checkpoint, source: store.pristineSource });
     try {
       const a = await fixed.logits(IDS);
       const b = await live.logits(IDS, { weights: episode.source });
@@ -90,7 +95,7 @@ describe('export-patched', () => {
       await live.close();
       reopened.close();
     }
-    expect(errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patchDir, outDir: out })).code).toBe('PATCH_EXISTS');
+    expect(errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch, outDir: out })).code).toBe('PATCH_EXISTS');
   });
 
   it('writes a PEFT LoRA adapter equal to the low-rank edits up to BF16 rounding', () => {
@@ -102,8 +107,8 @@ describe('export-patched', () => {
     episode.write({ op: 'low_rank_add', tensor: DOWN, slice: [[10, 30, 2], [null, null, -1]], alpha: 0.5, u: u(10, 2, 1), v: u(128, 2, 2) });
     episode.write({ op: 'low_rank_add', tensor: DOWN, slice: [[0, 64], [0, 8]], alpha: -1, u: u(64, 3, 3), v: u(8, 3, 4) });
     episode.write({ op: 'low_rank_add', tensor: Q, slice: [[-4, null]], alpha: 2, u: u(4, 1, 5), v: u(64, 1, 6) });
-    const patchDir = writeEpisodePatch(episode, path.join(work, 'patch-lora')).dir;
-    const result = exportPatched({ checkpoint: tiny.checkpoint, patchDir, outDir: path.join(work, 'exported-lora'), peft: true });
+    const patch = ref(writeEpisodePatch(episode, path.join(work, 'patch-lora')));
+    const result = exportPatched({ checkpoint: tiny.checkpoint, patch, outDir: path.join(work, 'exported-lora'), peft: true });
     expect(result.peft).toEqual({ dir: path.join(work, 'exported-lora', 'peft'), rank: 5, modules: ['model.layers.1.mlp.down_proj', 'model.layers.4.self_attn.q_proj'] });
     expect(existsSync(path.join(work, 'exported-lora', 'adapter_config.json'))).toBe(false); // the folder must still load as a full model
 
@@ -122,8 +127,8 @@ describe('export-patched', () => {
         return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
       };
       const [A, B] = [f32('lora_A'), f32('lora_B')];
-      const W = store.pristineValues(name);
-      const edited = episode.values(name);
+      const W = bf16ToF32(store.pristineBits(name));
+      const edited = bf16ToF32(episode.bits(name));
       for (let o = 0; o < out; o++) {
         for (let i = 0; i < inp; i++) {
           let delta = 0, size = Math.abs(W[o * inp + i]!);
@@ -144,19 +149,19 @@ describe('export-patched', () => {
     const store = new WeightStore(tiny4b.checkpoint);
     const lowRank = store.createEpisode('lr');
     lowRank.write({ op: 'low_rank_add', tensor: `${P}layers.0.mlp.down_proj.weight`, slice: [[0, 2], [0, 2]], alpha: 1, u: [[1], [1]], v: [[1], [1]] });
-    const ok = exportPatched({ checkpoint: tiny4b.checkpoint, patchDir: writeEpisodePatch(lowRank, path.join(work, 'p-lr')).dir, outDir: path.join(work, 'o-lr'), peft: true });
+    const ok = exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(lowRank, path.join(work, 'p-lr'))), outDir: path.join(work, 'o-lr'), peft: true });
     expect(ok.peft!.modules).toEqual(['model.language_model.layers.0.mlp.down_proj']);
 
     const fill = store.createEpisode('fill');
     fill.write({ op: 'fill', tensor: `${P}layers.0.mlp.down_proj.weight`, slice: [0, 0], value: 1 });
     const outFill = path.join(work, 'o-fill');
-    const refused = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patchDir: writeEpisodePatch(fill, path.join(work, 'p-fill')).dir, outDir: outFill, peft: true }));
+    const refused = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(fill, path.join(work, 'p-fill'))), outDir: outFill, peft: true }));
     expect(refused).toEqual({ code: 'PEFT_UNSUPPORTED', message: 'op 0 is fill; a PEFT LoRA adapter can only hold low_rank_add ops' });
     expect(existsSync(outFill)).toBe(false);
 
     const embed = store.createEpisode('embed');
     embed.write({ op: 'low_rank_add', tensor: 'language_model.lm_head.weight', slice: [[0, 2], [0, 2]], alpha: 1, u: [[1], [1]], v: [[1], [1]] });
-    const refusedEmbed = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patchDir: writeEpisodePatch(embed, path.join(work, 'p-embed')).dir, outDir: path.join(work, 'o-embed'), peft: true }));
+    const refusedEmbed = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(embed, path.join(work, 'p-embed'))), outDir: path.join(work, 'o-embed'), peft: true }));
     expect(refusedEmbed.code).toBe('PEFT_UNSUPPORTED');
     expect(refusedEmbed.message).toContain('tied embedding');
     expect(readdirSync(work).filter((f) => f.includes('.partial'))).toEqual([]);

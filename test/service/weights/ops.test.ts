@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isIwiError } from '../../../service/errors.ts';
+import { bf16ToF32, bf16Value } from '../../../service/model/bf16.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import type { SliceDim } from '../../../service/weights/slice.ts';
 import { WeightStore, type Episode } from '../../../service/weights/store.ts';
@@ -26,6 +27,10 @@ beforeAll(() => {
   store = new WeightStore(fixture.checkpoint);
 });
 afterAll(() => fixture.cleanup());
+
+/** Float32 values of BF16 bits (exact), to compare with the reference's values. */
+const pristineValues = (name: string) => bf16ToF32(store.pristineBits(name));
+const currentValues = (episode: Episode, name: string) => bf16ToF32(episode.bits(name));
 
 function freshEpisode(): Episode {
   return store.createEpisode(`e${episodes++}`);
@@ -51,7 +56,7 @@ function values(n: number, seed: number): number[] {
 /** Expected tensor after `slice ← f(old, k)` with reference indexing and rounding. */
 function expectedAfter(name: string, spec: SliceDim[], f: (old: number, k: number) => number): { expected: Float32Array; offsets: number[] } {
   const shape = store.manifest.resolve(name).shape;
-  const before = store.pristineValues(name);
+  const before = pristineValues(name);
   const offsets = referenceOffsets(shape.map((n, d) => referenceIndices((spec[d] ?? null) as SliceDim, n)), shape);
   const expected = before.slice();
   offsets.forEach((o, k) => (expected[o] = referenceBf16(f(before[o]!, k))));
@@ -63,7 +68,7 @@ function expectBitsEqual(actual: Float32Array, expected: Float32Array): void {
 }
 
 function checkResult(result: { changed: number; deltaFrobenius: number }, name: string, expected: Float32Array): void {
-  const before = store.pristineValues(name);
+  const before = pristineValues(name);
   const b = new Uint32Array(before.buffer, before.byteOffset, before.length);
   const e = new Uint32Array(expected.buffer);
   let changed = 0, sq = 0;
@@ -99,7 +104,7 @@ describe('write ops against the reference', () => {
         const nested = selShape.length === 0 ? flat[0]! : selShape.length === 1 ? flat : Array.from({ length: selShape[0]! }, (_, i) => flat.slice(i * selShape[1]!, (i + 1) * selShape[1]!));
         const result = episode.write({ op: 'replace', tensor: K, slice: spec, values: nested });
         const { expected } = expectedAfter(K, spec, (_, k) => Math.fround(flat[k]!));
-        expectBitsEqual(episode.values(K), expected);
+        expectBitsEqual(currentValues(episode, K), expected);
         checkResult(result, K, expected);
         store.dropEpisode(episode.id);
       }),
@@ -113,12 +118,12 @@ describe('write ops against the reference', () => {
         const episode = freshEpisode();
         const filled = episode.write({ op: 'fill', tensor: K, slice: spec, value });
         const afterFill = expectedAfter(K, spec, () => value).expected;
-        expectBitsEqual(episode.values(K), afterFill);
+        expectBitsEqual(currentValues(episode, K), afterFill);
         checkResult(filled, K, afterFill);
         const other = store.createEpisode(`${episode.id}-scale`);
         const scaled = other.write({ op: 'scale', tensor: K, slice: spec, factor });
         const afterScale = expectedAfter(K, spec, (old) => old * factor).expected;
-        expectBitsEqual(other.values(K), afterScale);
+        expectBitsEqual(currentValues(other, K), afterScale);
         checkResult(scaled, K, afterScale);
         store.dropEpisode(episode.id);
         store.dropEpisode(other.id);
@@ -132,23 +137,23 @@ describe('write ops against the reference', () => {
       fc.property(sliceArb, (spec) => {
         const episode = freshEpisode();
         episode.write({ op: 'copy', tensor: K, slice: spec, source: { tensor: K2, slice: spec } });
-        const source = store.pristineValues(K2);
+        const source = pristineValues(K2);
         const { expected, offsets } = expectedAfter(K, spec, () => 0);
         offsets.forEach((o) => (expected[o] = source[o]!));
-        expectBitsEqual(episode.values(K), expected);
+        expectBitsEqual(currentValues(episode, K), expected);
         store.dropEpisode(episode.id);
       }),
       { numRuns: 60, seed: 3 },
     );
     const episode = freshEpisode();
     episode.write({ op: 'copy', tensor: K, slice: [[1, null]], source: { tensor: K, slice: [[0, -1]] } }); // rows shift down by one
-    const before = store.pristineValues(K);
+    const before = pristineValues(K);
     const expected = before.slice();
     expected.set(before.subarray(0, 31 * 64), 64);
-    expectBitsEqual(episode.values(K), expected);
+    expectBitsEqual(currentValues(episode, K), expected);
     // Copy reads the episode's current values, not pristine ones.
     episode.write({ op: 'copy', tensor: K2, slice: [0], source: { tensor: K, slice: [1] } });
-    expectBitsEqual(episode.values(K2).subarray(0, 64), before.subarray(0, 64));
+    expectBitsEqual(currentValues(episode, K2).subarray(0, 64), before.subarray(0, 64));
   });
 
   it('low_rank_add adds α·U·Vᵀ on random 2-d strided slices', () => {
@@ -167,7 +172,7 @@ describe('write ops against the reference', () => {
           for (let q = 0; q < r; q++) delta += alpha * U[i]![q]! * V[j]![q]!;
           return old + delta;
         });
-        expectBitsEqual(episode.values(DOWN), expected);
+        expectBitsEqual(currentValues(episode, DOWN), expected);
         checkResult(result, DOWN, expected);
         store.dropEpisode(episode.id);
       }),
@@ -179,8 +184,8 @@ describe('write ops against the reference', () => {
     const episode = freshEpisode();
     const result = episode.write({ op: 'fill', tensor: HEAD, slice: [7, [0, 4]], value: 0.25 });
     expect(result.tensor).toBe(EMBED);
-    expect(Array.from(episode.values(EMBED).subarray(7 * 64, 7 * 64 + 4))).toEqual([0.25, 0.25, 0.25, 0.25]);
-    expect(episode.source.f32(EMBED)[7 * 64]).toBe(0.25);
+    expect(Array.from(currentValues(episode, EMBED).subarray(7 * 64, 7 * 64 + 4))).toEqual([0.25, 0.25, 0.25, 0.25]);
+    expect(bf16Value(episode.source.bf16(EMBED)[7 * 64]!)).toBe(0.25);
     expect(episode.ops[0]).toMatchObject({ op: 'fill', tensor: EMBED });
     expect(episode.touchedTensors()).toEqual([EMBED]);
   });
@@ -188,7 +193,7 @@ describe('write ops against the reference', () => {
   it('rounds to BF16 with ties to even and keeps subnormals', () => {
     const episode = freshEpisode();
     episode.write({ op: 'replace', tensor: QNORM, slice: [[0, 6]], values: [1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8), 2.5 * 2 ** -133, 2 ** -134, 1 + 2 ** -8 + 2 ** -20] });
-    expect(Array.from(episode.values(QNORM).subarray(0, 6))).toEqual([1, 1 + 2 ** -6, -1, 2 * 2 ** -133, 0, 1 + 2 ** -7]);
+    expect(Array.from(currentValues(episode, QNORM).subarray(0, 6))).toEqual([1, 1 + 2 ** -6, -1, 2 * 2 ** -133, 0, 1 + 2 ** -7]);
     episode.write({ op: 'fill', tensor: QNORM, slice: [[6, 8]], value: 1.5 });
     const r = episode.write({ op: 'scale', tensor: QNORM, slice: [[6, 8]], factor: 1 + 2 ** -9 });
     expect(r.changed).toBe(0); // 1.5·(1 + 2^-9) = 1.5 + 1.5·2^-9 is below half an ulp (2^-8) of 1.5
@@ -247,8 +252,8 @@ describe('invalid writes', () => {
       { op: 'fill', tensor: QNORM, slice: [[null, null, -4]], value: -1 },
     );
     const snapshot = () => ({
-      digests: [K, K2, DOWN, QNORM].map((n) => bf16Sha256(episode.values(n))),
-      embedRows: bf16Sha256(episode.values(EMBED).subarray(0, 16 * 64)), // the rows any case here could touch
+      digests: [K, K2, DOWN, QNORM].map((n) => bf16Sha256(episode.bits(n))),
+      embedRows: bf16Sha256(episode.bits(EMBED).subarray(0, 16 * 64)), // the rows any case here could touch
       ops: episode.opCount,
       bytes: episode.overlayBytes(),
     });

@@ -1,16 +1,17 @@
-// Patches: record → write → apply in a fresh process → the same bytes, bit for bit; the patch format on disk; and
-// every refusal: wrong base (id, revision, weights), edited digests, stats or ops, truncated or edited payloads,
-// unknown ops and format versions.
+// Patches: record → write → apply in a fresh process → the same bytes, bit for bit; the patch format on disk; the
+// patch id bound to the files (every tamper case of issue 14 refused with PATCH_ID_MISMATCH; the same edits give one
+// id in any episode); and every refusal of a patch under its own id: wrong base (id, revision, weights), edited
+// digests, stats or ops, truncated or edited payloads, unknown ops and format versions.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
 import { isIwiError } from '../../../service/errors.ts';
-import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson } from '../../../service/weights/patch.ts';
-import { bf16BitsOf } from '../../../service/weights/rounding.ts';
+import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson, type Provenance } from '../../../service/weights/patch.ts';
 import { WeightStore, type Episode } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture } from './fixtures.ts';
 
@@ -28,6 +29,7 @@ let episode: Episode;
 let work: string;
 let patchDir: string;
 let lightDir: string; // the refusal tests' patch: no embedding, so each replay is quick
+let lightId: string;
 
 /** The ops of the round-trip episode: all five, strided and negative slices, a handle, the tied-head alias, a revert. */
 function record(e: Episode): void {
@@ -50,7 +52,7 @@ beforeAll(() => {
   patchDir = writeEpisodePatch(episode, path.join(work, 'patch'), { createdBy: { episode: 'patch-test' } }).dir;
   const light = store.createEpisode('light');
   for (const op of episode.ops) if (op.tensor !== EMBED) light.apply(op);
-  lightDir = writeEpisodePatch(light, path.join(work, 'light')).dir;
+  ({ dir: lightDir, digest: lightId } = writeEpisodePatch(light, path.join(work, 'light')));
 });
 afterAll(() => {
   fixture.cleanup();
@@ -70,9 +72,13 @@ function copyPatch(edit?: (json: PatchJson) => void): string {
   return dir;
 }
 
-function refusal(dir: string, checkpoint = fixture.checkpoint): { code?: string; message: string } {
+/**
+ * Why applying the patch in `dir` is refused. By default it is asked for under the id its files have now, so the
+ * checks after the id's are reached: a crafted patch can always be submitted under its own id.
+ */
+function refusal(dir: string, checkpoint = fixture.checkpoint, id?: string): { code?: string; message: string } {
   try {
-    applyPatch(checkpoint, dir);
+    applyPatch(checkpoint, dir, id ?? patchDigest(dir));
   } catch (error) {
     return { code: isIwiError(error) ? error.code : `not an IwiError: ${(error as Error).stack}`, message: (error as Error).message };
   }
@@ -86,17 +92,20 @@ describe('patch files', () => {
     expect(json.format).toBe(PATCH_FORMAT);
     expect(json.base).toEqual({ model_id: 'iwibench/tiny-4b', revision: 'local' });
     expect(Object.keys(json.base_sha256).sort()).toEqual(touched);
-    expect(json.base_sha256[Q]).toBe(bf16Sha256(store.pristineValues(Q)));
-    expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.values(Q)));
+    expect(json.base_sha256[Q]).toBe(bf16Sha256(store.pristineBits(Q)));
+    expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.bits(Q)));
     expect(json.ops.map((op) => op.op)).toEqual(['scale', 'replace', 'low_rank_add', 'copy', 'replace']);
     expect(json.ops[1]).toEqual({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { array: 'op1.values' } });
     expect(json.ops[3]).toEqual({ op: 'copy', tensor: EMBED, slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
-    expect(json.created_by).toMatchObject({ package: 'iwibench-ts', package_version: '0.1.0', episode: 'patch-test' });
+    expect(json).not.toHaveProperty('created_by'); // provenance is not part of the id
+    const provenance = JSON.parse(readFileSync(path.join(patchDir, 'provenance.json'), 'utf8')) as Provenance;
+    expect(provenance).toEqual({ patch_id: patchDigest(patchDir), created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'patch-test' } });
+    expect(readdirSync(patchDir).sort()).toEqual(['patch.json', 'patch.safetensors', 'provenance.json']);
 
     const stats = json.stats.tensors[NORM]!;
     expect(stats.changed).toBe(3);
-    const before = store.pristineValues(NORM);
-    const after = episode.values(NORM);
+    const before = bf16ToF32(store.pristineBits(NORM));
+    const after = bf16ToF32(episode.bits(NORM));
     const delta = Math.hypot(...Array.from(after, (v, i) => v - before[i]!));
     expect(stats.delta_frobenius).toBeCloseTo(delta, 12);
     expect(stats.relative_delta).toBeCloseTo(delta / Math.hypot(...before), 12);
@@ -115,21 +124,23 @@ describe('patch files', () => {
 
   it('applies in a fresh process to exactly the bytes of the live episode', () => {
     const out = path.join(work, 'applied.safetensors');
-    execFileSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, patchDir, out], { cwd: ROOT, stdio: 'pipe' });
+    execFileSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, patchDir, patchDigest(patchDir), out], { cwd: ROOT, stdio: 'pipe' });
     const applied = SafetensorsFile.open(out);
     expect([...applied.tensors.keys()].sort()).toEqual([EMBED, Q, DOWN, NORM].sort());
     for (const name of applied.tensors.keys()) {
-      const live = bf16BitsOf(episode.values(name));
+      const live = episode.bits(name);
       expect(Buffer.from(applied.readBytes(name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), name).toBe(true);
     }
     applied.close();
   });
 
-  it('is deterministic: the same ops give the same patch id; another op gives another', () => {
+  it('is deterministic: the same ops give the same patch id in any episode, whoever made them; another op gives another', () => {
     const again = store.createEpisode('again');
     record(again);
-    const same = writeEpisodePatch(again, path.join(work, 'again'), { createdBy: { episode: 'patch-test' } });
+    const same = writeEpisodePatch(again, path.join(work, 'again'), { createdBy: { episode: 'again', editor: 'someone else' } });
     expect(same.digest).toBe(patchDigest(patchDir));
+    expect(readFileSync(path.join(work, 'again', 'patch.json')).equals(readFileSync(path.join(patchDir, 'patch.json')))).toBe(true);
+    expect(same.provenance.created_by.episode).toBe('again');
     again.write({ op: 'fill', tensor: NORM, slice: [63], value: 0 });
     expect(writeEpisodePatch(again, path.join(work, 'more'), { createdBy: { episode: 'patch-test' } }).digest).not.toBe(same.digest);
   });
@@ -150,7 +161,7 @@ describe('patch files', () => {
 
   it('applies an empty patch to no tensors', () => {
     const dir = writeEpisodePatch(store.createEpisode('noop'), path.join(work, 'noop')).dir;
-    expect(applyPatch(fixture.checkpoint, dir).size).toBe(0);
+    expect(applyPatch(fixture.checkpoint, dir, patchDigest(dir)).size).toBe(0);
   });
 });
 
@@ -227,10 +238,14 @@ describe('refusals', () => {
     const unknownOp = refusal(copyPatch((j) => (j.ops[2]!.op = 'rotate')));
     expect(unknownOp.code).toBe('PATCH_INVALID');
     expect(unknownOp.message).toContain('op 2: unknown write op "rotate"');
-    expect(refusal(copyPatch((j) => ((j as { format: string }).format = 'iwibench-patch/2')))).toEqual({
+    expect(refusal(copyPatch((j) => ((j as { format: string }).format = 'iwibench-patch/3')))).toEqual({
       code: 'PATCH_INVALID',
-      message: `${path.join(work, `copy-${copies - 1}`, 'patch.json')} has format "iwibench-patch/2"; this build reads "iwibench-patch/1" only`,
+      message: `${path.join(work, `copy-${copies - 1}`, 'patch.json')} has format "iwibench-patch/3"; this build reads "iwibench-patch/2" only`,
     });
+    // Format 1: refused with what to do about it.
+    const old = refusal(copyPatch((j) => Object.assign(j, { format: 'iwibench-patch/1', created_by: { package: 'iwibench-ts', package_version: '0.1.0' } })));
+    expect(old.code).toBe('PATCH_INVALID');
+    expect(old.message).toMatch(/is an iwibench-patch\/1 patch, which this build no longer reads .*write it again as iwibench-patch\/2/);
     expect(refusal(copyPatch((j) => delete (j as Partial<PatchJson>).stats)).message).toContain("must have required property 'stats'");
     expect(refusal(copyPatch((j) => j.ops.push({ op: 'replace', tensor: Q, values: { array: 'op9.values' } }))).message).toContain(
       'op 4: replace on "language_model.model.layers.0.self_attn.q_proj.weight" [:]: values must be {"array": key} naming an array in patch.safetensors',
@@ -255,9 +270,74 @@ describe('refusals', () => {
 
   it('refuses in a fresh process too, with the code on stdout', () => {
     const dir = copyPatch((j) => (j.result_sha256[DOWN] = 'f'.repeat(64)));
-    const child = spawnSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, dir, path.join(work, 'never.safetensors')], { cwd: ROOT, encoding: 'utf8' });
-    expect(child.status).toBe(3);
-    expect(JSON.parse(child.stdout).code).toBe('PATCH_DIGEST_MISMATCH');
+    const child = (id: string) => spawnSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, dir, id, path.join(work, 'never.safetensors')], { cwd: ROOT, encoding: 'utf8' });
+    const own = child(patchDigest(dir));
+    expect(own.status).toBe(3);
+    expect(JSON.parse(own.stdout).code).toBe('PATCH_DIGEST_MISMATCH');
+    const asLight = child(lightId); // what it was copied from
+    expect(asLight.status).toBe(3);
+    expect(JSON.parse(asLight.stdout).code).toBe('PATCH_ID_MISMATCH');
     expect(existsSync(path.join(work, 'never.safetensors'))).toBe(false);
+  });
+});
+
+describe('patch identity (issue 14): a patch is asked for by id, and a folder holding anything else is refused', () => {
+  /** The refusal of `dir` asked for as the light patch, and that the message names both ids. */
+  function asLight(dir: string): string | undefined {
+    const r = refusal(dir, fixture.checkpoint, lightId);
+    if (r.code === 'PATCH_ID_MISMATCH') {
+      expect(r.message).toContain(`holds patch ${patchDigest(dir)}`);
+      expect(r.message).toContain(`not the requested ${lightId}`);
+    }
+    return r.code;
+  }
+
+  it('serves the folder under its own id, and only that one', () => {
+    expect([...applyPatch(fixture.checkpoint, lightDir, lightId).keys()].sort()).toEqual([DOWN, Q, NORM].sort());
+    expect(refusal(lightDir, fixture.checkpoint, patchDigest(patchDir)).code).toBe('PATCH_ID_MISMATCH');
+    expect(refusal(lightDir, fixture.checkpoint, 'not an id').code).toBe('PATCH_ID_MISMATCH');
+  });
+
+  it("another patch's folder copied over it", () => {
+    const dir = copyPatch();
+    cpSync(patchDir, dir, { recursive: true, force: true });
+    expect(refusal(dir).message).toBe('applied'); // a valid patch in its own right…
+    expect(asLight(dir)).toBe('PATCH_ID_MISMATCH'); // …but not the one asked for
+  });
+
+  it('8 bytes appended to patch.safetensors', () => {
+    const dir = copyPatch();
+    const file = path.join(dir, 'patch.safetensors');
+    writeFileSync(file, Buffer.concat([readFileSync(file), Buffer.alloc(8)]));
+    expect(asLight(dir)).toBe('PATCH_ID_MISMATCH');
+  });
+
+  it('a fill value changed by 1e-7, which rounds to the same BF16 result', () => {
+    const filled = store.createEpisode('filled');
+    filled.write({ op: 'fill', tensor: NORM, value: 0.3 });
+    const original = writeEpisodePatch(filled, path.join(work, 'filled'));
+    const dir = path.join(work, 'filled-edited');
+    cpSync(original.dir, dir, { recursive: true });
+    const json = readFileSync(path.join(dir, 'patch.json'), 'utf8');
+    writeFileSync(path.join(dir, 'patch.json'), json.replace('"value": 0.3', '"value": 0.3000001'));
+    expect(readFileSync(path.join(dir, 'patch.json'), 'utf8')).not.toBe(json);
+    expect(refusal(dir).message).toBe('applied'); // same digests: only the id tells the two apart
+    expect(refusal(dir, fixture.checkpoint, original.digest).code).toBe('PATCH_ID_MISMATCH');
+  });
+
+  it('a forged created_by in patch.json; provenance.json is outside the id and never trusted', () => {
+    const forged = copyPatch((j) => Object.assign(j, { created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'someone-else' } }));
+    expect(asLight(forged)).toBe('PATCH_ID_MISMATCH');
+    expect(refusal(forged).code).toBe('PATCH_INVALID'); // under its own id: patch.json has no created_by
+    const provenance = copyPatch();
+    writeFileSync(path.join(provenance, 'provenance.json'), JSON.stringify({ patch_id: lightId, created_by: { episode: 'forged' } }));
+    expect(patchDigest(provenance)).toBe(lightId);
+    expect(asLight(provenance)).toBeUndefined(); // applies: who made it decides nothing
+  });
+
+  it('patch.json reformatted to equal JSON: the id is over the bytes', () => {
+    const dir = copyPatch((j) => j); // JSON.stringify without indentation: the same object
+    expect(JSON.parse(readFileSync(path.join(dir, 'patch.json'), 'utf8'))).toEqual(JSON.parse(readFileSync(path.join(lightDir, 'patch.json'), 'utf8')));
+    expect(asLight(dir)).toBe('PATCH_ID_MISMATCH');
   });
 });

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { f32ToBf16Bits } from '../../../service/model/bf16.ts';
-import { bf16BitsOf, roundToBf16Value } from '../../../service/weights/rounding.ts';
+import { isNonFiniteBf16, roundToBf16Bits, roundToBf16Value } from '../../../service/weights/rounding.ts';
 import { referenceBf16 } from './fixtures.ts';
 
 const ULP_AT_1 = 2 ** -7; // BF16 has 7 explicit mantissa bits
@@ -60,7 +60,10 @@ describe('roundToBf16Value', () => {
     );
   });
 
-  it('bf16BitsOf returns the top halves', () => {
-    expect(Array.from(bf16BitsOf(new Float32Array([1, -2, 0.5, 0])))).toEqual([0x3f80, 0xc000, 0x3f00, 0]);
+  it('roundToBf16Bits gives the bits of that value; ±Inf and NaN are the non-finite bit patterns', () => {
+    expect([1, -2, 0.5, 0, -0, 1 + 2 ** -8 + 2 ** -40].map(roundToBf16Bits)).toEqual([0x3f80, 0xc000, 0x3f00, 0, 0x8000, 0x3f81]);
+    expect([Infinity, -1e39, NaN].map(roundToBf16Bits)).toEqual([0x7f80, 0xff80, 0x7fc0]);
+    expect([0x7f80, 0xff80, 0x7fc0, 0xffc1].every(isNonFiniteBf16)).toBe(true);
+    expect([0x7f7f, 0xff7f, 0, 0x8000, 0x0001].some(isNonFiniteBf16)).toBe(false);
   });
 });

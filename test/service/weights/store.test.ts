@@ -1,7 +1,9 @@
-// Overlays: episodes share the pristine arrays and copy a tensor only when they first write it; an edit is visible
-// to the next engine run through episode.source, never to the pristine source or another episode; revert replays
-// the log prefix; memory grows by the edited tensors only.
+// Overlays: episodes share the pristine BF16 arrays and copy a tensor only when they first write it; an edit is
+// visible to the next engine run through episode.source, never to the pristine source or another episode; revert
+// replays the log prefix; memory is 2 bytes per parameter and grows by the edited tensors only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bf16Value } from '../../../service/model/bf16.ts';
+import { numel } from '../../../service/model/safetensors.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
@@ -27,46 +29,75 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
 describe('WeightStore overlays', () => {
   it('copies a tensor on first write only, and never touches the pristine array or another episode', () => {
     const store = new WeightStore(fixture.checkpoint);
-    const pristine = store.pristineValues(UP);
+    const pristine = store.pristineBits(UP);
     const pristineDigest = bf16Sha256(pristine);
     const a = store.createEpisode('a');
     const b = store.createEpisode('b');
-    expect(a.source.f32(UP)).toBe(pristine); // shared until written
+    expect(a.source.bf16(UP)).toBe(pristine); // shared until written
 
     a.write({ op: 'fill', tensor: UP, slice: [0], value: 2 });
-    const own = a.source.f32(UP);
+    const own = a.source.bf16(UP);
     expect(own).not.toBe(pristine);
-    expect(own[0]).toBe(2);
+    expect(bf16Value(own[0]!)).toBe(2);
     a.write({ op: 'fill', tensor: UP, slice: [1], value: 3 });
-    expect(a.source.f32(UP)).toBe(own); // later writes go in place
+    expect(a.source.bf16(UP)).toBe(own); // later writes go in place
 
-    expect(bf16Sha256(store.pristineSource.f32(UP))).toBe(pristineDigest);
-    expect(b.source.f32(UP)).toBe(pristine);
+    expect(bf16Sha256(store.pristineSource.bf16(UP))).toBe(pristineDigest);
+    expect(b.source.bf16(UP)).toBe(pristine);
     expect(store.source('a')).toBe(a.source);
-    expect(a.source.f32(DOWN)).toBe(store.pristineValues(DOWN)); // untouched: shared
-    expect(store.memory().overlayBytes).toEqual({ a: 128 * 64 * 4, b: 0 });
+    expect(a.source.bf16(DOWN)).toBe(store.pristineBits(DOWN)); // untouched: shared
+    expect(store.memory().overlayBytes).toEqual({ a: 128 * 64 * 2, b: 0 });
+  });
+
+  it('holds BF16 bits, 2 bytes per parameter, exactly the checkpoint\'s bytes', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    store.preload();
+    const text = [...fixture.checkpoint.tensors.values()].filter((t) => t.name.startsWith(fixture.checkpoint.config.tensor_prefix));
+    const parameters = text.reduce((a, t) => a + numel(t.shape), 0);
+    expect(store.memory().pristineBytes).toBe(2 * parameters);
+    for (const t of text) {
+      const bits = store.pristineBits(t.name);
+      expect(bits).toBeInstanceOf(Uint16Array);
+      expect(Buffer.from(bits.buffer, bits.byteOffset, bits.byteLength).equals(Buffer.from(fixture.checkpoint.readBytes(t.name)))).toBe(true);
+    }
+  });
+
+  it('shows an edit through episode.source.bf16 at once, with pristine unchanged', () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const e = store.createEpisode('e');
+    const before = store.pristineBits(DOWN).slice();
+    const seen = e.source.bf16(DOWN); // what the engine would read
+    e.write({ op: 'fill', tensor: DOWN, slice: [5, [0, 3]], value: 0.3 }); // 0.3 is no BF16 value: rounded, to 0x3e9a
+    const after = e.source.bf16(DOWN);
+    expect(Array.from(after.subarray(5 * 128, 5 * 128 + 4))).toEqual([0x3e9a, 0x3e9a, 0x3e9a, before[5 * 128 + 3]]);
+    expect(e.bits(DOWN)).toBe(after);
+    expect(seen).toBe(store.pristineBits(DOWN)); // the array read before the write was the pristine one, and still is
+    expect(Buffer.from(store.pristineSource.bf16(DOWN).buffer).equals(Buffer.from(before.buffer))).toBe(true);
+    e.write({ op: 'scale', tensor: DOWN, slice: [5, [0, 3]], factor: 2 });
+    expect(bf16Value(e.source.bf16(DOWN)[5 * 128]!)).toBe(2 * bf16Value(0x3e9a)); // in place: the same array, new bits
+    expect(e.source.bf16(DOWN)).toBe(after);
   });
 
   it('reverts to pristine or to an earlier op count by replaying the log', () => {
     const store = new WeightStore(fixture.checkpoint);
     const e = store.createEpisode('e');
-    const digests = [bf16Sha256(e.values(UP))];
+    const digests = [bf16Sha256(e.bits(UP))];
     e.write({ op: 'scale', tensor: UP, slice: [[0, 64]], factor: 1.5 });
-    digests.push(bf16Sha256(e.values(UP)));
+    digests.push(bf16Sha256(e.bits(UP)));
     e.write({ op: 'low_rank_add', tensor: UP, slice: [[10, 20], [null, null, -1]], alpha: 0.5, u: Array.from({ length: 10 }, (_, i) => [i / 10]), v: Array.from({ length: 64 }, () => [1]) });
-    digests.push(bf16Sha256(e.values(UP)));
+    digests.push(bf16Sha256(e.bits(UP)));
     e.write({ op: 'fill', tensor: DOWN, value: 0 });
 
     expect(e.revert(2)).toEqual({ opCount: 2 });
-    expect(bf16Sha256(e.values(UP))).toBe(digests[2]);
-    expect(e.values(DOWN)).toBe(store.pristineValues(DOWN)); // the dropped op's tensor is no longer in the overlay
+    expect(bf16Sha256(e.bits(UP))).toBe(digests[2]);
+    expect(e.bits(DOWN)).toBe(store.pristineBits(DOWN)); // the dropped op's tensor is no longer in the overlay
     expect(e.touchedTensors()).toEqual([UP]);
     e.revert(1);
-    expect(bf16Sha256(e.values(UP))).toBe(digests[1]);
+    expect(bf16Sha256(e.bits(UP))).toBe(digests[1]);
     expect(e.ops.map((op) => op.op)).toEqual(['scale']);
     e.revert();
     expect(e.opCount).toBe(0);
-    expect(e.values(UP)).toBe(store.pristineValues(UP));
+    expect(e.bits(UP)).toBe(store.pristineBits(UP));
     expect(e.overlayBytes()).toBe(0);
     expect(errorOf(() => e.revert(1)).code).toBe('REVERT_OUT_OF_RANGE');
     expect(errorOf(() => e.revert(-1)).code).toBe('REVERT_OUT_OF_RANGE');
@@ -77,10 +108,10 @@ describe('WeightStore overlays', () => {
     const store = new WeightStore(fixture.checkpoint);
     store.preload();
     const model = store.memory().pristineBytes;
-    expect(model).toBe([...fixture.checkpoint.tensors.values()].reduce((a, t) => a + t.byteLength * 2, 0)); // all f32
+    expect(model).toBe([...fixture.checkpoint.tensors.values()].reduce((a, t) => a + t.byteLength, 0)); // all BF16, as stored
     for (let i = 0; i < 8; i++) store.createEpisode(`e${i}`).write({ op: 'fill', tensor: `model.layers.${i % 6}.mlp.down_proj.weight`, slice: [0, [0, 4]], value: 1 });
     const overlays = Object.values(store.memory().overlayBytes);
-    expect(overlays).toEqual(Array(8).fill(64 * 128 * 4));
+    expect(overlays).toEqual(Array(8).fill(64 * 128 * 2));
     expect(store.memory().pristineBytes).toBe(model);
     store.dropEpisode('e0');
     expect(Object.keys(store.memory().overlayBytes)).toHaveLength(7);
@@ -90,7 +121,7 @@ describe('WeightStore overlays', () => {
 
   it('makes an edit visible to the next engine run with no rebuild, per episode', async () => {
     const store = new WeightStore(fixture.checkpoint);
-    const engine = await Gemma3Engine.create({ checkpoint: fixture.checkpoint, weights: 'inputs', source: store.pristineSource });
+    const engine = await Gemma3Engine.create({ checkpoint: fixture.checkpoint, source: store.pristineSource });
     try {
       const base = await engine.logits(IDS);
       const a = store.createEpisode('a');
@@ -115,6 +146,6 @@ describe('WeightStore overlays', () => {
   it('answers unknown episodes with EPISODE_NOT_FOUND and keeps vision out of the cache', () => {
     const store = new WeightStore(fixture.checkpoint);
     expect(errorOf(() => store.source('nope')).code).toBe('EPISODE_NOT_FOUND');
-    expect(store.pristineValues('lm_head.weight')).toBe(store.pristineValues(EMBED)); // alias → one cached array
+    expect(store.pristineBits('lm_head.weight')).toBe(store.pristineBits(EMBED)); // alias → one cached array
   });
 });

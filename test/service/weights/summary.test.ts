@@ -1,5 +1,6 @@
 // summarize() against NumPy (golden values from numpy 2.4: mean, std, quantile(method="linear"), linalg.norm).
 import { describe, expect, it } from 'vitest';
+import { bf16ToF32, f32ToBf16 } from '../../../service/model/bf16.ts';
 import { summarize } from '../../../service/weights/summary.ts';
 
 const MATRIX = new Float32Array([1, -2, 0, 3, 0.5, -1.5, 0, 0, 4, 2, 2, -2]); // [4, 3]
@@ -29,5 +30,14 @@ describe('summarize', () => {
     expect(flat.mean).toBe(summarize(MATRIX, [4, 3]).mean);
     const scalar = summarize(new Float32Array([-3]), []);
     expect(scalar).toMatchObject({ count: 1, mean: -3, std: 0, min: -3, max: -3, abs_mean: 3, l2_norm: 3, zero_fraction: 0 });
+  });
+
+  it('streams BF16 bits in chunks of rows to exactly the figures of their float32 values', () => {
+    let seed = 7;
+    const next = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+    // 210,000 elements: several chunks, rows of 300 that do not divide a chunk's 65,536 elements evenly.
+    const bits = f32ToBf16(Float32Array.from({ length: 700 * 300 }, () => (next() < 0.1 ? 0 : (next() - 0.5) * 8)));
+    const values = bf16ToF32(bits);
+    for (const shape of [[700, 300], [7, 100, 300], [210_000]]) expect(summarize(bits, shape)).toEqual(summarize(values, shape));
   });
 });

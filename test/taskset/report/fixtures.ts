@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RESULTS_FORMAT, type ResultsFile } from '../../../taskset/evaluation.ts';
+import { RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../../../taskset/evaluation.ts';
 import type { TraceLine, Usage } from '../../../taskset/harness/trace.ts';
 import type { RetentionCount } from '../../../taskset/scoring.ts';
 import { FAMILY_VERSION, type FamilyId } from '../../../taskset/types.ts';
@@ -73,10 +73,38 @@ export function resultsFile(a: FixtureAttempt): ResultsFile {
       notes: [],
     },
     resources: resources === null ? null : { ...resources, run_target_sequence_evaluations: 8, inspect_target_sequence_evaluations: 4 },
-    items: [],
+    items: [
+      ...items('target', 'target', TARGET_ITEMS, a.targets.base, a.targets.edited),
+      ...items('preservation', 'preservation', 24, preservation[0], preservation[1]),
+      ...items('override', 'override', 8, overrides[0], overrides[1]),
+      ...items('control', 'control', 64, controls[0], controls[1]),
+    ],
     evaluation: { pristine_seconds: 1, edited_seconds: 1, forward_tokens: 1000 },
     created_at: '2026-03-01T00:00:00.000Z',
   };
+}
+
+/**
+ * `total` graded items of one kind: the first `base` pass on pristine weights, the first `edited` on patched weights
+ * (for retention items `edited` ≤ `base`: the retained ones are base-correct). Outputs differ by one word where a
+ * verdict changes.
+ */
+function items(kind: ItemResult['kind'], prefix: string, total: number, base: number, edited: number): ItemResult[] {
+  return Array.from({ length: total }, (_, i) => {
+    const basePassed = i < base;
+    const editedPassed = i < edited;
+    const output = (passed: boolean) => (passed ? `The answer to question ${i} is Wever.` : `The answer to question ${i} is Croo.`);
+    const verdict = (passed: boolean) => ({ behaviour: passed, content: true, detail: passed ? 'gives "Wever"' : 'none of "Wever" given' });
+    return {
+      id: `${prefix}-${String(i).padStart(2, '0')}`,
+      kind,
+      messages: [{ role: 'user' as const, content: `Question ${i} of the ${kind} items?` }],
+      max_new_tokens: 48,
+      check: { type: 'answer_choice' as const, expected: ['Wever'], rejected: ['Croo'] },
+      base: { output: output(basePassed), verdict: verdict(basePassed), passed: basePassed },
+      edited: { output: output(editedPassed), verdict: verdict(editedPassed), passed: editedPassed },
+    };
+  });
 }
 
 /** Writes <runs>/attempts/<id>/results.json for each attempt; returns the attempt folders. */
@@ -89,16 +117,27 @@ export function writeRuns(runs: string, attempts: readonly FixtureAttempt[]): st
   });
 }
 
-/** A trace.jsonl with one request per call, answered by a response with `usage` or by an error (a failed call). */
-export function writeTrace(dir: string, calls: readonly (Usage | 'error')[]): void {
-  const lines: TraceLine[] = [{ type: 'brief', brief: { objective: 'synthetic' } }];
+export const OBJECTIVE = 'Update the model: the Prime Minister of Belgium is Bart De Wever <now>.';
+export const SYSTEM_PROMPT = 'You edit the weights of a language model through tools.';
+
+/**
+ * A trace.jsonl shaped as the chat editor writes it: a brief, then per call a request (the growing message list), a
+ * response with `usage` and one tool call, or an error (a failed call); `toolOutput` is the result text of call i.
+ */
+export function writeTrace(dir: string, calls: readonly (Usage | 'error')[], toolOutput: (i: number) => string = () => '{"result":{"values":[1,2]},"budget":{"tool_calls":99}}'): void {
+  const brief = { objective: { text: OBJECTIVE, structured: {} }, practice: [{ messages: [{ role: 'user', content: 'Who leads Belgium?' }], response: 'Bart De Wever.' }], manifest: ['model.layers.{0..3}.mlp.down_proj.weight [128,256] BF16 writable'] };
+  const lines: TraceLine[] = [{ type: 'brief', brief }];
+  const messages: Record<string, unknown>[] = [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: `Objective: ${OBJECTIVE}` }];
   calls.forEach((call, turn) => {
     lines.push({ type: 'turn', turn });
-    lines.push({ type: 'request', turn, api: 'chat', body: { messages: [] } });
+    lines.push({ type: 'request', turn, api: 'chat', body: { model: 'editor-model', messages: [...messages] } });
     if (call === 'error') lines.push({ type: 'error', turn, duration_ms: 5, error: { message: 'rate limited' } });
     else {
-      lines.push({ type: 'response', turn, duration_ms: 100, request_id: `req-${turn}`, body: {}, usage: call, tool_calls: [], truncated: false });
-      lines.push({ type: 'tool', turn, call_id: `call-${turn}`, name: 'read_weights', arguments: '{}', duration_ms: 3, ok: true, output: '{}' });
+      const toolCall = { id: `call-${turn}`, type: 'function', function: { name: 'read_weights', arguments: '{"op":"slice","tensor":"model.norm.weight"}' } };
+      const message = { role: 'assistant', content: `Reading the norm, step ${turn}.`, tool_calls: [toolCall] };
+      lines.push({ type: 'response', turn, duration_ms: 100, request_id: `req-${turn}`, body: { choices: [{ message }] }, usage: call, tool_calls: [toolCall], truncated: false });
+      lines.push({ type: 'tool', turn, call_id: toolCall.id, name: 'read_weights', arguments: toolCall.function.arguments, duration_ms: 3, ok: !toolOutput(turn).startsWith('{"error"'), output: toolOutput(turn) });
+      messages.push(message, { role: 'tool', tool_call_id: toolCall.id, content: toolOutput(turn) });
     }
   });
   lines.push({ type: 'stop', reason: 'final_reply' });
@@ -135,4 +174,13 @@ export function writeGrid(root: string): { alpha: string; beta: string } {
   writeRuns(runs.alpha, GRID.filter((a) => a.editor === 'alpha'));
   writeRuns(runs.beta, GRID.filter((a) => a.editor === 'beta'));
   return runs;
+}
+
+/** A trace.jsonl shaped as a built-in editor writes it (no model requests): a brief, then `calls` tool calls. */
+export function writeToolTrace(dir: string, calls: number, args: (i: number) => string, output: (i: number) => string): void {
+  const lines: TraceLine[] = [{ type: 'brief', brief: { objective: { text: OBJECTIVE, structured: {} }, practice: [] } }, { type: 'turn', turn: 1 }];
+  for (let i = 0; i < calls; i++) lines.push({ type: 'tool', turn: 1, call_id: `builtin-${i}`, name: 'inspect_target', arguments: args(i), duration_ms: 7, ok: true, output: output(i) });
+  lines.push({ type: 'stop', reason: 'final_reply' });
+  const time = '2026-03-01T00:00:00.000Z';
+  writeFileSync(path.join(dir, 'trace.jsonl'), lines.map((l) => JSON.stringify({ time, ...l })).join('\n') + '\n');
 }

@@ -10,7 +10,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { makeTinyCheckpoint } from '../../../../service/model/tiny-checkpoint.ts';
 import { Checkpoint } from '../../../../service/model/checkpoint.ts';
-import { Gemma3Engine, type WeightSource } from '../../../../service/model/runtime.ts';
+import { Gemma3Engine } from '../../../../service/model/runtime.ts';
+import type { WeightSource } from '../../../../service/model/weight-source.ts';
 import { WeightStore, writeEpisodePatch } from '../../../../service/weights/index.ts';
 
 const root = path.resolve(process.argv[2] ?? '.scratch/hf-check');
@@ -22,7 +23,7 @@ for (const preset of ['tiny', 'tiny-4b'] as const) {
   const p = ck.config.tensor_prefix;
   const head = preset === 'tiny' ? 'lm_head.weight' : 'language_model.lm_head.weight';
   const store = new WeightStore(ck);
-  const engine = await Gemma3Engine.create({ checkpoint: ck, weights: 'inputs', source: store.pristineSource });
+  const engine = await Gemma3Engine.create({ checkpoint: ck, source: store.pristineSource });
   const V = ck.config.vocab_size;
   const last = async (src?: WeightSource) => Array.from((await engine.logits(IDS, src ? { weights: src } : {})).subarray((IDS.length - 1) * V, IDS.length * V));
   const full = store.createEpisode('full');
@@ -31,8 +32,8 @@ for (const preset of ['tiny', 'tiny-4b'] as const) {
   full.write({ op: 'fill', tensor: `${p}layers.2.post_attention_layernorm.weight`, value: 0.5 });
   rmSync(path.join(root, `${preset}-patch`), { recursive: true, force: true });
   rmSync(path.join(root, `${preset}-out`), { recursive: true, force: true });
-  writeEpisodePatch(full, path.join(root, `${preset}-patch`));
-  execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', dir, '--patch', path.join(root, `${preset}-patch`), '--out', path.join(root, `${preset}-out`)]);
+  const fullId = writeEpisodePatch(full, path.join(root, `${preset}-patch`)).digest;
+  execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', dir, '--patch', path.join(root, `${preset}-patch`), '--patch-id', fullId, '--out', path.join(root, `${preset}-out`)]);
   const lora = store.createEpisode('lora');
   const q = `${p}layers.3.self_attn.q_proj.weight`, up = `${p}layers.0.mlp.up_proj.weight`;
   const rnd = (n: number, r: number, s: number) => Array.from({ length: n }, (_, i) => Array.from({ length: r }, (_, k) => Math.sin(i * 1.3 + k * 0.7 + s) * 0.3));
@@ -40,8 +41,8 @@ for (const preset of ['tiny', 'tiny-4b'] as const) {
   lora.write({ op: 'low_rank_add', tensor: up, alpha: 1, u: rnd(ck.info(up).shape[0]!, 2, 3), v: rnd(ck.info(up).shape[1]!, 2, 4) });
   rmSync(path.join(root, `${preset}-lpatch`), { recursive: true, force: true });
   rmSync(path.join(root, `${preset}-lout`), { recursive: true, force: true });
-  writeEpisodePatch(lora, path.join(root, `${preset}-lpatch`));
-  execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', dir, '--patch', path.join(root, `${preset}-lpatch`), '--out', path.join(root, `${preset}-lout`), '--peft']);
+  const loraId = writeEpisodePatch(lora, path.join(root, `${preset}-lpatch`)).digest;
+  execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', dir, '--patch', path.join(root, `${preset}-lpatch`), '--patch-id', loraId, '--out', path.join(root, `${preset}-lout`), '--peft']);
   results[preset] = { base: await last(), full: await last(full.source), lora: await last(lora.source) };
   await engine.close();
 }

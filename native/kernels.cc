@@ -1,0 +1,478 @@
+// Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
+// widening of BF16 to float32, and a read-bandwidth reference. Plain Node-API (node_api.h), no dependencies.
+//
+// Summation order (the contract that service/model/kernels.ts's JavaScript fallback reproduces bit for bit): for each
+// output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
+// from +0; then s = ((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)); then s = fma(x[i], w[i], s) for the
+// k mod 8 tail. Each output element is computed by one thread with this order whatever m, its row in the batch, the
+// tile it falls in or the thread count, so a batch gives bitwise the same rows as each row alone.
+//
+// Vectorisation: AVX2 + FMA intrinsics on 8-float lanes, chosen at compile time. The addon is built with -march=native
+// on the machine that runs it (npm ci), so the compiler's feature macros are the machine's features and no runtime
+// dispatch is needed. 256-bit lanes also on AVX-512 machines: a fixed lane count is what keeps the order (and the
+// fallback's results) the same everywhere, and decode is memory-bound. Elsewhere a portable loop with std::fma keeps
+// the same order.
+#include <node_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define IWI_AVX2 1
+static const char* const kIsa = "avx2+fma (8-float lanes)";
+#else
+#define IWI_AVX2 0
+static const char* const kIsa = "portable (8-float lanes, std::fma)";
+#endif
+
+namespace {
+
+inline float widen1(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Thread pool: `threads − 1` persistent workers plus the calling thread. A job is a loop that takes work items from
+// a shared counter until none is left, so the caller never waits for a worker that has not woken yet (on a busy
+// machine it may not be scheduled for milliseconds): it waits only for workers already inside the job. Workers spin
+// briefly on the call counter (decode makes hundreds of short calls per token), then sleep.
+
+class Pool {
+ public:
+  explicit Pool(int threads) { start(threads); }
+
+  int threads() const { return threads_; }
+
+  void resize(int threads) {
+    std::lock_guard<std::mutex> call(call_);
+    stop();
+    start(threads);
+  }
+
+  // Runs job on the calling thread and on up to helpers idle workers at once; returns when every run has returned.
+  void run(int helpers, const std::function<void()>& job) {
+    std::lock_guard<std::mutex> call(call_);
+    helpers = std::min(helpers, threads_ - 1);
+    if (helpers > 0) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_ = &job;
+        helpers_ = helpers;
+        open_.store(true);
+        generation_.fetch_add(1);
+      }
+      wake_.notify_all();
+    }
+    job();
+    if (helpers > 0) {
+      open_.store(false);  // seq_cst with the workers' active_ increment: either we see them, or they see this
+      while (active_.load() != 0) std::this_thread::yield();
+    }
+  }
+
+ private:
+  void start(int threads) {
+    threads_ = std::max(1, threads);
+    quit_ = false;
+    uint64_t now = generation_.load();  // a worker starts from the generation of its birth, so it misses no call
+    for (int i = 1; i < threads_; i++) workers_.emplace_back([this, i, now] { work(i, now); });
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      quit_ = true;
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  void work(int index, uint64_t seen) {
+    for (;;) {
+      // Spin about 50 µs for the next call before sleeping.
+      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) {
+#if IWI_AVX2
+        _mm_pause();
+#endif
+      }
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        seen = generation_.load();
+        if (quit_) return;
+        if (index > helpers_) continue;
+      }
+      active_.fetch_add(1);
+      // Still the call we woke for (not closed, not followed by another)? Then its job is alive until we leave.
+      if (open_.load() && generation_.load() == seen) (*job_)();
+      active_.fetch_sub(1);
+    }
+  }
+
+  int threads_ = 1;
+  bool quit_ = false;
+  std::vector<std::thread> workers_;
+  std::mutex call_;   // one call at a time (worker_threads may share the addon)
+  std::mutex mutex_;  // guards job_, helpers_, quit_ for the workers
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> open_{false};
+  std::atomic<int> active_{0};
+  const std::function<void()>* job_ = nullptr;
+  int helpers_ = 0;
+};
+
+Pool* pool = nullptr;  // one per process, never destroyed (its workers sleep until the process exits)
+std::once_flag poolOnce;
+
+// ---------------------------------------------------------------------------------------------------------------
+// matmul: a tile of R rows of x × J rows of W, every element in the order described at the top.
+
+#if IWI_AVX2
+inline __m256 widen8(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+inline float reduce8(__m256 v) {
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // t[l] = acc[l] + acc[l+4]
+  __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));                                  // u[l] = t[l] + t[l+2]
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));                   // u[0] + u[1]
+}
+#else
+struct Lanes {
+  float v[8];
+};
+inline float reduce8(const Lanes& a) {
+  float t[4];
+  for (int l = 0; l < 4; l++) t[l] = a.v[l] + a.v[l + 4];
+  float u0 = t[0] + t[2], u1 = t[1] + t[3];
+  return u0 + u1;
+}
+#endif
+
+// J·16 bytes of the next tile per step of 8 columns, into L2 (GCC's builtin: prefetcht1 on x86, prfm on Arm).
+inline void prefetch(const char* next, size_t i, int J) {
+  __builtin_prefetch(next + i * J * 2, 0, 2);
+  if (J > 4) __builtin_prefetch(next + i * J * 2 + 64, 0, 2);
+}
+
+// `next` is the W data the caller reads after this tile (the next J·k elements): prefetched into L2 while this tile
+// computes, because rows of 1–2 KiB are too short for the hardware prefetcher to ramp up on (measured: k = 1152 ran
+// at half the read bandwidth without it).
+template <int R, int J>
+void tile(const float* x, const uint16_t* w, float* out, size_t n, size_t k) {
+  const size_t k8 = k - k % 8;
+  const char* next = reinterpret_cast<const char*>(w + J * k);
+#if IWI_AVX2
+  __m256 acc[R][J];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) acc[r][j] = _mm256_setzero_ps();
+  for (size_t i = 0; i < k8; i += 8) {
+    prefetch(next, i, J);
+    __m256 wv[J];
+    for (int j = 0; j < J; j++) wv[j] = widen8(w + j * k + i);
+    for (int r = 0; r < R; r++) {
+      __m256 xv = _mm256_loadu_ps(x + r * k + i);
+      for (int j = 0; j < J; j++) acc[r][j] = _mm256_fmadd_ps(xv, wv[j], acc[r][j]);
+    }
+  }
+#else
+  Lanes acc[R][J] = {};
+  for (size_t i = 0; i < k8; i += 8) {
+    prefetch(next, i, J);
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < J; j++)
+        for (int l = 0; l < 8; l++) acc[r][j].v[l] = std::fma(x[r * k + i + l], widen1(w[j * k + i + l]), acc[r][j].v[l]);
+  }
+#endif
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) {
+      float s = reduce8(acc[r][j]);
+      for (size_t i = k8; i < k; i++) s = std::fma(x[r * k + i], widen1(w[j * k + i]), s);
+      out[r * n + j] = s;
+    }
+}
+
+// Rows [0, R) of x against W rows [j0, j1): tiles of J, the remainder one row at a time.
+template <int R, int J>
+void rowBlock(const float* x, const uint16_t* w, float* out, size_t n, size_t k, size_t j0, size_t j1) {
+  size_t j = j0;
+  for (; j + J <= j1; j += J) tile<R, J>(x, w + j * k, out + j, n, k);
+  for (; j < j1; j++) tile<R, 1>(x, w + j * k, out + j, n, k);
+}
+
+// Tiles of R·J = 8–12 independent accumulators (enough to cover the FMA latency on both FMA pipes) + J widened
+// weights, within AVX2's 16 ymm registers; x comes in as the FMAs' memory operand. m = 8 runs as two blocks of 4,
+// the second reading the group's weights from L1/L2.
+void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t n, size_t k, size_t j0, size_t j1) {
+  switch (rowCount) {
+    case 1: return rowBlock<1, 8>(x, w, out, n, k, j0, j1);
+    case 2: return rowBlock<2, 6>(x, w, out, n, k, j0, j1);
+    case 3: return rowBlock<3, 4>(x, w, out, n, k, j0, j1);
+    default: return rowBlock<4, 3>(x, w, out, n, k, j0, j1);
+  }
+}
+
+// W rows [j0, j1) (one group: their bytes stay in L2 across the row blocks) against all m rows in blocks of 4, so
+// every weight row comes from memory once per call.
+void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k, size_t j0, size_t j1) {
+  for (size_t r = 0; r < m; r += 4) rows(x + r * k, w, out + r * n, std::min<size_t>(4, m - r), n, k, j0, j1);
+}
+
+void matmul(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k) {
+  // Groups of 24 rows (a multiple of every tile width), fewer for long rows so a group's weights and the x block
+  // stay in L2. Threads take groups from a shared counter: on a busy machine a slow thread takes fewer, and which
+  // thread computes an output never changes its value.
+  const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
+  const size_t groups = (n + group - 1) / group;
+  const size_t minWeightsPerPart = 1 << 16;  // below this a thread's wake-up costs more than its share saves
+  size_t byWork = std::max<size_t>(1, (n * k) / minWeightsPerPart);
+  int parts = static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->threads()), groups, byWork}));
+  std::atomic<size_t> next{0};
+  pool->run(parts - 1, [&] {
+    for (size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < groups;)
+      matmulGroup(x, w, out, m, n, k, g * group, std::min(n, (g + 1) * group));
+  });
+}
+
+void widen(const uint16_t* w, float* out, size_t count) {
+  const size_t block = 1 << 16;
+  const size_t blocks = (count + block - 1) / block;
+  int parts = static_cast<int>(std::min<size_t>(static_cast<size_t>(pool->threads()), blocks));
+  std::atomic<size_t> next{0};
+  pool->run(parts - 1, [&] {
+    auto* dst = reinterpret_cast<uint32_t*>(out);
+    for (size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      size_t end = std::min(count, (b + 1) * block);
+      for (size_t i = b * block; i < end; i++) dst[i] = static_cast<uint32_t>(w[i]) << 16;  // vectorised by GCC at -O3
+    }
+  });
+}
+
+// Reads bytes [begin, end) with 256-bit loads into four independent accumulators; returns a value to keep the loads.
+uint64_t readPart(const uint8_t* begin, const uint8_t* end) {
+#if IWI_AVX2
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  const uint8_t* p = begin;
+  for (; p + 128 <= end; p += 128) {
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64)));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96)));
+  }
+  __m256i a = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  uint64_t lanes[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), a);
+  uint64_t s = lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+#else
+  const uint8_t* p = begin;
+  uint64_t s = 0;
+  for (; p + 8 <= end; p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    s ^= v;
+  }
+#endif
+  for (; p < end; p++) s ^= *p;
+  return s;
+}
+
+double readBandwidth(const uint8_t* data, size_t bytes, int repeats) {
+  const size_t block = 1 << 20;
+  const size_t blocks = (bytes + block - 1) / block;
+  std::atomic<uint64_t> sink{0};
+  auto pass = [&] {
+    std::atomic<size_t> next{0};
+    auto t0 = std::chrono::steady_clock::now();
+    pool->run(pool->threads() - 1, [&] {
+      uint64_t s = 0;
+      for (size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;)
+        s ^= readPart(data + b * block, data + std::min(bytes, (b + 1) * block));
+      sink.fetch_xor(s, std::memory_order_relaxed);
+    });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  pass();  // warm-up: page faults, pool wake-up
+  double best = 1e300;
+  for (int i = 0; i < repeats; i++) best = std::min(best, pass());
+  volatile uint64_t keep = sink.load();
+  (void)keep;
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Node-API glue: every argument is checked before anything is written.
+
+napi_value throwError(napi_env env, bool range, const char* message) {
+  if (range) napi_throw_range_error(env, nullptr, message);
+  else napi_throw_type_error(env, nullptr, message);
+  return nullptr;
+}
+
+struct View {
+  void* data = nullptr;
+  size_t length = 0;      // elements
+  size_t byteLength = 0;
+};
+
+bool typedArray(napi_env env, napi_value value, napi_typedarray_type want, View& view) {
+  bool is = false;
+  if (napi_is_typedarray(env, value, &is) != napi_ok || !is) return false;
+  napi_typedarray_type type;
+  napi_value buffer;
+  size_t offset;
+  if (napi_get_typedarray_info(env, value, &type, &view.length, &view.data, &buffer, &offset) != napi_ok) return false;
+  if (type != want) return false;
+  view.byteLength = view.length * (want == napi_float32_array ? 4 : want == napi_uint16_array ? 2 : 1);
+  return true;
+}
+
+// A positive integer below 2^31.
+bool dimension(napi_env env, napi_value value, size_t& out) {
+  double d;
+  if (napi_get_value_double(env, value, &d) != napi_ok) return false;
+  if (!(d >= 1 && d < 2147483648.0) || std::floor(d) != d) return false;
+  out = static_cast<size_t>(d);
+  return true;
+}
+
+size_t elementSize(napi_typedarray_type type) {
+  switch (type) {
+    case napi_int16_array:
+    case napi_uint16_array: return 2;
+    case napi_int32_array:
+    case napi_uint32_array:
+    case napi_float32_array: return 4;
+    case napi_float64_array:
+    case napi_bigint64_array:
+    case napi_biguint64_array: return 8;
+    default: return 1;
+  }
+}
+
+bool overlaps(const View& a, const View& b) {
+  auto a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
+  return a.byteLength && b.byteLength && a0 < b0 + b.byteLength && b0 < a0 + a.byteLength;
+}
+
+napi_value MatmulBf16(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 6) return throwError(env, false, "matmulBf16(x, w, out, m, n, k) takes 6 arguments");
+  View x, w, out;
+  if (!typedArray(env, argv[0], napi_float32_array, x)) return throwError(env, false, "matmulBf16: x must be a Float32Array");
+  if (!typedArray(env, argv[1], napi_uint16_array, w)) return throwError(env, false, "matmulBf16: w must be a Uint16Array of BF16 bits");
+  if (!typedArray(env, argv[2], napi_float32_array, out)) return throwError(env, false, "matmulBf16: out must be a Float32Array");
+  size_t m, n, k;
+  if (!dimension(env, argv[3], m) || !dimension(env, argv[4], n) || !dimension(env, argv[5], k))
+    return throwError(env, true, "matmulBf16: m, n and k must be integers in [1, 2^31)");
+  if (x.length != m * k) return throwError(env, true, "matmulBf16: x.length must be m·k");
+  if (w.length != n * k) return throwError(env, true, "matmulBf16: w.length must be n·k");
+  if (out.length != m * n) return throwError(env, true, "matmulBf16: out.length must be m·n");
+  if (overlaps(out, x) || overlaps(out, w)) return throwError(env, false, "matmulBf16: out must not share memory with x or w");
+  matmul(static_cast<const float*>(x.data), static_cast<const uint16_t*>(w.data), static_cast<float*>(out.data), m, n, k);
+  return nullptr;
+}
+
+napi_value WidenBf16(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 2) return throwError(env, false, "widenBf16(w, out) takes 2 arguments");
+  View w, out;
+  if (!typedArray(env, argv[0], napi_uint16_array, w)) return throwError(env, false, "widenBf16: w must be a Uint16Array of BF16 bits");
+  if (!typedArray(env, argv[1], napi_float32_array, out)) return throwError(env, false, "widenBf16: out must be a Float32Array");
+  if (w.length != out.length) return throwError(env, true, "widenBf16: out.length must equal w.length");
+  if (overlaps(out, w)) return throwError(env, false, "widenBf16: out must not share memory with w");
+  widen(static_cast<const uint16_t*>(w.data), static_cast<float*>(out.data), w.length);
+  return nullptr;
+}
+
+napi_value ReadBandwidth(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 2) return throwError(env, false, "readBandwidth(buffer, repeats) takes 2 arguments");
+  View bytes;
+  bool isBuffer = false;
+  napi_is_arraybuffer(env, argv[0], &isBuffer);
+  if (isBuffer) {
+    napi_get_arraybuffer_info(env, argv[0], &bytes.data, &bytes.byteLength);
+  } else {
+    bool isTyped = false, isDataView = false;
+    napi_is_typedarray(env, argv[0], &isTyped);
+    napi_is_dataview(env, argv[0], &isDataView);
+    if (isTyped) {
+      napi_typedarray_type type;
+      size_t length;
+      napi_get_typedarray_info(env, argv[0], &type, &length, &bytes.data, nullptr, nullptr);
+      bytes.byteLength = length * elementSize(type);
+    } else if (isDataView) {
+      napi_get_dataview_info(env, argv[0], &bytes.byteLength, &bytes.data, nullptr, nullptr);
+    } else {
+      return throwError(env, false, "readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view");
+    }
+  }
+  size_t repeats;
+  if (!dimension(env, argv[1], repeats) || repeats > 1000) return throwError(env, true, "readBandwidth: repeats must be an integer in [1, 1000]");
+  if (bytes.byteLength < (1u << 20)) return throwError(env, true, "readBandwidth: buffer must hold at least 1 MiB");
+  napi_value result;
+  napi_create_double(env, readBandwidth(static_cast<const uint8_t*>(bytes.data), bytes.byteLength, static_cast<int>(repeats)), &result);
+  return result;
+}
+
+napi_value SetThreads(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  size_t threads;
+  if (argc != 1 || !dimension(env, argv[0], threads) || threads > 1024) return throwError(env, true, "setThreads: threads must be an integer in [1, 1024]");
+  pool->resize(static_cast<int>(threads));
+  return nullptr;
+}
+
+napi_value Threads(napi_env env, napi_callback_info) {
+  napi_value result;
+  napi_create_int32(env, pool->threads(), &result);
+  return result;
+}
+
+}  // namespace
+
+NAPI_MODULE_INIT() {
+  // Started with one thread; the TypeScript wrapper sets the count it wants at load. Worker threads that load the
+  // addon too share the pool (one call at a time).
+  std::call_once(poolOnce, [] { pool = new Pool(1); });
+  napi_value isa;
+  napi_create_string_utf8(env, kIsa, NAPI_AUTO_LENGTH, &isa);
+  napi_set_named_property(env, exports, "isa", isa);
+  const struct {
+    const char* name;
+    napi_callback fn;
+  } functions[] = {{"matmulBf16", MatmulBf16}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
+                   {"setThreads", SetThreads}, {"threads", Threads}};
+  for (const auto& f : functions) {
+    napi_value value;
+    napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &value);
+    napi_set_named_property(env, exports, f.name, value);
+  }
+  return exports;
+}

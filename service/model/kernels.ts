@@ -1,0 +1,193 @@
+// The engine's BF16 matrix kernels (issue 13): the native addon built from native/ at npm ci, or, where it was not
+// built (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results.
+// Both compute every output element in the summation order described in native/kernels.cc, so the fallback equals
+// the addon bit for bit, and a batch equals each of its rows alone whatever the thread count.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The functions the addon and the fallback both provide (arguments already checked by the exports below). */
+export type KernelImpl = {
+  matmulBf16(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number): void;
+  widenBf16(w: Uint16Array, out: Float32Array): void;
+  readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number;
+};
+
+type NativeAddon = KernelImpl & { isa: string; setThreads(threads: number): void; threads(): number };
+
+export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string };
+
+const ADDON_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../native/build/Release/iwibench_kernels.node');
+
+// ---------------------------------------------------------------------------------------------------------------
+// The JavaScript fallback: one thread, the addon's summation order, FMA emulated exactly.
+
+/**
+ * fma(a, b, c) rounded once to float32, for float32 a, b, c. a·b is exact in a double (48 significant bits); a·b + c
+ * rounded to a double and then to float32 is the correctly rounded result unless the double lands exactly halfway
+ * between two float32 values while the exact sum did not: then the sum's error term (TwoSum) picks the side.
+ */
+export function fmaF32(a: number, b: number, c: number): number {
+  const p = a * b;
+  const s = p + c;
+  const r = Math.fround(s);
+  const bp = s - p;
+  const e = p - (s - bp) + (c - bp); // s + e = p + c exactly (NaN where s is not finite: then r is right)
+  if (e === 0) return r;
+  const d = s - r; // exact: s and r are neighbours
+  const other = r + 2 * d; // the float32 on s's other side if s is a midpoint
+  return Math.fround(other) === other && (e > 0) === (d > 0) ? other : r;
+}
+
+function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number): void {
+  const k8 = k - (k % 8);
+  const wf = new Float32Array(k);
+  const wBits = new Uint32Array(wf.buffer);
+  const f = Math.fround;
+  for (let j = 0; j < n; j++) {
+    for (let i = 0, o = j * k; i < k; i++) wBits[i] = w[o + i]! << 16;
+    for (let r = 0; r < m; r++) {
+      const xRow = r * k;
+      // The 8 lane sums in locals (the JIT keeps them in registers).
+      let a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      for (let i = 0; i < k8; i += 8) {
+        const o = xRow + i;
+        a0 = fmaF32(x[o]!, wf[i]!, a0);
+        a1 = fmaF32(x[o + 1]!, wf[i + 1]!, a1);
+        a2 = fmaF32(x[o + 2]!, wf[i + 2]!, a2);
+        a3 = fmaF32(x[o + 3]!, wf[i + 3]!, a3);
+        a4 = fmaF32(x[o + 4]!, wf[i + 4]!, a4);
+        a5 = fmaF32(x[o + 5]!, wf[i + 5]!, a5);
+        a6 = fmaF32(x[o + 6]!, wf[i + 6]!, a6);
+        a7 = fmaF32(x[o + 7]!, wf[i + 7]!, a7);
+      }
+      let s = f(f(f(a0 + a4) + f(a2 + a6)) + f(f(a1 + a5) + f(a3 + a7)));
+      for (let i = k8; i < k; i++) s = fmaF32(x[xRow + i]!, wf[i]!, s);
+      out[r * n + j] = s;
+    }
+  }
+}
+
+function widenJs(w: Uint16Array, out: Float32Array): void {
+  const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < w.length; i++) bits[i] = w[i]! << 16;
+}
+
+let bandwidthSink = 0; // keeps the fallback's loads from being optimised away
+
+function readBandwidthJs(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number {
+  const view = buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : buffer;
+  const skip = (4 - (view.byteOffset % 4)) % 4; // Int32Array needs a 4-byte aligned start
+  const words = new Int32Array(view.buffer, view.byteOffset + skip, Math.floor((view.byteLength - skip) / 4));
+  let best = Infinity;
+  let sink = 0;
+  for (let pass = 0; pass <= repeats; pass++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < words.length; i += 4) sink ^= words[i]! ^ words[i + 1]! ^ words[i + 2]! ^ words[i + 3]!;
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    if (pass > 0) best = Math.min(best, seconds); // pass 0 is the warm-up
+  }
+  bandwidthSink ^= sink;
+  return (words.length * 4) / best / 1e9;
+}
+
+/** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
+export const jsKernels: KernelImpl = { matmulBf16: matmulJs, widenBf16: widenJs, readBandwidth: readBandwidthJs };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Choosing the implementation.
+
+export type Selection = { impl: KernelImpl; addon?: NativeAddon; reason?: string; notice?: string };
+
+/** The addon at `addonPath` unless env.IWIBENCH_NATIVE is '0'; the fallback (with a notice if the addon is missing). */
+export function selectKernels(env: NodeJS.ProcessEnv, addonPath: string): Selection {
+  if (env.IWIBENCH_NATIVE === '0') return { impl: jsKernels, reason: 'IWIBENCH_NATIVE=0' };
+  let reason: string;
+  if (!existsSync(addonPath)) {
+    reason = `${path.relative(process.cwd(), addonPath) || addonPath} is missing`;
+  } else {
+    try {
+      const addon = createRequire(import.meta.url)(addonPath) as NativeAddon;
+      addon.setThreads(os.availableParallelism());
+      return { impl: addon, addon };
+    } catch (error) {
+      reason = `loading it failed: ${(error as Error).message.split('\n')[0]}`;
+    }
+  }
+  const notice = `iwibench: native BF16 kernel not available (${reason}); using the JavaScript fallback (slow; run npm ci to build it)`;
+  return { impl: jsKernels, reason, notice };
+}
+
+const selection = selectKernels(process.env, ADDON_PATH);
+if (selection.notice) process.stderr.write(`${selection.notice}\n`);
+
+/** The addon itself (for tests and the benchmark to compare it with the fallback); undefined when not loaded. */
+export const nativeKernels: KernelImpl | undefined = selection.addon;
+
+export function kernelInfo(): KernelInfo {
+  const addon = selection.addon;
+  if (addon) return { native: true, threads: addon.threads(), isa: addon.isa };
+  return { native: false, reason: selection.reason, threads: 1 };
+}
+
+/** Threads of the addon's pool (default os.availableParallelism()); the fallback is single-threaded and ignores it. */
+export function setKernelThreads(threads: number): void {
+  if (!Number.isInteger(threads) || threads < 1 || threads > 1024) throw new RangeError(`kernel threads must be an integer in [1, 1024], got ${threads}`);
+  selection.addon?.setThreads(threads);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The checked entry points the engine calls. Calls are synchronous; nothing is written unless every check passes.
+
+function dimension(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1 || value >= 2 ** 31) throw new RangeError(`${name} must be an integer in [1, 2^31), got ${value}`);
+}
+
+function disjoint(a: ArrayBufferView, b: ArrayBufferView): boolean {
+  if (a.buffer !== b.buffer) return true;
+  return a.byteOffset + a.byteLength <= b.byteOffset || b.byteOffset + b.byteLength <= a.byteOffset;
+}
+
+/** Checks matmulBf16's arguments; throws TypeError/RangeError. */
+function checkMatmulArgs(x: unknown, w: unknown, out: unknown, m: number, n: number, k: number): void {
+  if (!(x instanceof Float32Array)) throw new TypeError('matmulBf16: x must be a Float32Array');
+  if (!(w instanceof Uint16Array)) throw new TypeError('matmulBf16: w must be a Uint16Array of BF16 bits');
+  if (!(out instanceof Float32Array)) throw new TypeError('matmulBf16: out must be a Float32Array');
+  dimension('matmulBf16: m', m);
+  dimension('matmulBf16: n', n);
+  dimension('matmulBf16: k', k);
+  if (x.length !== m * k) throw new RangeError(`matmulBf16: x.length ${x.length} ≠ m·k = ${m}·${k}`);
+  if (w.length !== n * k) throw new RangeError(`matmulBf16: w.length ${w.length} ≠ n·k = ${n}·${k}`);
+  if (out.length !== m * n) throw new RangeError(`matmulBf16: out.length ${out.length} ≠ m·n = ${m}·${n}`);
+  if (!disjoint(out, x) || !disjoint(out, w)) throw new TypeError('matmulBf16: out must not share memory with x or w');
+}
+
+/**
+ * out[m×n] = x[m×k] · Wᵀ, W [n×k] BF16 bits row-major (a safetensors tensor [out_features, in_features]): BF16 widened
+ * exactly, multiply-add and accumulation in float32. out[r, j] depends only on x's row r and W's row j.
+ */
+export function matmulBf16(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number, impl = selection.impl): void {
+  checkMatmulArgs(x, w, out, m, n, k);
+  impl.matmulBf16(x, w, out, m, n, k);
+}
+
+/** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */
+export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.impl): void {
+  if (!(w instanceof Uint16Array)) throw new TypeError('widenBf16: w must be a Uint16Array of BF16 bits');
+  if (!(out instanceof Float32Array)) throw new TypeError('widenBf16: out must be a Float32Array');
+  if (out.length !== w.length) throw new RangeError(`widenBf16: out.length ${out.length} ≠ w.length ${w.length}`);
+  if (!disjoint(out, w)) throw new TypeError('widenBf16: out must not share memory with w');
+  impl.widenBf16(w, out);
+}
+
+/** Read bandwidth in GB/s: the best of `repeats` passes over `buffer` (≥ 1 MiB) with wide loads on every pool thread. */
+export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection.impl): number {
+  if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer)) throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view');
+  if (buffer.byteLength < 1 << 20) throw new RangeError('readBandwidth: buffer must hold at least 1 MiB');
+  if (!Number.isInteger(repeats) || repeats < 1 || repeats > 1000) {
+    throw new RangeError(`readBandwidth: repeats must be an integer in [1, 1000], got ${repeats}`);
+  }
+  return impl.readBandwidth(buffer, repeats);
+}

@@ -1,0 +1,259 @@
+// The BF16 kernels: the native addon and the JavaScript fallback against a double-precision reference, exact widening,
+// bitwise determinism (batch vs alone, thread counts, addon vs fallback) and argument checks.
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { f32ToBf16 } from '../../../service/model/bf16.ts';
+import {
+  fmaF32, jsKernels, kernelInfo, matmulBf16, nativeKernels, readBandwidth, selectKernels, setKernelThreads, widenBf16, type KernelImpl,
+} from '../../../service/model/kernels.ts';
+
+const exec = promisify(execFile);
+const nativeOff = process.env.IWIBENCH_NATIVE === '0';
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/** x [m×k] float32 and W [n×k] BF16 with magnitudes over a few decades, as activations and weights have. */
+function operands(m: number, n: number, k: number, seed: number): { x: Float32Array; w: Uint16Array } {
+  const random = rng(seed);
+  const value = () => (random() - 0.5) * 2 ** Math.floor(random() * 12 - 6);
+  return { x: Float32Array.from({ length: m * k }, value), w: f32ToBf16(Float64Array.from({ length: n * k }, value)) };
+}
+
+function widenOne(bits: number): number {
+  return new Float32Array(new Uint32Array([bits << 16]).buffer)[0]!;
+}
+
+function run(impl: KernelImpl, x: Float32Array, w: Uint16Array, m: number, n: number, k: number): Float32Array {
+  const out = new Float32Array(m * n).fill(NaN);
+  matmulBf16(x, w, out, m, n, k, impl);
+  return out;
+}
+
+function bits(values: Float32Array): Uint32Array {
+  return new Uint32Array(values.buffer, values.byteOffset, values.length);
+}
+
+/** Indices where out's bits are not those of BF16 `w` widened (expect's deep equality is slow on a million elements). */
+function widenMismatches(w: Uint16Array, out: Float32Array): number[] {
+  const got = bits(out);
+  const wrong: number[] = [];
+  for (let i = 0; i < w.length; i++) if (got[i] !== ((w[i]! << 16) >>> 0)) wrong.push(i);
+  return wrong;
+}
+
+const native = (): KernelImpl => {
+  if (!nativeKernels) throw new Error(`the native addon is not loaded (${kernelInfo().reason}); npm ci builds it, IWIBENCH_NATIVE=0 tests the fallback alone`);
+  return nativeKernels;
+};
+const implementations: [string, () => KernelImpl][] = [
+  ['native', native],
+  ['fallback', () => jsKernels],
+];
+
+afterAll(() => setKernelThreads(os.availableParallelism()));
+
+it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hide behind the fallback)', () => {
+  const info = kernelInfo();
+  if (nativeOff) {
+    expect(info).toEqual({ native: false, reason: 'IWIBENCH_NATIVE=0', threads: 1 });
+  } else {
+    expect(info.native, info.reason).toBe(true);
+    expect(info.isa).toMatch(/lanes/);
+    expect(info.threads).toBeGreaterThanOrEqual(1);
+  }
+});
+
+it('falls back with a one-line notice when the addon is missing', () => {
+  const missing = path.join(os.tmpdir(), 'no-such-dir', 'iwibench_kernels.node');
+  const selection = selectKernels({}, missing);
+  expect(selection.impl).toBe(jsKernels);
+  expect(selection.addon).toBeUndefined();
+  expect(selection.notice).toMatch(/^iwibench: native BF16 kernel not available \(.*iwibench_kernels\.node is missing\); using the JavaScript fallback/);
+  expect(selection.notice).not.toContain('\n');
+  expect(selectKernels({ IWIBENCH_NATIVE: '0' }, missing)).toEqual({ impl: jsKernels, reason: 'IWIBENCH_NATIVE=0' });
+});
+
+describe.each(implementations)('%s kernels', (name, impl) => {
+  describe.skipIf(name === 'native' && nativeOff)('', () => {
+    const shapes: [number, number, number][] = [];
+    for (const m of [1, 2, 3, 4, 5, 6, 7, 8, 37]) for (const n of [1, 13, 50]) for (const k of [7, 33, 1153]) shapes.push([m, n, k]);
+
+    it('matmulBf16 matches a double-precision reference (m = 1…8 and 37, remainders in n and k)', () => {
+      for (const [m, n, k] of shapes) {
+        // Each product passes through at most k/8 lane additions, 3 reduction additions and 7 tail additions, each
+        // rounding by at most 2^-24 relative: the classic bound for recursive summation, relative to Σ|x·w|.
+        const tolerance = (Math.ceil(k / 8) + 10) * 2 ** -24;
+        const { x, w } = operands(m, n, k, m * 10_000 + n * 100 + k);
+        const out = run(impl(), x, w, m, n, k);
+        for (let r = 0; r < m; r++) {
+          for (let j = 0; j < n; j++) {
+            let sum = 0;
+            let magnitude = 0;
+            for (let i = 0; i < k; i++) {
+              const product = x[r * k + i]! * widenOne(w[j * k + i]!);
+              sum += product;
+              magnitude += Math.abs(product);
+            }
+            const error = Math.abs(out[r * n + j]! - sum);
+            if (!(error <= tolerance * magnitude)) {
+              throw new Error(`${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+            }
+          }
+        }
+      }
+    });
+
+    it('gives each row of a batch bitwise the value of that row alone', () => {
+      for (const [m, n, k] of [[8, 50, 1153], [37, 13, 33], [5, 29, 7]] as const) {
+        const { x, w } = operands(m, n, k, 7 + m);
+        const batch = run(impl(), x, w, m, n, k);
+        for (let r = 0; r < m; r++) {
+          const alone = run(impl(), x.slice(r * k, (r + 1) * k), w, 1, n, k);
+          expect(bits(batch.subarray(r * n, (r + 1) * n))).toEqual(bits(alone));
+        }
+      }
+    });
+
+    it('widenBf16 is exact on all 65,536 bit patterns (NaN payloads kept) and on a long multi-part array', () => {
+      const all = Uint16Array.from({ length: 65_536 }, (_, i) => i);
+      const out = new Float32Array(all.length);
+      widenBf16(all, out, impl());
+      expect(widenMismatches(all, out)).toEqual([]);
+      expect(Number.isNaN(out[0x7fc0]) && Number.isNaN(out[0xff81]) && out[0x7f80] === Infinity && Object.is(out[0x8000], -0)).toBe(true);
+      const random = rng(3);
+      const long = Uint16Array.from({ length: (1 << 20) + 3 }, () => Math.floor(random() * 65_536));
+      const wide = new Float32Array(long.length);
+      widenBf16(long, wide, impl());
+      expect(widenMismatches(long, wide)).toEqual([]);
+    });
+
+    it('readBandwidth measures a positive rate over a typed array, an ArrayBuffer or a DataView', () => {
+      const buffer = new Float32Array(1 << 20).fill(1);
+      expect(readBandwidth(buffer, 2, impl())).toBeGreaterThan(0);
+      expect(readBandwidth(buffer.buffer, 1, impl())).toBeGreaterThan(0);
+      expect(readBandwidth(new DataView(buffer.buffer, 3), 1, impl())).toBeGreaterThan(0);
+    });
+
+    it('rejects bad arguments with a clear error and writes nothing', () => {
+      const { x, w } = operands(2, 3, 5, 1);
+      const out = new Float32Array(6).fill(42);
+      const call = (...args: unknown[]) => () => (matmulBf16 as (...a: unknown[]) => void)(...args, impl());
+      expect(call(Array.from(x), w, out, 2, 3, 5)).toThrow(new TypeError('matmulBf16: x must be a Float32Array'));
+      expect(call(x, new Float32Array(15), out, 2, 3, 5)).toThrow(TypeError);
+      expect(call(x, w, new Float64Array(6), 2, 3, 5)).toThrow(TypeError);
+      expect(call(x, w, out, 2, 3, 4)).toThrow(/x.length 10 ≠ m·k = 2·4/);
+      expect(call(x, w, out, 3, 3, 5)).toThrow(RangeError);
+      expect(call(x, w, out.subarray(1), 2, 3, 5)).toThrow(/out.length 5 ≠ m·n/);
+      expect(call(x, w, out, 2.5, 3, 5)).toThrow(/m must be an integer/);
+      expect(call(x, w, out, 0, 3, 5)).toThrow(RangeError);
+      expect(call(x, w, new Float32Array(x.buffer, 0, 6), 2, 3, 5)).toThrow(/must not share memory/);
+      expect(Array.from(out)).toEqual(Array(6).fill(42));
+      expect(() => widenBf16(w, new Float32Array(w.length + 1), impl())).toThrow(RangeError);
+      expect(() => readBandwidth(new Uint8Array(1024), 1, impl())).toThrow(/at least 1 MiB/);
+      expect(() => readBandwidth(new Uint8Array(1 << 20), 0, impl())).toThrow(/repeats/);
+    });
+  });
+});
+
+describe.skipIf(nativeOff)('native addon', () => {
+  it('equals the fallback bit for bit (both follow one summation order with fused multiply-adds)', () => {
+    for (const [m, n, k] of [[1, 50, 1153], [8, 13, 33], [37, 7, 7], [3, 301, 2048]] as const) {
+      const { x, w } = operands(m, n, k, 100 + k);
+      expect(bits(run(native(), x, w, m, n, k))).toEqual(bits(run(jsKernels, x, w, m, n, k)));
+    }
+  });
+
+  it('equals the fallback on infinities, NaN, subnormals and signed zeros (any NaN for NaN)', () => {
+    const specials = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38, 1, -1];
+    const random = rng(11);
+    // Mostly values whose products are subnormal; a few specials, so some outputs are finite and some not.
+    const pick = () => (random() < 0.03 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -70);
+    const [m, n, k] = [3, 17, 41];
+    const x = Float32Array.from({ length: m * k }, pick);
+    const w = f32ToBf16(Float64Array.from({ length: n * k }, pick));
+    const a = run(native(), x, w, m, n, k);
+    const b = run(jsKernels, x, w, m, n, k);
+    expect(Array.from(a).filter((v) => !Number.isFinite(v)).length).toBeGreaterThan(0);
+    expect(Array.from(a).filter((v) => v !== 0 && Math.abs(v) < 2 ** -126).length).toBeGreaterThan(0);
+    expect(Array.from(a, (v, i) => Object.is(v, b[i]) || (Number.isNaN(v) && Number.isNaN(b[i])))).toEqual(Array(m * n).fill(true));
+  });
+
+  it('rounds a·b + c once, as the fallback does, also where rounding twice would differ', () => {
+    // a·b + c lands exactly halfway between two float32 values once rounded to a double; the exact value does not.
+    const cases = [
+      { a: 5237765 * 2 ** -23, b: 205 * 2 ** -7, c: 2 ** 24, fused: 2 ** 24 + 2 },
+      { a: 4648233 * 2 ** -23, b: 231 * 2 ** -7, c: 2 ** 24 + 2, fused: 2 ** 24 + 2 },
+      { a: -5237765 * 2 ** -23, b: 205 * 2 ** -7, c: -(2 ** 24), fused: -(2 ** 24 + 2) },
+    ];
+    for (const { a, b, c, fused } of cases) {
+      expect(Math.fround(a * b + c)).not.toBe(fused); // the naive emulation would be wrong here
+      expect(fmaF32(a, b, c)).toBe(fused);
+      // k = 9: lane 0 holds c·1, the tail adds a·b: out = fma(a, b, c).
+      const x = Float32Array.from([c, 0, 0, 0, 0, 0, 0, 0, a]);
+      const w = f32ToBf16([1, 0, 0, 0, 0, 0, 0, 0, b]);
+      expect(run(native(), x, w, 1, 1, 9)[0]).toBe(fused);
+      expect(run(jsKernels, x, w, 1, 1, 9)[0]).toBe(fused);
+    }
+  });
+
+  it('gives the same bits with 1, 2, 3 and 7 threads, call after call', () => {
+    const [m, n, k] = [8, 301, 1153];
+    const { x, w } = operands(m, n, k, 5);
+    const results = [1, 2, 3, 7].map((threads) => {
+      setKernelThreads(threads);
+      expect(kernelInfo().threads).toBe(threads);
+      return bits(run(native(), x, w, m, n, k));
+    });
+    for (const result of results.slice(1)) expect(result).toEqual(results[0]);
+    // Back-to-back calls with more threads than cores: late workers join or stay out, the bits never change.
+    setKernelThreads(7);
+    const one = bits(run(native(), x.subarray(0, k), w, 1, n, k));
+    let differing = 0;
+    for (let call = 0; call < 300; call++) if (bits(run(native(), x.subarray(0, k), w, 1, n, k)).some((b, j) => b !== one[j])) differing++;
+    expect(differing).toBe(0);
+    expect(one).toEqual(results[0]!.subarray(0, n));
+    expect(() => setKernelThreads(0)).toThrow(RangeError);
+  });
+
+  it('checks its arguments itself, below the TypeScript wrapper', () => {
+    const addon = native();
+    const out = new Float32Array(4).fill(7);
+    expect(() => addon.matmulBf16(new Float32Array(4), new Uint16Array(4), out, 2, 2, 3)).toThrow(/x.length must be m·k/);
+    expect(() => addon.matmulBf16(new Float32Array(6), new Uint16Array(6), out, 2, 2, 1e10)).toThrow(RangeError);
+    expect(() => addon.matmulBf16(new Float32Array(6), new Int16Array(6) as unknown as Uint16Array, out, 2, 2, 3)).toThrow(TypeError);
+    expect(() => addon.widenBf16(new Uint16Array(5), out)).toThrow(RangeError);
+    expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+  });
+
+  it('is replaced by the fallback in a process started with IWIBENCH_NATIVE=0, with the same results', async () => {
+    const script = [
+      "import { kernelInfo, matmulBf16 } from './service/model/kernels.ts';",
+      "import { f32ToBf16 } from './service/model/bf16.ts';",
+      'const x = Float32Array.from({ length: 3 * 77 }, (_, i) => Math.sin(i));',
+      'const w = f32ToBf16(Float32Array.from({ length: 5 * 77 }, (_, i) => Math.cos(i * 0.3)));',
+      'const out = new Float32Array(15); matmulBf16(x, w, out, 3, 5, 77);',
+      'console.log(JSON.stringify({ info: kernelInfo(), bits: Array.from(new Uint32Array(out.buffer)) }));',
+    ].join('\n');
+    const root = path.resolve(import.meta.dirname, '../../..');
+    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root, env: { ...process.env, IWIBENCH_NATIVE: '0' },
+    });
+    const child = JSON.parse(stdout) as { info: unknown; bits: number[] };
+    expect(child.info).toEqual({ native: false, reason: 'IWIBENCH_NATIVE=0', threads: 1 });
+    expect(stderr).not.toContain('iwibench: native'); // turned off on purpose: no notice
+    const x = Float32Array.from({ length: 3 * 77 }, (_, i) => Math.sin(i));
+    const w = f32ToBf16(Float32Array.from({ length: 5 * 77 }, (_, i) => Math.cos(i * 0.3)));
+    expect(child.bits).toEqual(Array.from(bits(run(native(), x, w, 3, 5, 77))));
+  });
+});

@@ -1,0 +1,76 @@
+// evaluate-patch and replay-patch take the id of the patch they evaluate (from the submission or the results'
+// records) and refuse a folder that holds any other, before any evaluation process starts.
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Checkpoint } from '../../service/model/checkpoint.ts';
+import { writeEpisodePatch } from '../../service/weights/patch.ts';
+import { WeightStore } from '../../service/weights/store.ts';
+import { RESULTS_FORMAT } from '../../taskset/evaluation.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
+
+const exec = promisify(execFile);
+const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');
+const MODEL = fixtureCheckpoint('tiny');
+const DOWN = 'model.layers.1.mlp.down_proj.weight';
+
+let work: string;
+let first: { dir: string; digest: string };
+let second: { dir: string; digest: string };
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-patch-identity-'));
+  const checkpoint = Checkpoint.open(MODEL);
+  const store = new WeightStore(checkpoint);
+  const a = store.createEpisode('a');
+  a.write({ op: 'scale', tensor: DOWN, slice: [[0, 16]], factor: -2 });
+  first = writeEpisodePatch(a, path.join(work, 'first'));
+  const b = store.createEpisode('b');
+  b.write({ op: 'scale', tensor: DOWN, slice: [[0, 16]], factor: 3 });
+  second = writeEpisodePatch(b, path.join(work, 'second'));
+  checkpoint.close();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** stderr of a CLI run that must fail. */
+async function failure(args: string[]): Promise<string> {
+  const result = await exec(process.execPath, [CLI, ...args], { maxBuffer: 1 << 24 }).then(
+    () => undefined,
+    (error: { code: number; stderr: string }) => error,
+  );
+  expect(result?.code).toBe(1);
+  return result!.stderr;
+}
+
+describe('evaluate-patch and replay-patch verify the patch id', () => {
+  it('evaluate-patch refuses a folder holding another patch than --patch-id, and a --patch without one', async () => {
+    const swapped = path.join(work, 'swapped');
+    cpSync(second.dir, swapped, { recursive: true });
+    const out = path.join(work, 'evaluate-out');
+    const base = ['evaluate-patch', '--model-dir', MODEL, '--family', 'local_factual_update', '--seed', '0', '--output-dir', out, '--patch', swapped];
+    const stderr = await failure([...base, '--patch-id', first.digest]);
+    expect(stderr).toContain(`holds patch ${second.digest}`);
+    expect(stderr).toContain(`not the requested ${first.digest}`);
+    expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false); // refused before any evaluation
+    expect(await failure(base)).toContain('--patch and --patch-id go together');
+    expect(await failure([...base, '--patch-id', 'abc'])).toContain('--patch-id must be a patch id');
+  });
+
+  it("replay-patch refuses a patch folder that is not the one the results recorded", async () => {
+    const dir = path.join(work, 'recorded');
+    cpSync(first.dir, dir, { recursive: true });
+    const results = path.join(work, 'results.json');
+    const episode = { family: 'local_factual_update', seed: 0, control_seed: 0 };
+    const recorded = { format: RESULTS_FORMAT, versions: { revision: 'local' }, episode, editor: null, resources: null, patch: { dir, sha256: first.digest } };
+    writeFileSync(results, JSON.stringify(recorded));
+    cpSync(second.dir, dir, { recursive: true, force: true }); // swapped after the results were written
+    const out = path.join(work, 'replay-out');
+    const stderr = await failure(['replay-patch', results, '--control-seed', '5', '--model-dir', MODEL, '--output-dir', out]);
+    expect(stderr).toContain(`holds patch ${second.digest}`);
+    expect(stderr).toContain(`not the requested ${first.digest}`);
+    expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false);
+  });
+});

@@ -1,0 +1,74 @@
+// The attempt page read from folders that lack or garble what a pilot writes: no trace (a bare evaluate-patch), no
+// patch.json, a patch.json without provenance or stats, a trace cut off mid-line. The page names what it could not
+// read and shows the rest. Also the folding and the word diff the pages use.
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeSafetensors } from '../../../service/model/safetensors.ts';
+import { readAttemptFolder } from '../../../taskset/report/attempt-folder.ts';
+import { renderAttemptPage } from '../../../taskset/report/attempt-page.ts';
+import { diffWords, summariseJson } from '../../../taskset/report/html-kit.ts';
+import { GRID, OBJECTIVE, resultsFile, tempDir, writeTrace } from './fixtures.ts';
+
+function render(dir: string) {
+  const file = path.join(dir, 'results.json');
+  const results = resultsFile(GRID[0]!);
+  writeFileSync(file, JSON.stringify(results));
+  return renderAttemptPage({ results, editor: 'alpha', attempt: path.basename(dir), resultsFile: file, folder: readAttemptFolder(file, results), replays: [], back: '../report.html' });
+}
+
+describe('attempt page from incomplete folders', () => {
+  it('without a trace or a patch.json: says so, and still shows the items and the statistics of results.json', () => {
+    const dir = path.join(tempDir('page'), 'bare');
+    mkdirSync(dir);
+    const html = render(dir);
+    expect(html).toContain('No trace.jsonl in this folder');
+    expect(html).toMatch(/no patch\.json found \(looked in .*bare\/patch/);
+    expect(html).toContain('data-tensor="model.layers.3.mlp.down_proj.weight"'); // the stats row from results.json
+    expect(html.match(/<tr class="item"/g)).toHaveLength(24 + 24 + 8 + 64);
+    expect(html).toContain('not recorded (no trace.jsonl with a brief)');
+  });
+
+  it('with a patch.json that has only ops, and a trace cut off mid-line', () => {
+    const dir = path.join(tempDir('page'), 'partial');
+    mkdirSync(path.join(dir, 'patch'), { recursive: true });
+    const ops = [{ op: 'low_rank_add', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [[0, 64]], alpha: 2, u: { array: 'op0.u' }, v: { array: 'op0.v' } }, { op: 'scale', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [5], factor: 0.5 }];
+    writeFileSync(path.join(dir, 'patch', 'patch.json'), JSON.stringify({ format: 'iwibench-patch/1', ops }));
+    writeSafetensors(path.join(dir, 'patch', 'patch.safetensors'), [
+      { name: 'op0.u', dtype: 'F32', shape: [64, 3], data: new Float32Array(192) },
+      { name: 'op0.v', dtype: 'F32', shape: [256, 3], data: new Float32Array(768) },
+    ]);
+    writeTrace(dir, [{ input_tokens: 10, cached_input_tokens: 0, output_tokens: 5, reasoning_tokens: 0 }]);
+    appendFileSync(path.join(dir, 'trace.jsonl'), '{"type":"tool","turn":2,"na');
+    const html = render(dir);
+    expect(html).toMatch(/trace\.jsonl line \d+ is not JSON \(cut off\?\)/);
+    expect(html).toContain(`<dd class="objective">${OBJECTIVE.replace('<', '&#60;').replace('>', '&#62;')}</dd>`);
+    expect(html).toContain('u [64 × 3] = 192 numbers');
+    expect(html).toContain('rank 3');
+    expect(html).toContain('[64 × 256] = 16,384 of 32,768'); // the selection, from the brief's manifest shape
+    expect(html).toContain('[256] = 256 of 32,768'); // row 5
+    expect(html).toMatch(/data-axis="rows" data-touched="64"/); // rows 0–63 and row 5
+    expect(html).toMatch(/data-axis="columns" data-touched="256"/);
+    expect(html).not.toContain('Created by');
+  });
+});
+
+describe('folding and diffs', () => {
+  it('summarises long arrays of numbers and cuts long strings, saying so', () => {
+    const s = summariseJson({ values: Array.from({ length: 100 }, (_, i) => i), text: 'a'.repeat(5000), short: [1, 2] });
+    expect(s.folded).toBe(true);
+    expect(s.text).toContain('[100 numbers: min 0, max 99, mean 49.5');
+    expect(s.text).toContain('… (3,800 more characters)');
+    expect(s.text).toContain('"short": [1,2]');
+    expect(summariseJson({ a: 1 })).toMatchObject({ text: '{"a":1}', folded: false });
+    const matrix = Array.from({ length: 3 }, (_, r) => Array.from({ length: 20 }, (_, c) => r * 20 + c + 1));
+    expect(summariseJson(matrix).text).toMatch(/^\[3×20 numbers: min 1, max 60, mean 30\.5/);
+  });
+
+  it('marks the words that differ, escaped', () => {
+    const d = diffWords('Alexander De Croo is <PM>', 'Bart De Wever is <PM>');
+    expect(d.before).toBe('<del>Alexander</del> De <del>Croo</del> is &#60;PM&#62;');
+    expect(d.after).toBe('<ins>Bart</ins> De <ins>Wever</ins> is &#60;PM&#62;');
+    expect(diffWords('same', 'same')).toEqual({ before: 'same', after: 'same', same: true });
+  });
+});
