@@ -166,7 +166,8 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     if (ask.maxNewTokens === 0) return run;
     const generated = ask.topK === null ? null : new GenerationLogprobs(ask.topK);
     run.generated = generated;
-    const stopWhen = ask.stops.length > 0 ? (_: number, outputIds: readonly number[]) => cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped : undefined;
+    const stopAtString = (_: number, outputIds: readonly number[]) => cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped;
+    const stopWhen = ask.stops.length > 0 ? stopAtString : undefined;
     const [result] = await target.engine.generate([ids], {
       maxNewTokens: ask.maxNewTokens,
       weights: ask.weights,
@@ -302,7 +303,11 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
         };
         const run = await target.queue.run(
           'openai',
-          (slice) => runPrompt(ids, ask, slice, { echoed: (r) => r.echo && send(chunk(r, r.echo.text, 0, 0, null, { echo: true })), token: (r) => emit(r, false) }),
+          (slice) =>
+            runPrompt(ids, ask, slice, {
+              echoed: (r) => r.echo && send(chunk(r, r.echo.text, 0, 0, null, { echo: true })),
+              token: (r) => emit(r, false),
+            }),
           { signal },
         );
         emit(run, true);
