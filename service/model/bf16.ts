@@ -1,11 +1,16 @@
 // BF16/F16 ⇄ F32 conversion. BF16 is the top half of an IEEE float32; F32 → BF16 rounds to nearest, ties to even,
 // which is what PyTorch's `tensor.to(torch.bfloat16)` does.
+import { widenBf16 } from './kernels.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** Decode BF16 bits to float32 values (exact). */
+/** Decode BF16 bits to float32 values (exact); long arrays in the native kernel's threads (summaries, reads). */
 export function bf16ToF32(bits: Uint16Array, out = new Float32Array(bits.length)): Float32Array {
+  if (bits.length >= 1 << 16) {
+    widenBf16(bits, out);
+    return out;
+  }
   const outBits = new Uint32Array(out.buffer, out.byteOffset, out.length);
   for (let i = 0; i < bits.length; i++) outBits[i] = bits[i]! << 16;
   return out;
