@@ -191,15 +191,20 @@ function openShards(dir: string): SafetensorsFile[] {
     return files;
   }
   const single = path.join(dir, 'model.safetensors');
+  assertLinkTarget(single);
   if (!existsSync(single)) throw new CheckpointError(`${dir} has neither model.safetensors nor model.safetensors.index.json`);
   return [openShard(single)];
 }
 
-function openShard(file: string): SafetensorsFile {
-  // A cache snapshot's files are links into blobs/; the reader opens the link's target.
+/** A cache snapshot's files are links into blobs/ (the reader opens the target); a dangling one is named. */
+function assertLinkTarget(file: string): void {
   if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() && !existsSync(file)) {
-    throw new CheckpointError(`shard ${file} links to ${readlinkSync(file)}, which is missing (an incomplete download?)`);
+    throw new CheckpointError(`${file} links to ${readlinkSync(file)}, which is missing (an incomplete download?)`);
   }
+}
+
+function openShard(file: string): SafetensorsFile {
+  assertLinkTarget(file);
   if (!existsSync(file) || !statSync(file).isFile()) throw new CheckpointError(`shard ${file} is missing`);
   try {
     return SafetensorsFile.open(file);
