@@ -78,6 +78,8 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     if (!arg.startsWith('--') || !names.includes(name)) {
       const near = nearest(name, names);
       problems.push(`unknown flag ${arg.slice(0, eq >= 0 ? eq : undefined)}${near ? ` (did you mean --${near}?)` : ''}`);
+      // Its value, where it must be one (the command takes no positionals), is not reported again.
+      if (eq < 0 && !spec.positionals && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++;
       continue;
     }
     if (typeof defaults[name] === 'boolean') {
@@ -122,6 +124,7 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     flags[name] = text;
   }
   for (const name of (spec.required ?? []) as readonly string[]) {
+    if (raw.has(name)) continue; // given, perhaps with a bad value (reported above)
     if (flags[name] === undefined || flags[name] === '' || (Array.isArray(flags[name]) && flags[name].length === 0)) problems.push(`--${name} is required`);
   }
   const range = spec.positionals ?? { names: '', min: 0, max: 0 };

@@ -5,7 +5,7 @@ import { HelpRequested, UsageError, nearest } from './args.ts';
 
 type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) => Promise<void> }> };
 
-const commands: Record<string, Command> = {
+export const commands: Record<string, Command> = {
   demo: { summary: 'the main job end to end on the committed toy target: no GPU, key or download', load: () => import('./demo.ts') },
   'make-tiny-checkpoint': { summary: 'write a seeded random Gemma 3 checkpoint folder', load: () => import('./make-tiny-checkpoint.ts') },
   'make-toy-target': { summary: 'train the toy target (small Gemma 3 on the taskset\'s world) into a checkpoint folder', load: () => import('./make-toy-target.ts') },
