@@ -45,7 +45,7 @@ export class HelpRequested extends Error {
 /** Thrown with every problem of an invocation, one per line. */
 export class UsageError extends Error {
   constructor(readonly problems: string[], usage: string) {
-    super(`${problems.length === 1 ? problems[0] : problems.map((p) => `\n  - ${p}`).join('')}\n${usage}`);
+    super(`${problems.length === 1 ? problems[0] : `${problems.length} problems:${problems.map((p) => `\n  - ${p}`).join('')}`}\n${usage}`);
     this.name = 'UsageError';
   }
 }
@@ -78,8 +78,9 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     if (!arg.startsWith('--') || !names.includes(name)) {
       const near = nearest(name, names);
       problems.push(`unknown flag ${arg.slice(0, eq >= 0 ? eq : undefined)}${near ? ` (did you mean --${near}?)` : ''}`);
-      // Its value, where it must be one (the command takes no positionals), is not reported again.
-      if (eq < 0 && !spec.positionals && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++;
+      // Its value (where the command takes no positionals, or the flag meant takes one) is not reported again.
+      const takesValue = !spec.positionals || (near !== undefined && typeof defaults[near] !== 'boolean');
+      if (eq < 0 && takesValue && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++;
       continue;
     }
     if (typeof defaults[name] === 'boolean') {
