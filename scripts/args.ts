@@ -56,7 +56,9 @@ type Parsed<D extends Defaults> = { flags: { [K in keyof D]: D[K] }; positionals
 export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSpec<D>): Parsed<D> {
   const { defaults } = spec;
   const names = Object.keys(defaults);
-  const isNumber = (name: string) => typeof defaults[name] === 'number' || (spec.numbers as readonly string[] | undefined)?.includes(name) || (spec.integers as readonly string[] | undefined)?.includes(name);
+  const listed = (list: readonly (keyof D)[] | undefined, name: string) => (list as readonly string[] | undefined)?.includes(name) ?? false;
+  const isInteger = (name: string) => listed(spec.integers, name);
+  const isNumber = (name: string) => typeof defaults[name] === 'number' || listed(spec.numbers, name) || isInteger(name);
   const handlesHelp = !('help' in defaults); // a command with its own --help flag prints its own help
   const problems: string[] = [];
   const raw = new Map<string, string[] | true>();
@@ -116,7 +118,7 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     if (isNumber(name)) {
       const value = Number(text);
       if (text.trim() === '' || !Number.isFinite(value)) problems.push(`--${name} must be a number, got "${text}"`);
-      else if ((spec.integers as readonly string[] | undefined)?.includes(name) && !(Number.isInteger(value) && value >= 0)) problems.push(`--${name} must be a non-negative integer, got "${text}"`);
+      else if (isInteger(name) && !(Number.isInteger(value) && value >= 0)) problems.push(`--${name} must be a non-negative integer, got "${text}"`);
       else flags[name] = value;
       continue;
     }
@@ -132,7 +134,8 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
   const max = range.max ?? Infinity;
   if (positionals.length < range.min || positionals.length > max) {
     const wanted = range.min === max ? `${range.min}` : max === Infinity ? `at least ${range.min}` : `${range.min} to ${max}`;
-    problems.push(max === 0 ? `unexpected argument${positionals.length > 1 ? 's' : ''} ${positionals.join(' ')}` : `expects ${wanted} argument(s) ${range.names}, got ${positionals.length}`);
+    if (max === 0) problems.push(`unexpected argument${positionals.length > 1 ? 's' : ''} ${positionals.join(' ')}`);
+    else problems.push(`expects ${wanted} argument(s) ${range.names}, got ${positionals.length}`);
   }
   if (spec.check) problems.push(...spec.check(flags as { [K in keyof D]: D[K] }, positionals));
   if (problems.length > 0) throw new UsageError(problems, `usage: npx iwibench ${usageLine(spec)} (--help for every flag)`);
@@ -158,8 +161,10 @@ export function helpText<D extends Defaults>(spec: CommandSpec<D>): string {
   const rows = Object.entries(spec.defaults).map(([name, value]) => {
     const required = (spec.required as readonly string[] | undefined)?.includes(name);
     const choices = spec.choices?.[name];
-    const metavar = typeof value === 'boolean' ? '' : choices ? ` ${choices.join('|')}` : spec.numbers?.includes(name) || spec.integers?.includes(name) || typeof value === 'number' ? ' N' : ' VALUE';
-    const shown = required ? 'required' : value === undefined || (Array.isArray(value) && value.length === 0) ? undefined : `default: ${Array.isArray(value) ? value.join(',') : String(value)}`;
+    const numeric = spec.numbers?.includes(name) || spec.integers?.includes(name) || typeof value === 'number';
+    const metavar = typeof value === 'boolean' ? '' : choices ? ` ${choices.join('|')}` : numeric ? ' N' : ' VALUE';
+    const empty = value === undefined || (Array.isArray(value) && value.length === 0);
+    const shown = required ? 'required' : empty ? undefined : `default: ${Array.isArray(value) ? value.join(',') : String(value)}`;
     const line = [spec.help?.[name], Array.isArray(value) ? 'repeatable' : undefined, shown].filter(Boolean).join('; ');
     return [`--${name}${metavar}${Array.isArray(value) ? ' …' : ''}`, line] as const;
   });

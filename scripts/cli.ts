@@ -30,7 +30,8 @@ export const commands: Record<string, Command> = {
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return ['usage: npx iwibench <command> [flags]', '       npx iwibench <command> --help   (or: npx iwibench help <command>)', '', 'commands:', ...rows].join('\n');
+  const usage = ['usage: npx iwibench <command> [flags]', '       npx iwibench <command> --help   (or: npx iwibench help <command>)'];
+  return [...usage, '', 'commands:', ...rows].join('\n');
 }
 
 export async function run(argv: string[]): Promise<void> {

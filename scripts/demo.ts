@@ -33,7 +33,8 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'demo',
-  description: 'Calibrate the toy target, run each family\'s first eligible episode with a built-in editor, evaluate in fresh processes, report. Rerunning resumes.',
+  description:
+    "Calibrate the toy target, run each family's first eligible episode with a built-in editor, evaluate in fresh processes, report. Rerunning resumes.",
   examples: ['npx iwibench demo', 'npx iwibench demo --families local_factual_update --items-per-kind 2 --output-dir runs/demo-smoke'],
   defaults,
   help: {

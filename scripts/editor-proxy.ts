@@ -21,7 +21,10 @@ const defaults = {
 export const command = defineCommand({
   usage: 'editor-proxy',
   description: "The transport proxy between the harness and the editor's API, with its own key; runs until SIGINT or SIGTERM.",
-  examples: ['npx iwibench editor-proxy --port 8770 --buffer-chat --upstream-url https://openrouter.ai/api/v1/chat/completions --api-key-env OPENROUTER_API_KEY'],
+  examples: [
+    'npx iwibench editor-proxy --port 8770',
+    'npx iwibench editor-proxy --buffer-chat --upstream-url https://openrouter.ai/api/v1/chat/completions --api-key-env OPENROUTER_API_KEY',
+  ],
   defaults,
   help: {
     port: 'port to listen on',
@@ -49,7 +52,13 @@ export async function main(argv: string[]): Promise<void> {
     logger: { level: 'info', stream: process.stderr },
   });
   const url = await app.listen({ port: flags.port, host: flags.host });
-  const settings = { upstreamUrl: upstreamBaseUrl(flags['upstream-url']), bufferChat: flags['buffer-chat'], timeoutMs: flags['timeout-ms'], maxRetries: flags['max-retries'], apiKeyEnv: flags['api-key-env'] };
+  const settings = {
+    upstreamUrl: upstreamBaseUrl(flags['upstream-url']),
+    bufferChat: flags['buffer-chat'],
+    timeoutMs: flags['timeout-ms'],
+    maxRetries: flags['max-retries'],
+    apiKeyEnv: flags['api-key-env'],
+  };
   process.stdout.write(JSON.stringify({ url, ...settings }) + '\n');
 
   await new Promise<void>((resolve) => {

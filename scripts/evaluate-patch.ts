@@ -30,7 +30,7 @@ const defaults = {
 export const command = defineCommand({
   usage: 'evaluate-patch',
   description: 'Terminal items and general controls on pristine and patched weights, each in a fresh process, checked and scored.',
-  examples: ['npx iwibench evaluate-patch --model-dir toy/target --family local_factual_update --seed 3 --patch runs/prime/patch --patch-id SHA256 --output-dir runs/eval'],
+  examples: ['npx iwibench evaluate-patch --model-dir toy/target --family local_factual_update --seed 3 --patch P --patch-id SHA256 --output-dir runs/eval'],
   defaults,
   help: {
     'model-dir': 'the target checkpoint folder',

@@ -63,12 +63,16 @@ export async function main(argv: string[]): Promise<void> {
     const [{ editor, resultsCsv, attemptsDirs }] = groups as [EditorRuns];
     const invocation = { command: 'report-token-efficiency', args: { editor, results_csv: resultsCsv, attempts_dirs: attemptsDirs, output } };
     const summary = writeTokenEfficiency({ editor, resultsCsv, attemptsDirs, output, invocation });
-    if (summary.incomplete.length > 0) process.stderr.write(`report-token-efficiency: ${summary.incomplete.length} attempt folder(s) without results.json left out (listed in ${summary.meta})\n`);
+    reportIncomplete(summary.incomplete.length, summary.meta);
     process.stdout.write(JSON.stringify(summary) + '\n');
     return;
   }
   const summary = writeTokenEfficiencies({ editors: groups, output, invocation: { command: 'report-token-efficiency', args } });
   const incomplete = summary.editors.reduce((n, e) => n + e.incomplete.length, 0);
-  if (incomplete > 0) process.stderr.write(`report-token-efficiency: ${incomplete} attempt folder(s) without results.json left out (listed in ${summary.meta})\n`);
+  reportIncomplete(incomplete, summary.meta);
   process.stdout.write(JSON.stringify(summary) + '\n');
+}
+
+function reportIncomplete(count: number, meta: string): void {
+  if (count > 0) process.stderr.write(`report-token-efficiency: ${count} attempt folder(s) without results.json left out (listed in ${meta})\n`);
 }

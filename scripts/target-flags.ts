@@ -64,8 +64,8 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
   let stop = async () => {};
   if (external) service = external;
   else {
-    const { location } = target;
-    const started = await startServiceProcess({ modelDir: location.modelDir, cacheDir: location.cacheDir, model: location.modelId, revision: location.revision, outputDir: path.join(outputDir, 'service') });
+    const { modelDir, cacheDir, modelId: model, revision } = target.location;
+    const started = await startServiceProcess({ modelDir, cacheDir, model, revision, outputDir: path.join(outputDir, 'service') });
     service = started;
     stop = started.stop;
   }
@@ -81,7 +81,8 @@ async function healthOf(service: ServiceEnv) {
   try {
     return await new AdminClient(service.url, service.adminToken).health();
   } catch (error) {
-    throw new Error(`no service answers at ${service.url} (${(error as Error).message}); start one with npx iwibench service, or leave IWIBENCH_ADMIN_TOKEN unset to have one started here`);
+    const hint = 'start one with npx iwibench service, or leave IWIBENCH_ADMIN_TOKEN unset to have one started here';
+    throw new Error(`no service answers at ${service.url} (${(error as Error).message}); ${hint}`);
   }
 }
 

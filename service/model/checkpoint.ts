@@ -49,7 +49,9 @@ export function resolveCheckpointDir(location: CheckpointLocation): { dir: strin
     if (!modelId) throw new CheckpointError('no checkpoint given: pass --model ID (found in the Hugging Face cache) or --model-dir DIR');
     const cacheDir = location.cacheDir ?? defaultCacheDir();
     const repoDir = path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`);
-    if (!existsSync(repoDir)) throw new CheckpointError(`${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`);
+    if (!existsSync(repoDir)) {
+      throw new CheckpointError(`${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`);
+    }
     return { ...snapshot(repoDir, modelId, location), modelId };
   }
   if (!existsSync(modelDir)) throw new CheckpointError(`checkpoint folder ${modelDir} does not exist`);
@@ -122,7 +124,8 @@ export class Checkpoint {
       }
       validateTextTensors(config, tensors);
       for (const alias of Object.keys(tiedAliases(config))) tensors.delete(alias); // a stored tied head is ignored: it is embed_tokens
-      const modelId = loc.modelId ?? cachedId ?? (typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : path.basename(path.resolve(dir)));
+      const named = typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : undefined;
+      const modelId = loc.modelId ?? cachedId ?? named ?? path.basename(path.resolve(dir));
       return new Checkpoint(path.resolve(dir), modelId, revision ?? 'local', rawConfig, config, files, tensors);
     } catch (error) {
       for (const file of files) file.close();

@@ -1,6 +1,7 @@
-// The editor's settings, resolved once from a command's flags and the environment (design.md "Taskset": Chat Completions
-// by default, temperature 0, a 4,096-token response cap, reasoning none for the default editor and the provider's own
-// default for any other Chat model; the Responses API for the models that need it). The result is frozen and saved without the key next to each attempt's trace (editor.json).
+// The editor's settings, resolved once from a command's flags and the environment (design.md "Taskset": Chat
+// Completions by default, temperature 0, a 4,096-token response cap, reasoning none for the default editor and the
+// provider's own default for any other Chat model; the Responses API for the models that need it). The result is
+// frozen and saved without the key next to each attempt's trace (editor.json).
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { loadScript, ScriptError } from './script.ts';
 

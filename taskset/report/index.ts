@@ -189,7 +189,11 @@ export type EditorRuns = { editor: string; resultsCsv: string; attemptsDirs: str
  * `report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR` repeated: one CSV with every editor's rows (the
  * `editor` column tells them apart) and one sidecar holding each editor's summary.
  */
-export function writeTokenEfficiencies(options: { editors: EditorRuns[]; output: string; invocation: Invocation }): { output: string; meta: string; editors: Omit<TokenEfficiencyOutputs, 'output' | 'meta'>[] } {
+export function writeTokenEfficiencies(options: { editors: EditorRuns[]; output: string; invocation: Invocation }): {
+  output: string;
+  meta: string;
+  editors: Omit<TokenEfficiencyOutputs, 'output' | 'meta'>[];
+} {
   const sidecarFile = options.output.replace(/\.csv$/i, '') + '.json';
   const allRows: EfficiencyRow[] = [];
   const editors = options.editors.map(({ editor, resultsCsv, attemptsDirs }) => {
