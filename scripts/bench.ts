@@ -24,5 +24,11 @@ export async function main(argv: string[]): Promise<void> {
     const near = nearest(name, Object.keys(benches));
     throw new UsageError([`unknown benchmark "${name}"${near ? ` (did you mean ${near}?)` : ''}`], USAGE);
   }
-  await (await load()).main(rest);
+  try {
+    await (await load()).main(rest);
+  } catch (error) {
+    // The benchmarks declare flags and defaults only (parseFlags): their help names them here.
+    if (error instanceof HelpRequested) throw new HelpRequested(error.text.replace('npx iwibench <command>', `npx iwibench bench ${name}`));
+    throw error;
+  }
 }

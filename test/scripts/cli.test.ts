@@ -39,7 +39,11 @@ describe('--help', () => {
     expect(await helpOf(module.main, ['-h'])).toBe(text);
     expect(text).toMatch(new RegExp(`^usage: npx iwibench ${name}`));
     expect(text).toMatch(/\nexamples?:\n {2}npx iwibench /);
-    if (name === 'bench') return; // a dispatcher: its benchmarks have their own --help
+    if (name === 'bench') {
+      // A dispatcher: each benchmark lists its own flags and defaults.
+      expect(await helpOf(module.main, ['service', '--help'])).toMatch(/^usage: npx iwibench bench service \[flags\]\n[^]*--calls N +default: 400/);
+      return;
+    }
     expect(module.command).toBeDefined();
     for (const [flag, value] of Object.entries(module.command!.defaults)) {
       const line = text.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `) || l.trim() === `--${flag}`);
