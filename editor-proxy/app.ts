@@ -6,7 +6,7 @@ import { readChatCompletionStream } from './sse.ts';
 import { callUpstream, type UpstreamConfig, type UpstreamReply } from './upstream.ts';
 
 export interface ProxyOptions {
-  /** The upstream API's base URL. Default `https://api.openai.com/v1`. */
+  /** The upstream API's base URL, or its full Chat Completions or Responses endpoint. Default `https://api.openai.com/v1`. */
   upstreamUrl?: string;
   /** The upstream's key; replaces whatever Authorization header the client sent. */
   apiKey: string;
@@ -43,7 +43,7 @@ type JsonObject = Record<string, unknown>;
 
 export function buildProxy(options: ProxyOptions): FastifyInstance {
   const { bufferChat, logger, ...rest } = { ...PROXY_DEFAULTS, logger: false, ...options };
-  const upstream = checkConfig({ ...rest, baseUrl: rest.upstreamUrl.replace(/\/+$/, '') });
+  const upstream = checkConfig({ ...rest, baseUrl: upstreamBaseUrl(rest.upstreamUrl) });
   // Closing the proxy ends its run: in-flight requests are cut (and their upstream calls aborted), not awaited for minutes.
   const app = Fastify({ logger, bodyLimit: BODY_LIMIT_BYTES, forceCloseConnections: true });
 
@@ -137,6 +137,14 @@ function fromFastifyError(error: FastifyError): ProxyError {
   const status = error.statusCode ?? 500;
   if (status >= 500) return new ProxyError(status, 'proxy_error', `editor proxy: ${error.message}`, error.code ?? null);
   return new ProxyError(status, 'invalid_request_error', `editor proxy: ${error.message}`, error.code ?? null);
+}
+
+/**
+ * The base URL of an upstream given either way: `https://host/v1` or a full endpoint such as
+ * `https://host/v1/chat/completions` (as the seed's commands pass it); the proxy appends each route's path itself.
+ */
+export function upstreamBaseUrl(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/(chat\/completions|responses|completions)$/, '');
 }
 
 /** The upstream config, or an error listing every problem with the options at once. */

@@ -1,5 +1,7 @@
 // npx iwibench bench engine|weights|service|mmlu-pro|toy|kernel [flags]: each prints JSON figures measured against a reference
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
+import { HelpRequested, UsageError, nearest } from './args.ts';
+
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
   toy: () => import('./bench/toy.ts'),
@@ -9,9 +11,24 @@ const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<
   kernel: () => import('./bench/kernel.ts'),
 };
 
+const USAGE = `usage: npx iwibench bench <${Object.keys(benches).join('|')}> [flags]   (npx iwibench bench <name> --help: its flags)
+
+example:
+  npx iwibench bench service --preset tiny`;
+
 export async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
-  const load = name ? benches[name] : undefined;
-  if (!load) throw new Error(`usage: npx iwibench bench <${Object.keys(benches).join('|')}> [flags]`);
-  await (await load()).main(rest);
+  if (name === undefined || name === '--help' || name === '-h') throw new HelpRequested(USAGE);
+  const load = benches[name];
+  if (!load) {
+    const near = nearest(name, Object.keys(benches));
+    throw new UsageError([`unknown benchmark "${name}"${near ? ` (did you mean ${near}?)` : ''}`], USAGE);
+  }
+  try {
+    await (await load()).main(rest);
+  } catch (error) {
+    // The benchmarks declare flags and defaults only (parseFlags): their help names them here.
+    if (error instanceof HelpRequested) throw new HelpRequested(error.text.replace('npx iwibench <command>', `npx iwibench bench ${name}`));
+    throw error;
+  }
 }

@@ -1,32 +1,45 @@
-// npx iwibench calibrate --model google/gemma-3-4b-it --cache-dir D --revision R --seeds 60 --eligible-per-family 3 --output F
-// npx iwibench calibrate --model-dir DIR --seeds 60 --output F
+// npx iwibench calibrate --model google/gemma-3-4b-it --seeds 60 --eligible-per-family 3 --output runs/calibration.json
 // Pristine weights, seeds ascending across all ten families; the first N distinct eligible parameter sets per
 // family. Writes F (every examined seed with its measurements and reasons) even when it fails; fails, naming the
 // families, when any has fewer than N.
 import { ItemEvaluator } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { calibrate } from '../taskset/calibration.ts';
-import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
-import { parseFlags } from './args.ts';
+import type { FamilyId } from '../taskset/types.ts';
+import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
+import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
 
 const defaults = {
-  model: undefined as string | undefined,
-  'model-dir': undefined as string | undefined,
-  'cache-dir': undefined as string | undefined,
-  revision: undefined as string | undefined,
+  ...TARGET_FLAG_DEFAULTS,
   seeds: 60,
   'eligible-per-family': 3,
   families: undefined as string | undefined, // comma-separated subset, default all ten
-  output: undefined as string | undefined,
+  output: 'runs/calibration.json',
   device: 'cpu',
 };
 
+export const command = defineCommand({
+  usage: 'calibrate',
+  description: 'Pristine weights, seeds ascending across the families; the first N distinct eligible parameter sets per family.',
+  examples: ['npx iwibench calibrate --model google/gemma-3-4b-it --seeds 60 --eligible-per-family 3 --output runs/calibration.json'],
+  defaults,
+  help: {
+    ...TARGET_FLAG_HELP,
+    seeds: 'examine seeds 0…N−1',
+    'eligible-per-family': 'distinct eligible parameter sets to select per family',
+    families: 'comma-separated subset of the families; default all ten',
+    output: 'the calibration file (every examined seed with its measurements and reasons)',
+    device: 'cpu',
+  },
+  integers: ['seeds', 'eligible-per-family'],
+  choices: { device: ['cpu'] },
+  check: (flags) => familyProblems(flags.families),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['output'] });
-  const families = flags.families ? flags.families.split(',').map((f) => f.trim()) : [...FAMILY_IDS];
-  const unknown = families.filter((f) => !(FAMILY_IDS as readonly string[]).includes(f));
-  if (unknown.length > 0) throw new Error(`unknown families: ${unknown.join(', ')} (known: ${FAMILY_IDS.join(', ')})`);
-  const evaluator = await ItemEvaluator.open({ modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision }, { device: flags.device as 'cpu' });
+  const { flags } = parseCommand(argv, command);
+  const families = familyList(flags.families);
+  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: flags.device as 'cpu' });
   const started = Date.now();
   const result = await calibrate({
     evaluator,
@@ -41,7 +54,7 @@ export async function main(argv: string[]): Promise<void> {
     },
   });
   await evaluator.close();
-  writeJsonAtomic(flags.output!, result);
+  writeJsonAtomic(flags.output, result);
   const summary = { output: flags.output, episodes: result.episodes.length, short: result.short };
   process.stdout.write(JSON.stringify(summary) + '\n');
   if (result.short.length > 0) {

@@ -8,7 +8,7 @@ import { passes, runCheck } from '../taskset/checks/index.ts';
 import { episodeSpecFromArgs, itemById } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
 import { FAMILY_VERSION } from '../taskset/types.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, familyProblems, parseCommand } from './args.ts';
 
 const defaults = {
   family: undefined as string | undefined,
@@ -18,10 +18,26 @@ const defaults = {
   response: undefined as string | undefined, // "-" reads the response from stdin
 };
 
+export const command = defineCommand({
+  usage: 'check',
+  description: 'The verdict of one graded item (terminal item or general control) for a response, exactly as scoring computes it.',
+  examples: ['npx iwibench check --family lexical_inhibition --seed 3 --item target-05 --response "People in Tunisia officially speak Arabic."'],
+  defaults,
+  help: {
+    family: 'the task family',
+    seed: 'the episode seed',
+    'control-seed': 'seed of the general controls; default: the episode seed',
+    item: 'the item id, e.g. target-05, preservation-02, control-17',
+    response: 'the response to check; "-" reads it from stdin',
+  },
+  required: ['family', 'seed', 'item', 'response'],
+  integers: ['seed', 'control-seed'],
+  check: (flags) => familyProblems(flags.family),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['family', 'seed', 'item'], numbers: ['seed', 'control-seed'] });
-  if (flags.response === undefined) throw new Error('--response is required (use "-" to read it from stdin)');
-  const response = flags.response === '-' ? readFileSync(0, 'utf8').replace(/\n$/, '') : flags.response;
+  const { flags } = parseCommand(argv, command);
+  const response = flags.response === '-' ? readFileSync(0, 'utf8').replace(/\n$/, '') : flags.response!;
   const seed = flags.seed!;
   const controlSeed = flags['control-seed'];
   const spec = await episodeSpecFromArgs(flags.family!, seed, controlSeed, gemma3Tokenizer);

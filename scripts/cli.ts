@@ -1,10 +1,12 @@
 // `npx iwibench <command> [flags]`: one file per command in scripts/, each exporting `main(argv)`.
-// The table is explicit so that `npx iwibench help` lists exactly what exists.
+// The table is explicit so that `npx iwibench help` lists exactly what exists; each command's flags, defaults and
+// example are declared in its file and printed by `npx iwibench <command> --help` (scripts/args.ts).
+import { HelpRequested, UsageError, nearest } from './args.ts';
 
 type Command = { summary: string; load: () => Promise<{ main: (argv: string[]) => Promise<void> }> };
 
-const commands: Record<string, Command> = {
-  demo: { summary: 'the main job end to end on a seeded tiny target, no GPU, key or download', load: () => import('./demo.ts') },
+export const commands: Record<string, Command> = {
+  demo: { summary: 'the main job end to end on the committed toy target: no GPU, key or download', load: () => import('./demo.ts') },
   'make-tiny-checkpoint': { summary: 'write a seeded random Gemma 3 checkpoint folder', load: () => import('./make-tiny-checkpoint.ts') },
   'make-toy-target': { summary: 'train the toy target (small Gemma 3 on the taskset\'s world) into a checkpoint folder', load: () => import('./make-toy-target.ts') },
   logits: { summary: 'write float32 logits of every position as .npy', load: () => import('./logits.ts') },
@@ -28,18 +30,21 @@ const commands: Record<string, Command> = {
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return ['usage: npx iwibench <command> [flags]', '', 'commands:', ...rows].join('\n');
+  const usage = ['usage: npx iwibench <command> [flags]', '       npx iwibench <command> --help   (or: npx iwibench help <command>)'];
+  return [...usage, '', 'commands:', ...rows].join('\n');
 }
 
 export async function run(argv: string[]): Promise<void> {
-  const [name, ...rest] = argv;
+  let [name, ...rest] = argv;
+  if (name === 'help' && rest.length > 0) [name, rest] = [rest[0], ['--help', ...rest.slice(1)]];
   if (!name || name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(usage() + '\n');
     return;
   }
   const command = commands[name];
   if (!command) {
-    process.stderr.write(`iwibench: unknown command "${name}"\n\n${usage()}\n`);
+    const near = nearest(name, Object.keys(commands));
+    process.stderr.write(`iwibench: unknown command "${name}"${near ? ` (did you mean ${near}?)` : ''}\n\n${usage()}\n`);
     process.exitCode = 2;
     return;
   }
@@ -47,9 +52,13 @@ export async function run(argv: string[]): Promise<void> {
     const module = await command.load();
     await module.main(rest);
   } catch (error) {
+    if (error instanceof HelpRequested) {
+      process.stdout.write(`iwibench ${name}: ${command.summary}\n\n${error.text}\n`);
+      return;
+    }
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`iwibench ${name}: ${message}\n`);
     if (process.env.IWIBENCH_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
-    process.exitCode = 1;
+    process.exitCode = error instanceof UsageError ? 2 : 1;
   }
 }

@@ -11,13 +11,13 @@ import { writeJsonAtomic } from '../service/files.ts';
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';
-import { runPilot } from '../taskset/pilot.ts';
+import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { writeReport } from '../taskset/report/index.ts';
 import { startServiceProcess } from '../taskset/service-process.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
-import { parseFlags } from './args.ts';
-import { EDITOR_FLAG_DEFAULTS, editorFromFlags } from './editor-flags.ts';
+import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
+import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 
 const defaults = {
   'output-dir': 'runs/demo',
@@ -31,8 +31,30 @@ const defaults = {
   'editor-model': 'builtin:rank-one',
 };
 
+export const command = defineCommand({
+  usage: 'demo',
+  description:
+    "Calibrate the toy target, run each family's first eligible episode with a built-in editor, evaluate in fresh processes, report. Rerunning resumes.",
+  examples: ['npx iwibench demo', 'npx iwibench demo --families local_factual_update --items-per-kind 2 --output-dir runs/demo-smoke'],
+  defaults,
+  help: {
+    'output-dir': 'calibration.json, attempts/, report/',
+    'model-dir': 'the target checkpoint folder',
+    families: 'comma-separated families to run',
+    seed: 'the episode of a family that calibration leaves without an eligible one (of every family with --calibration-seeds 0)',
+    'calibration-seeds': "calibrate over seeds 0…N−1 and run each family's first eligible episode; 0: no calibration",
+    workers: 'editors at once',
+    'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
+    ...EDITOR_FLAG_HELP,
+  },
+  integers: ['seed', 'calibration-seeds', 'workers', 'items-per-kind'],
+  choices: EDITOR_FLAG_CHOICES,
+  check: (flags) => familyProblems(flags.families),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults);
+  const { flags } = parseCommand(argv, command);
+  const { config, label } = editorFromFlags(flags);
   const outputDir = path.resolve(flags['output-dir']);
   mkdirSync(outputDir, { recursive: true });
   const started = Date.now();
@@ -43,12 +65,8 @@ export async function main(argv: string[]): Promise<void> {
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   checkpoint.close();
 
-  const families = flags.families.split(',').map((f) => f.trim());
-  const unknown = families.filter((f) => !(FAMILY_IDS as readonly string[]).includes(f));
-  if (unknown.length > 0) throw new Error(`unknown families: ${unknown.join(', ')}`);
-  const { config, label } = editorFromFlags(flags);
-
-  const episodes = await demoEpisodes(families as FamilyId[], flags['calibration-seeds'], flags.seed, modelDir, outputDir, log);
+  const families = familyList(flags.families);
+  const episodes = await demoEpisodes(families, flags['calibration-seeds'], flags.seed, modelDir, outputDir, log);
 
   log('starting the service');
   const service = await startServiceProcess({ modelDir, outputDir: path.join(outputDir, 'service') });
@@ -64,6 +82,10 @@ export async function main(argv: string[]): Promise<void> {
     workers: flags.workers,
     itemsPerKind: flags['items-per-kind'] || undefined,
     args: { command: 'demo', ...flags },
+    onStart: (event) => {
+      const line = resumeLine(event);
+      if (line) log(line);
+    },
     onProgress: ({ done, total, attempt, reward, error }) => log(`${done}/${total} ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}`),
   }).finally(service.stop);
 
@@ -91,7 +113,7 @@ async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: n
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
     calibration = await calibrate({ evaluator, tokenizer: evaluator.tokenizer, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
     writeJsonAtomic(file, calibration);
-  }
+  } else log(`resumed: calibration kept (${file})`);
   return families.map((family) => {
     const found = calibration!.episodes.find((e) => e.family === family);
     if (!found) log(`${family}: no eligible episode within ${seeds} seeds (see ${file}); running seed ${fallbackSeed}`);

@@ -1,5 +1,5 @@
 // Flags shared by the commands that drive an editor (run-prime, run-pilot, demo).
-import { resolveEditorConfig, type EditorConfig } from '../taskset/harness/index.ts';
+import { EDITOR_APIS, REASONING_EFFORTS, resolveEditorConfig, type EditorConfig } from '../taskset/harness/index.ts';
 
 export const EDITOR_FLAG_DEFAULTS = {
   'editor-model': 'gpt-6.1-terra',
@@ -8,6 +8,16 @@ export const EDITOR_FLAG_DEFAULTS = {
   api: undefined as string | undefined, // chat | responses; default chosen by model
   'reasoning-effort': undefined as string | undefined,
 };
+
+export const EDITOR_FLAG_HELP = {
+  'editor-model': 'an API model (key in OPENAI_API_KEY), script:FILE.json, or builtin:noop|demo|rank-one',
+  'editor-base-url': "an OpenAI-compatible provider's base URL, e.g. https://openrouter.ai/api/v1; default OpenAI's",
+  'editor-label': 'the label results and reports carry; default: the editor model',
+  api: 'chat or responses; default by model (Responses for gpt-6.1-sol and gpt-6-astra)',
+  'reasoning-effort': `${REASONING_EFFORTS.join('|')}|omit; default none for gpt-6.1-terra, low for the Responses models, the provider's own otherwise`,
+};
+
+export const EDITOR_FLAG_CHOICES = { api: EDITOR_APIS, 'reasoning-effort': [...REASONING_EFFORTS, 'omit'] };
 
 export function editorFromFlags(flags: typeof EDITOR_FLAG_DEFAULTS): { config: EditorConfig; label: string } {
   const config = resolveEditorConfig({

@@ -6,7 +6,7 @@ import { PACKAGE_VERSION } from '../service/weights/patch.ts';
 import { editorView, episodeSpecFromArgs } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
 import { FAMILY_VERSION } from '../taskset/types.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, familyProblems, parseCommand } from './args.ts';
 
 const defaults = {
   family: undefined as string | undefined,
@@ -15,9 +15,25 @@ const defaults = {
   view: 'admin', // admin | editor
 };
 
+export const command = defineCommand({
+  usage: 'episode',
+  description: 'An episode spec as JSON: the admin view (everything graded) or the editor view (what the editor is shown).',
+  examples: ['npx iwibench episode --family lexical_inhibition --seed 3 --control-seed 11 --view editor'],
+  defaults,
+  help: {
+    family: 'the task family',
+    seed: 'the episode seed',
+    'control-seed': 'seed of the general controls; default: the episode seed',
+    view: 'admin: terminal items with their checks and the controls; editor: objective, relevant token ids, practice',
+  },
+  required: ['family', 'seed'],
+  integers: ['seed', 'control-seed'],
+  choices: { view: ['admin', 'editor'] },
+  check: (flags) => familyProblems(flags.family),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['family', 'seed'], numbers: ['seed', 'control-seed'] });
-  if (flags.view !== 'admin' && flags.view !== 'editor') throw new Error(`--view must be admin or editor, got "${flags.view}"`);
+  const { flags } = parseCommand(argv, command);
   const seed = flags.seed!;
   const controlSeed = flags['control-seed'];
   const spec = await episodeSpecFromArgs(flags.family!, seed, controlSeed, gemma3Tokenizer);

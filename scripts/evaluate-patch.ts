@@ -11,7 +11,7 @@ import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { episodeSpec } from '../taskset/episode.ts';
 import { evaluateEpisode, type WorkerJob } from '../taskset/evaluation.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -27,8 +27,29 @@ const defaults = {
   out: undefined as string | undefined,
 };
 
+export const command = defineCommand({
+  usage: 'evaluate-patch',
+  description: 'Terminal items and general controls on pristine and patched weights, each in a fresh process, checked and scored.',
+  examples: ['npx iwibench evaluate-patch --model-dir toy/target --family local_factual_update --seed 3 --patch P --patch-id SHA256 --output-dir runs/eval'],
+  defaults,
+  help: {
+    'model-dir': 'the target checkpoint folder',
+    revision: 'the revision recorded for a plain folder',
+    family: 'the task family',
+    seed: 'the episode seed',
+    'control-seed': 'seed of the general controls; -1: the episode seed',
+    patch: 'the patch folder (patch.json, patch.safetensors); none: pristine only',
+    'patch-id': 'with --patch: the id the folder must hold (as submit reported it)',
+    'output-dir': 'results.json',
+    worker: 'run as the fresh evaluation process (started by the runners)',
+    job: 'with --worker: the job file',
+    out: 'with --worker: where the raw outputs go',
+  },
+  numbers: ['seed', 'control-seed'],
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults);
+  const { flags } = parseCommand(argv, command);
   if (flags.worker) return worker(flags.job, flags.out);
   for (const name of ['model-dir', 'family', 'output-dir'] as const) if (!flags[name]) throw new Error(`--${name} is required`);
   if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');

@@ -5,7 +5,7 @@
 // that does not reproduce its recorded digests, is refused.
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { exportPatched } from '../service/weights/index.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -19,8 +19,26 @@ const defaults = {
   revision: undefined as string | undefined,
 };
 
+export const command = defineCommand({
+  usage: 'export-patched',
+  description: 'A complete patched checkpoint folder (and with --peft a LoRA adapter); the patch is verified first.',
+  examples: ['npx iwibench export-patched --model-dir toy/target --patch runs/prime/patch --patch-id SHA256 --out runs/patched --peft'],
+  defaults,
+  help: {
+    'model-dir': 'the base checkpoint folder',
+    patch: 'the patch folder (patch.json, patch.safetensors)',
+    'patch-id': 'the id the patch folder must hold (as submit reported it)',
+    out: 'the folder to write',
+    peft: 'also write OUT/peft/ (LoRA) for a low_rank_add-only patch on attention/MLP projections',
+    overwrite: 'replace OUT if it exists',
+    'model-id': "the pinned base the patch names; default config.json's _name_or_path",
+    revision: 'the base revision the patch names; default "local"',
+  },
+  required: ['model-dir', 'patch', 'patch-id', 'out'],
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['model-dir', 'patch', 'patch-id', 'out'] });
+  const { flags } = parseCommand(argv, command);
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], modelId: flags['model-id'], revision: flags.revision });
   try {
     const started = Date.now();

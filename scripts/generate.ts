@@ -3,7 +3,7 @@
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { Gemma3Engine, type Device } from '../service/model/runtime.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -14,9 +14,26 @@ const defaults = {
   device: 'cpu',
 };
 
+export const command = defineCommand({
+  usage: 'generate',
+  description: 'Greedy chat generation on pristine weights, one JSON line per prompt.',
+  examples: ['npx iwibench generate --model-dir toy/target --prompt "What is the capital of France?"'],
+  defaults,
+  help: {
+    'model-dir': 'the checkpoint folder',
+    revision: 'snapshot revision, for a cache repo folder',
+    prompt: 'a user message',
+    system: 'a system message before each prompt',
+    'max-new-tokens': 'tokens to generate at most',
+    device: 'cpu or cuda',
+  },
+  required: ['model-dir', 'prompt'],
+  integers: ['max-new-tokens'],
+  choices: { device: ['cpu', 'cuda'] },
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['model-dir'] });
-  if (flags.prompt.length === 0) throw new Error('give at least one --prompt');
+  const { flags } = parseCommand(argv, command);
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });

@@ -3,7 +3,7 @@
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { writeNpy } from '../service/model/npy.ts';
 import { Gemma3Engine, type Device } from '../service/model/runtime.ts';
-import { parseFlags, parseIntList } from './args.ts';
+import { defineCommand, parseCommand, parseIntList } from './args.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -15,8 +15,34 @@ const defaults = {
   chunk: 64,
 };
 
+export const command = defineCommand({
+  usage: 'logits',
+  description: 'Float32 logits of every position, shape [T, vocab], as .npy.',
+  examples: ['npx iwibench logits --model-dir toy/target --ids 2,105,2364 --out /tmp/logits.npy'],
+  defaults,
+  help: {
+    'model-dir': 'the checkpoint folder',
+    revision: 'snapshot revision, for a cache repo folder',
+    ids: 'comma-separated token ids',
+    out: 'the .npy file to write',
+    device: 'cpu or cuda',
+    chunk: 'positions per run through the KV cache',
+  },
+  required: ['model-dir', 'ids', 'out'],
+  integers: ['chunk'],
+  choices: { device: ['cpu', 'cuda'] },
+  check: (flags) => {
+    try {
+      if (flags.ids !== undefined) parseIntList(flags.ids, '--ids');
+      return [];
+    } catch (error) {
+      return [(error as Error).message];
+    }
+  },
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['model-dir', 'ids', 'out'] });
+  const { flags } = parseCommand(argv, command);
   const ids = parseIntList(flags.ids!, '--ids');
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
   const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });

@@ -3,12 +3,22 @@
 // `--out toy/target --seed 0` reproduces the committed one bit for bit; the loss curve is written beside it.
 import { SingleBar } from 'cli-progress';
 import { makeToyTarget } from '../toy/target.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = { out: undefined as string | undefined, seed: 0, 'max-steps': 0 };
 
+export const command = defineCommand({
+  usage: 'make-toy-target',
+  description: "Trains the toy target (a small Gemma 3 on the taskset's world); --out toy/target --seed 0 reproduces the committed one.",
+  examples: ['npx iwibench make-toy-target --out toy/target --seed 0'],
+  defaults,
+  help: { out: 'the folder to write', seed: 'the training seed', 'max-steps': '0: the full schedule; N: stop after N steps' },
+  required: ['out'],
+  integers: ['seed', 'max-steps'],
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['out'] });
+  const { flags } = parseCommand(argv, command);
   const bar = new SingleBar({ format: 'training {bar} {value}/{total} steps | loss {loss} | answer-token accuracy {accuracy} | {duration}s', stream: process.stderr, noTTYOutput: true, notTTYSchedule: 10_000 });
   let started = false;
   const record = await makeToyTarget({

@@ -1,4 +1,4 @@
-// npx iwibench replay-patch RESULTS --control-seed N --model-dir DIR --output-dir D
+// npx iwibench replay-patch runs/pilot/attempts/<attempt>/results.json --control-seed 1001 [--output-dir D]
 // The same patch and target questions with a new control seed, pristine and edited in fresh processes. The original
 // controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart. The
 // patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused.
@@ -7,15 +7,32 @@ import path from 'node:path';
 import { writeJsonAtomic } from '../service/files.ts';
 import { episodeSpec } from '../taskset/episode.ts';
 import { RESULTS_FORMAT, evaluateEpisode, subsetSpec, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
-import { parseFlags } from './args.ts';
-import { TARGET_FLAG_DEFAULTS, openTarget } from './target-flags.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, openTarget } from './target-flags.ts';
 
 const defaults = {
-  'control-seed': -1,
+  'control-seed': undefined as number | undefined,
   ...TARGET_FLAG_DEFAULTS,
-  'output-dir': undefined as string | undefined,
+  'output-dir': undefined as string | undefined, // default: RESULTS' folder + /replay-c<control-seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
 };
+
+export const command = defineCommand({
+  usage: 'replay-patch RESULTS',
+  description: "The patch of RESULTS (a results.json) on the same target questions with new controls; the original controls again, apart.",
+  examples: ['npx iwibench replay-patch runs/pilot/attempts/local_factual_update-s3-gpt-6.1-terra-a0/results.json --control-seed 1001'],
+  defaults,
+  help: {
+    'control-seed': 'seed of the new general controls',
+    ...TARGET_FLAG_HELP,
+    model: "target id; default: the one RESULTS names (looked up in the Hugging Face cache)",
+    'output-dir': "replay.json and results.json; default: RESULTS' folder/replay-c<control-seed>",
+    'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
+  },
+  required: ['control-seed'],
+  integers: ['control-seed', 'items-per-kind'],
+  positionals: { names: 'RESULTS', min: 1, max: 1 },
+});
 
 /** Of the items the pristine model answered correctly, the share the patched model still answers correctly. */
 function retention(items: ItemResult[]) {
@@ -25,24 +42,24 @@ function retention(items: ItemResult[]) {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['output-dir'] });
-  if (positionals.length !== 1) throw new Error('usage: npx iwibench replay-patch RESULTS --control-seed N --model-dir DIR --output-dir D');
-  if (flags['control-seed'] < 0) throw new Error('--control-seed is required (a non-negative integer)');
+  const { flags, positionals } = parseCommand(argv, command);
   const resultsFile = positionals[0]!;
   const original = JSON.parse(readFileSync(resultsFile, 'utf8')) as ResultsFile;
   if (original.format !== RESULTS_FORMAT) throw new Error(`${resultsFile} is not an ${RESULTS_FORMAT} file`);
   if (!original.patch) throw new Error(`${resultsFile} records no patch to replay`);
   const patchDir = existsSync(original.patch.dir) ? original.patch.dir : path.join(path.dirname(resultsFile), 'patch');
-  const { location, tokenizer, revision } = await openTarget(flags);
+  // Without target flags, the checkpoint RESULTS was made on, from the Hugging Face cache.
+  const recorded = flags['model-dir'] || flags.model ? {} : { model: original.versions.model_id, revision: original.versions.revision };
+  const { location, tokenizer, revision } = await openTarget({ ...flags, ...recorded });
   if (revision !== original.versions.revision) throw new Error(`${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`);
   const { family, seed, control_seed: originalSeed } = original.episode;
   const itemsPerKind = flags['items-per-kind'] || undefined;
-  const spec = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: flags['control-seed'] }), itemsPerKind);
+  const spec = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: flags['control-seed']! }), itemsPerKind);
   const originalControls = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: originalSeed }), itemsPerKind).controls;
   const newIds = new Set(spec.controls.map((c) => c.id));
   const repeatedIds = new Set(originalControls.map((c) => c.id));
   const merged = { ...spec, controls: [...spec.controls, ...originalControls.filter((c) => !newIds.has(c.id))] };
-  const outputDir = flags['output-dir']!;
+  const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
   const results = await evaluateEpisode({ location, spec: merged, outputDir, patch, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });

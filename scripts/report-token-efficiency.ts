@@ -1,27 +1,78 @@
-// npx iwibench report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR [ATTEMPTS_DIR …] --output F
-// Editor tokens per attempt of LABEL, summed from each attempt's trace.jsonl and joined to its row of RESULTS_CSV
+// npx iwibench report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR [ATTEMPTS_DIR …] [--editor …] --output F
+// Editor tokens per attempt of each LABEL, summed from each attempt's trace.jsonl and joined to its row of RESULTS_CSV
 // (the `report` command's results.csv): requests, input (cached apart), output (reasoning apart), reward per 1,000
 // editor tokens, and target forward tokens apart; then the same per family and over all families (column `scope`).
-// Writes F and its sidecar F-without-.csv + .json (version, arguments, time); prints a JSON summary.
-import { writeTokenEfficiency } from '../taskset/report/index.ts';
-import { parseFlags } from './args.ts';
+// `--editor` repeats, one per editor, as in the seed's commands; all editors' rows go to one F. Writes F and its
+// sidecar F-without-.csv + .json (version, arguments, time); prints a JSON summary.
+import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns } from '../taskset/report/index.ts';
+import { UsageError, defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
-  editor: undefined as string | undefined,
-  output: undefined as string | undefined,
+  // Declared for the help; the groups are taken from argv before the flags are parsed (editorGroups).
+  editor: [] as string[],
+  output: 'runs/tokens.csv',
 };
 
+export const command = defineCommand({
+  usage: 'report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR [--editor LABEL RESULTS_CSV ATTEMPTS_DIR …]',
+  description: 'Editor tokens per attempt from the traces, joined to results.csv; reward per 1,000 editor tokens; target forward tokens apart.',
+  examples: [
+    'npx iwibench report-token-efficiency --editor gpt-6.1-terra runs/report/results.csv runs/pilot/attempts --output runs/tokens.csv',
+    'npx iwibench report-token-efficiency --editor A runs/a/report/results.csv runs/a/attempts --editor B runs/b/report/results.csv runs/b/attempts',
+  ],
+  defaults,
+  help: {
+    editor: 'LABEL RESULTS_CSV ATTEMPTS_DIR [ATTEMPTS_DIR …]: an editor label, its results.csv and attempts folders',
+    output: 'the CSV (its sidecar: the same name with .json)',
+  },
+});
+
+/** Splits `--editor LABEL CSV DIR [DIR …]` groups from the rest of argv; a group ends at the next flag. */
+export function editorGroups(argv: string[]): { groups: EditorRuns[]; rest: string[]; problems: string[] } {
+  const groups: EditorRuns[] = [];
+  const rest: string[] = [];
+  const problems: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] !== '--editor') {
+      rest.push(argv[i]!);
+      continue;
+    }
+    const values: string[] = [];
+    while (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) values.push(argv[++i]!);
+    const [editor, resultsCsv, ...attemptsDirs] = values;
+    if (!editor || !resultsCsv || attemptsDirs.length === 0) problems.push(`--editor needs LABEL RESULTS_CSV ATTEMPTS_DIR, got "${values.join(' ')}"`);
+    else groups.push({ editor, resultsCsv, attemptsDirs });
+  }
+  if (groups.length === 0 && problems.length === 0) problems.push('--editor LABEL RESULTS_CSV ATTEMPTS_DIR is required');
+  return { groups, rest, problems };
+}
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['editor', 'output'] });
-  const [resultsCsv, ...attemptsDirs] = positionals;
-  if (!resultsCsv || attemptsDirs.length === 0) throw new Error('usage: npx iwibench report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR [ATTEMPTS_DIR …] --output F');
-  const summary = writeTokenEfficiency({
-    editor: flags.editor!,
-    resultsCsv,
-    attemptsDirs,
-    output: flags.output!,
-    invocation: { command: 'report-token-efficiency', args: { results_csv: resultsCsv, attempts_dirs: attemptsDirs, ...flags } },
-  });
-  if (summary.incomplete.length > 0) process.stderr.write(`report-token-efficiency: ${summary.incomplete.length} attempt folder(s) without results.json left out (listed in ${summary.meta})\n`);
+  const { groups, rest, problems } = editorGroups(argv);
+  let parsed;
+  try {
+    parsed = parseCommand(rest, command);
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError([...problems, ...error.problems], `usage: npx iwibench ${command.usage}`);
+    throw error;
+  }
+  if (problems.length > 0) throw new UsageError(problems, `usage: npx iwibench ${command.usage} [--output F]`);
+  const { output } = parsed.flags;
+  const args = { editors: groups.map((g) => ({ editor: g.editor, results_csv: g.resultsCsv, attempts_dirs: g.attemptsDirs })), output };
+  if (groups.length === 1) {
+    const [{ editor, resultsCsv, attemptsDirs }] = groups as [EditorRuns];
+    const invocation = { command: 'report-token-efficiency', args: { editor, results_csv: resultsCsv, attempts_dirs: attemptsDirs, output } };
+    const summary = writeTokenEfficiency({ editor, resultsCsv, attemptsDirs, output, invocation });
+    reportIncomplete(summary.incomplete.length, summary.meta);
+    process.stdout.write(JSON.stringify(summary) + '\n');
+    return;
+  }
+  const summary = writeTokenEfficiencies({ editors: groups, output, invocation: { command: 'report-token-efficiency', args } });
+  const incomplete = summary.editors.reduce((n, e) => n + e.incomplete.length, 0);
+  reportIncomplete(incomplete, summary.meta);
   process.stdout.write(JSON.stringify(summary) + '\n');
+}
+
+function reportIncomplete(count: number, meta: string): void {
+  if (count > 0) process.stderr.write(`report-token-efficiency: ${count} attempt folder(s) without results.json left out (listed in ${meta})\n`);
 }

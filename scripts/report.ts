@@ -7,20 +7,31 @@
 // --editor (repeatable) keeps only attempts whose results carry one of these editor labels; results with no label
 // (a bare evaluate-patch) take the label when exactly one --editor is given. Prints the output paths as JSON.
 import { writeReport } from '../taskset/report/index.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
   editor: [] as string[],
-  'output-dir': undefined as string | undefined,
+  'output-dir': 'runs/report',
 };
 
+export const command = defineCommand({
+  usage: 'report RUNS [RUNS …]',
+  description: 'results.csv, summary.csv (means with 95 % bootstrap intervals) and a self-contained report.html from every results.json under RUNS.',
+  examples: ['npx iwibench report runs/pilot --editor gpt-6.1-terra --output-dir runs/report'],
+  defaults,
+  help: {
+    editor: 'keep only attempts with this editor label',
+    'output-dir': 'results.csv, summary.csv, report.html, report.json',
+  },
+  positionals: { names: 'RUNS', min: 1 },
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['output-dir'] });
-  if (positionals.length === 0) throw new Error('give at least one RUNS folder: npx iwibench report RUNS [RUNS …] --editor LABEL --output-dir D');
+  const { flags, positionals } = parseCommand(argv, command);
   const outputs = writeReport({
     runs: positionals,
     editors: flags.editor,
-    outputDir: flags['output-dir']!,
+    outputDir: flags['output-dir'],
     invocation: { command: 'report', args: { runs: positionals, ...flags } },
   });
   if (outputs.skipped.length > 0) process.stderr.write(`report: left out ${outputs.skipped.length} results of other editors (listed in ${outputs.meta})\n`);

@@ -1,34 +1,53 @@
-// npx iwibench run-pilot CALIBRATION --service-env F --model-dir DIR --output-dir D [--workers 2] [--editor-model M]
-//                        [--editor-base-url U] [--api chat|responses] [--reasoning-effort E] [--attempts 1]
+// npx iwibench run-pilot runs/calibration.json --service-env runs/service.env --output-dir runs/pilot [--workers 2]
+//                        [--editor-model M] [--editor-base-url U] [--api chat|responses] [--reasoning-effort E] [--attempts 1]
 // Every selected episode of CALIBRATION (from `calibrate`), attempted by one editor; resumable (rerun the same
-// command: completed attempts are kept, interrupted ones rerun). Without --service-env a service is started here.
+// command: completed attempts are kept, interrupted ones rerun). The service: --service-env, else the environment's,
+// else one started here; the checkpoint: the target flags, else the one the service serves (from the HF cache).
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { Calibration } from '../taskset/calibration.ts';
-import { runPilot } from '../taskset/pilot.ts';
-import { parseFlags } from './args.ts';
-import { EDITOR_FLAG_DEFAULTS, editorFromFlags } from './editor-flags.ts';
-import { TARGET_FLAG_DEFAULTS, openTarget, serviceFor } from './target-flags.ts';
+import { resumeLine, runPilot } from '../taskset/pilot.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
+import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
 
 const defaults = {
   'service-env': undefined as string | undefined,
   ...TARGET_FLAG_DEFAULTS,
-  'output-dir': undefined as string | undefined,
+  'output-dir': 'runs/pilot',
   workers: 1,
   attempts: 1,
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
 };
 
+export const command = defineCommand({
+  usage: 'run-pilot CALIBRATION',
+  description: 'Every episode CALIBRATION selected, attempted by one editor and evaluated in fresh processes; rerunning resumes.',
+  examples: ['npx iwibench run-pilot runs/calibration.json --service-env runs/service.env --output-dir runs/pilot --workers 2 --editor-model gpt-6.1-terra'],
+  defaults,
+  help: {
+    'service-env': SERVICE_ENV_HELP,
+    ...TARGET_FLAG_HELP,
+    'output-dir': 'attempts/<family>-s<seed>-<editor>-a<k>/ and pilot.json',
+    workers: 'editors at once against the one service',
+    attempts: 'attempts per episode',
+    'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
+    ...EDITOR_FLAG_HELP,
+  },
+  integers: ['workers', 'attempts', 'items-per-kind'],
+  choices: EDITOR_FLAG_CHOICES,
+  positionals: { names: 'CALIBRATION', min: 1, max: 1 },
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags, positionals } = parseFlags(argv, defaults, { positionals: true, required: ['output-dir'] });
-  if (positionals.length !== 1) throw new Error('usage: npx iwibench run-pilot CALIBRATION --output-dir D [flags]');
-  const calibration = JSON.parse(readFileSync(positionals[0]!, 'utf8')) as Calibration;
-  if (!Array.isArray(calibration.episodes)) throw new Error(`${positionals[0]} is not a calibration file (no "episodes")`);
-  const target = await openTarget(flags);
-  const outputDir = flags['output-dir']!;
-  mkdirSync(outputDir, { recursive: true });
+  const { flags, positionals } = parseCommand(argv, command);
+  const calibrationFile = positionals[0]!;
+  const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
+  if (!Array.isArray(calibration.episodes)) throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
   const { config, label } = editorFromFlags(flags);
-  const { service, stop } = await serviceFor(flags['service-env'], flags, outputDir, target);
+  const outputDir = flags['output-dir'];
+  mkdirSync(outputDir, { recursive: true });
+  const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
   const started = Date.now();
   const summary = await runPilot({
     episodes: calibration.episodes,
@@ -41,7 +60,11 @@ export async function main(argv: string[]): Promise<void> {
     workers: flags.workers,
     attempts: flags.attempts,
     itemsPerKind: flags['items-per-kind'] || undefined,
-    args: { command: 'run-pilot', calibration: positionals[0], ...flags },
+    args: { command: 'run-pilot', calibration: calibrationFile, ...flags },
+    onStart: (event) => {
+      const line = resumeLine(event);
+      if (line) process.stderr.write(`pilot ${line}\n`);
+    },
     onProgress: ({ done, total, skipped, attempt, reward, error }) => {
       const eta = done > skipped ? ((Date.now() - started) / 1000 / (done - skipped)) * (total - done) : NaN;
       process.stderr.write(`pilot ${done}/${total} (${skipped} already done) ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}${Number.isFinite(eta) ? `, ETA ${eta.toFixed(0)} s` : ''}\n`);

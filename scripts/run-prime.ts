@@ -1,33 +1,54 @@
-// npx iwibench run-prime --family F --seed S --model-dir DIR [--model ID] --output-dir D [--editor-model M] [--service-env F]
-// One episode, one editor, evaluated in fresh processes: D/results.json. Without --service-env a service is started here.
+// npx iwibench run-prime --family local_factual_update --seed 3 --model google/gemma-3-4b-it [--output-dir D]
+//                        [--editor-model M] [--service-env F]
+// One episode, one editor, evaluated in fresh processes: D/results.json. The service: --service-env, else the
+// environment's, else one started here.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { runAttempt } from '../taskset/attempt.ts';
 import { episodeSpec } from '../taskset/episode.ts';
-import { parseFlags } from './args.ts';
-import { EDITOR_FLAG_DEFAULTS, editorFromFlags } from './editor-flags.ts';
-import { TARGET_FLAG_DEFAULTS, openTarget, serviceFor } from './target-flags.ts';
+import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
+import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
 
 const defaults = {
   family: undefined as string | undefined,
-  seed: -1,
-  'control-seed': -1,
+  seed: undefined as number | undefined,
+  'control-seed': undefined as number | undefined, // default: the episode seed
   'service-env': undefined as string | undefined,
   ...TARGET_FLAG_DEFAULTS,
-  'output-dir': undefined as string | undefined,
+  'output-dir': undefined as string | undefined, // default runs/prime/<family>-s<seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
 };
 
+export const command = defineCommand({
+  usage: 'run-prime',
+  description: 'One episode with one editor, evaluated in fresh processes.',
+  examples: ['npx iwibench run-prime --family local_factual_update --seed 3 --model google/gemma-3-4b-it'],
+  defaults,
+  help: {
+    family: 'the task family',
+    seed: 'the episode seed',
+    'control-seed': 'seed of the general controls; default: the episode seed',
+    'service-env': SERVICE_ENV_HELP,
+    ...TARGET_FLAG_HELP,
+    'output-dir': 'trace, patch and results.json; default runs/prime/<family>-s<seed>',
+    'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
+    ...EDITOR_FLAG_HELP,
+  },
+  required: ['family', 'seed'],
+  integers: ['seed', 'control-seed', 'items-per-kind'],
+  choices: EDITOR_FLAG_CHOICES,
+  check: (flags) => familyProblems(flags.family),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['family', 'output-dir'] });
-  if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');
-  const target = await openTarget(flags);
-  const spec = episodeSpec(flags.family!, flags.seed, { tokenizer: target.tokenizer, controlSeed: flags['control-seed'] >= 0 ? flags['control-seed'] : undefined });
-  const outputDir = flags['output-dir']!;
-  mkdirSync(outputDir, { recursive: true });
+  const { flags } = parseCommand(argv, command);
   const { config, label } = editorFromFlags(flags);
-  const { service, stop } = await serviceFor(flags['service-env'], flags, outputDir, target);
+  const outputDir = flags['output-dir'] ?? path.join('runs', 'prime', `${flags.family}-s${flags.seed}`);
+  mkdirSync(outputDir, { recursive: true });
+  const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
+  const spec = episodeSpec(flags.family!, flags.seed!, { tokenizer: target.tokenizer, controlSeed: flags['control-seed'] });
   process.stderr.write(`run-prime: ${spec.family} seed ${spec.seed} with ${label}\n`);
   const { results, run } = await runAttempt({ spec, service, location: target.location, editor: config, editorLabel: label, dir: outputDir, itemsPerKind: flags['items-per-kind'] || undefined, args: { command: 'run-prime', ...flags } }).finally(stop);
   process.stdout.write(JSON.stringify({ results: path.join(outputDir, 'results.json'), stop_reason: run.stopReason, score: results.score }) + '\n');

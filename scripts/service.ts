@@ -1,16 +1,15 @@
-// npx iwibench service --model google/gemma-3-4b-it --model-dir DIR --output-dir runs/X [--host 127.0.0.1 --port 8768]
-//                      [--call-time-limit 120] [--revision REV | --cache-dir HF_CACHE]
-// Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url": …} on stdout when ready.
+// npx iwibench service --model google/gemma-3-4b-it --output-dir runs/service [--host 127.0.0.1 --port 8768]
+//                      [--call-time-limit 120] [--revision REV] [--cache-dir HF_CACHE | --model-dir DIR]
+// Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url", "model", "revision", …} on
+// stdout when ready (the model and revision of the checkpoint it loaded); stops on SIGINT or SIGTERM.
 import { startService } from '../service/server.ts';
 import type { Device } from '../service/model/runtime.ts';
-import { parseFlags } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
 
 const defaults = {
-  model: undefined as string | undefined,
-  'model-dir': undefined as string | undefined,
-  'cache-dir': undefined as string | undefined,
-  revision: undefined as string | undefined,
-  'output-dir': undefined as string | undefined,
+  ...TARGET_FLAG_DEFAULTS,
+  'output-dir': 'runs/service',
   host: '127.0.0.1',
   port: 8768,
   device: 'cpu',
@@ -19,16 +18,31 @@ const defaults = {
   'log-level': 'info',
 };
 
+export const command = defineCommand({
+  usage: 'service',
+  description: 'Loads the target once and serves episodes, tools and the OpenAI-compatible endpoints until stopped.',
+  examples: ['npx iwibench service --model google/gemma-3-4b-it --output-dir runs/service &'],
+  defaults,
+  help: {
+    ...TARGET_FLAG_HELP,
+    'output-dir': 'episodes (specs, states, write ops) and service.json',
+    host: 'address to listen on',
+    port: 'port to listen on (0: any free one)',
+    device: 'cpu: the engine runs its BF16 projections on the CPU (README, "GPU")',
+    threads: 'engine threads; 0: one per logical CPU',
+    'call-time-limit': 'seconds of running time one call may take (its own slices, not its waits)',
+    'log-level': 'pino level of the request log on stderr',
+  },
+  integers: ['port', 'threads'],
+  choices: { device: ['cpu'], 'log-level': ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  check: (flags) => (flags['call-time-limit'] > 0 ? [] : ['--call-time-limit must be a positive number of seconds']),
+});
+
 export async function main(argv: string[]): Promise<void> {
-  const { flags } = parseFlags(argv, defaults, { required: ['output-dir'] });
-  if (flags.device !== 'cpu') throw new Error('--device must be cpu: the engine runs its BF16 projections on the CPU (README, "GPU")');
-  if (!(flags['call-time-limit'] > 0)) throw new Error('--call-time-limit must be a positive number of seconds');
-  const { app, url } = await startService({
-    modelDir: flags['model-dir'],
-    cacheDir: flags['cache-dir'],
-    modelId: flags.model,
-    revision: flags.revision,
-    outputDir: flags['output-dir']!,
+  const { flags } = parseCommand(argv, command);
+  const { app, url, target } = await startService({
+    ...locationFromFlags(flags),
+    outputDir: flags['output-dir'],
     host: flags.host,
     port: flags.port,
     device: flags.device as Device,
@@ -37,7 +51,7 @@ export async function main(argv: string[]): Promise<void> {
     logLevel: flags['log-level'],
     args: flags,
   });
-  process.stdout.write(JSON.stringify({ url, model: flags.model ?? null, output_dir: flags['output-dir'] }) + '\n');
+  process.stdout.write(JSON.stringify({ url, model: target.modelId, revision: target.checkpoint.revision, output_dir: flags['output-dir'] }) + '\n');
   const stop = async () => {
     await app.close();
     process.exit(0);

@@ -1,50 +1,90 @@
 // Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot).
 import path from 'node:path';
-import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
+import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { AdminClient } from '../taskset/service-client.ts';
-import { readServiceEnv, startServiceProcess, type ServiceEnv } from '../taskset/service-process.ts';
+import { readServiceEnv, serviceFromEnv, startServiceProcess, type ServiceEnv } from '../taskset/service-process.ts';
 
 export const TARGET_FLAG_DEFAULTS = {
+  model: undefined as string | undefined,
   'model-dir': undefined as string | undefined,
   'cache-dir': undefined as string | undefined,
-  model: undefined as string | undefined,
   revision: undefined as string | undefined,
+  'allow-unpinned-revision': false,
+};
+
+const pinned = Object.keys(PINNED_REVISIONS).join(', ');
+export const TARGET_FLAG_HELP = {
+  model: `target id, looked up in the Hugging Face cache (pinned: ${pinned})`,
+  'model-dir': 'a checkpoint folder, instead of the cache (or a cache repo folder models--ORG--NAME)',
+  'cache-dir': 'Hugging Face cache root; default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub',
+  revision: "snapshot commit or ref name; default: a pinned id's pinned revision, else refs/main",
+  'allow-unpinned-revision': 'accept a --revision of a pinned id other than the pinned one',
 };
 
 type TargetFlags = typeof TARGET_FLAG_DEFAULTS;
 
 export function locationFromFlags(flags: TargetFlags): CheckpointLocation {
-  return { modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision };
+  const location: CheckpointLocation = { modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision };
+  return flags['allow-unpinned-revision'] ? { ...location, allowUnpinnedRevision: true } : location;
 }
 
-/** The target's tokenizer, and its id and revision (what the service must also serve). */
+export function hasTargetFlags(flags: TargetFlags): boolean {
+  return Boolean(flags['model-dir'] || flags.model);
+}
+
+/**
+ * The target's tokenizer, and its id and revision (what the service must also serve). The location is returned
+ * resolved (cache root and commit hash written out), so fresh evaluation processes open exactly the same snapshot.
+ */
 export async function openTarget(flags: TargetFlags): Promise<{ location: CheckpointLocation; tokenizer: Tokenizer; modelId: string; revision: string }> {
   const location = locationFromFlags(flags);
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   const { modelId, revision } = checkpoint;
   checkpoint.close();
-  return { location, tokenizer, modelId, revision };
+  const resolved = location.modelDir ? location : { ...location, cacheDir: path.dirname(path.dirname(path.dirname(checkpoint.dir))), revision };
+  return { location: resolved, tokenizer, modelId, revision };
 }
 
 /**
- * The service of `--service-env FILE`, or one started here on the same checkpoint (stopped by `stop`). Either way
- * it must serve the checkpoint the evaluation will use.
+ * The service: of `--service-env FILE`; else the one the environment names (IWIBENCH_ADMIN_TOKEN and
+ * IWIBENCH_EDITOR_TOKEN set, at IWIBENCH_SERVICE_URL or 127.0.0.1:8768); else one started here on the target's
+ * checkpoint (stopped by `stop`). Without target flags the checkpoint is the one the service serves, found in the
+ * Hugging Face cache. Either way the service must serve the checkpoint the evaluation will use.
  */
-export async function serviceFor(serviceEnv: string | undefined, flags: TargetFlags, outputDir: string, expected: { modelId: string; revision: string }): Promise<{ service: ServiceEnv; stop: () => Promise<void> }> {
+export async function serviceAndTarget(serviceEnv: string | undefined, flags: TargetFlags, outputDir: string) {
+  const external = serviceEnv ? readServiceEnv(serviceEnv) : serviceFromEnv();
+  let target: Awaited<ReturnType<typeof openTarget>>;
+  if (external && !hasTargetFlags(flags)) {
+    const health = await healthOf(external);
+    target = await openTarget({ ...flags, model: health.model, revision: health.revision });
+  } else target = await openTarget(flags);
   let service: ServiceEnv;
   let stop = async () => {};
-  if (serviceEnv) service = readServiceEnv(serviceEnv);
+  if (external) service = external;
   else {
-    const started = await startServiceProcess({ modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], model: flags.model, revision: flags.revision, outputDir: path.join(outputDir, 'service') });
+    const { modelDir, cacheDir, modelId: model, revision } = target.location;
+    const started = await startServiceProcess({ modelDir, cacheDir, model, revision, outputDir: path.join(outputDir, 'service') });
     service = started;
     stop = started.stop;
   }
-  const health = await new AdminClient(service.url, service.adminToken).health();
-  if (health.model !== expected.modelId || health.revision !== expected.revision) {
+  const health = await healthOf(service);
+  if (health.model !== target.modelId || health.revision !== target.revision) {
     await stop();
-    throw new Error(`the service serves ${health.model}@${health.revision}, but evaluation would use ${expected.modelId}@${expected.revision}`);
+    throw new Error(`the service serves ${health.model}@${health.revision}, but evaluation would use ${target.modelId}@${target.revision}`);
   }
-  return { service, stop };
+  return { target, service, stop };
 }
+
+async function healthOf(service: ServiceEnv) {
+  try {
+    return await new AdminClient(service.url, service.adminToken).health();
+  } catch (error) {
+    const hint = 'start one with npx iwibench service, or leave IWIBENCH_ADMIN_TOKEN unset to have one started here';
+    throw new Error(`no service answers at ${service.url} (${(error as Error).message}); ${hint}`);
+  }
+}
+
+export const SERVICE_ENV_HELP =
+  'file with IWIBENCH_SERVICE_URL, IWIBENCH_ADMIN_TOKEN, IWIBENCH_EDITOR_TOKEN; default: those variables (URL 127.0.0.1:8768), else a service started here';

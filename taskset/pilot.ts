@@ -26,6 +26,8 @@ export type PilotOptions = {
   budgets?: Record<string, number>;
   itemsPerKind?: number;
   args?: Record<string, unknown>;
+  /** Before any attempt runs: how many of them a previous run completed (kept as they are). */
+  onStart?: (event: { total: number; kept: number }) => void;
   onProgress?: (event: { done: number; total: number; skipped: number; attempt: string; reward?: number; error?: string }) => void;
 };
 
@@ -36,13 +38,15 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
     Array.from({ length: options.attempts ?? 1 }, (_, index) => ({ ...episode, id: attemptId(episode.family, episode.seed, options.editorLabel, index) })),
   );
   const results = new Map<string, PilotSummary['attempts'][number]>();
+  const attemptDir = (id: string) => path.join(options.outputDir, 'attempts', id);
+  options.onStart?.({ total: tasks.length, kept: tasks.filter((t) => completedAttempt(attemptDir(t.id))).length });
   let done = 0;
   let skipped = 0;
   let next = 0;
   const worker = async () => {
     while (next < tasks.length) {
       const task = tasks[next++]!;
-      const dir = path.join(options.outputDir, 'attempts', task.id);
+      const dir = attemptDir(task.id);
       const complete = completedAttempt(dir);
       if (complete) {
         results.set(task.id, complete);
@@ -72,4 +76,8 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
   };
   writeJsonAtomic(path.join(options.outputDir, 'pilot.json'), summary);
   return summary;
+}
+/** "resumed: 8 of 10 attempts kept", when a previous run left completed attempts. */
+export function resumeLine({ total, kept }: { total: number; kept: number }): string | undefined {
+  return kept > 0 ? `resumed: ${kept} of ${total} attempts kept (completed by an earlier run); ${total - kept} to run` : undefined;
 }

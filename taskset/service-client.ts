@@ -11,6 +11,9 @@ export type ServiceErrorBody = {
   budget_exceeded?: { kind: string; scope: 'per call' | 'per episode'; value: number; limit: number; remaining: number };
 };
 
+/** Where `npx iwibench service` listens unless told otherwise, and where clients look unless IWIBENCH_SERVICE_URL says. */
+export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8768';
+
 export class ServiceError extends Error {
   constructor(
     readonly status: number,
@@ -75,7 +78,7 @@ export class AdminClient {
   ) {}
 
   static fromEnv(env: NodeJS.ProcessEnv = process.env): AdminClient {
-    const url = env.IWIBENCH_SERVICE_URL ?? 'http://127.0.0.1:8768';
+    const url = env.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL;
     if (!env.IWIBENCH_ADMIN_TOKEN) throw new Error('IWIBENCH_ADMIN_TOKEN is not set');
     return new AdminClient(url, env.IWIBENCH_ADMIN_TOKEN);
   }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
+import { DEFAULT_SERVICE_URL } from './service-client.ts';
 
 const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
 
@@ -13,10 +14,13 @@ export type ServiceEnv = { url: string; adminToken: string; editorToken: string 
 
 export type ServiceHandle = ServiceEnv & { child: ChildProcess; stop: () => Promise<void> };
 
-export async function startServiceProcess(options: { modelDir?: string; cacheDir?: string; model?: string; revision?: string; outputDir: string; device?: string; logLevel?: string }): Promise<ServiceHandle> {
+type StartOptions = { modelDir?: string; cacheDir?: string; model?: string; revision?: string; outputDir: string; device?: string; logLevel?: string };
+
+export async function startServiceProcess(options: StartOptions): Promise<ServiceHandle> {
   const adminToken = randomBytes(24).toString('hex');
   const editorToken = randomBytes(24).toString('hex');
-  const args = [CLI, 'service', '--output-dir', options.outputDir, '--port', '0', '--log-level', options.logLevel ?? 'warn'];
+  // The revision is one the caller has already accepted (pinned, or allowed explicitly).
+  const args = [CLI, 'service', '--output-dir', options.outputDir, '--port', '0', '--log-level', options.logLevel ?? 'warn', '--allow-unpinned-revision'];
   for (const [flag, value] of [['--model-dir', options.modelDir], ['--cache-dir', options.cacheDir], ['--model', options.model], ['--revision', options.revision], ['--device', options.device]] as const) {
     if (value) args.push(flag, value);
   }
@@ -37,10 +41,19 @@ export async function startServiceProcess(options: { modelDir?: string; cacheDir
   return { url, adminToken, editorToken, child, stop };
 }
 
-/** A `--service-env FILE`: IWIBENCH_SERVICE_URL, IWIBENCH_ADMIN_TOKEN, IWIBENCH_EDITOR_TOKEN (dotenv syntax). */
-export function readServiceEnv(file: string): ServiceEnv {
-  const env = parseEnv(readFileSync(file, 'utf8'));
-  const missing = ['IWIBENCH_SERVICE_URL', 'IWIBENCH_ADMIN_TOKEN', 'IWIBENCH_EDITOR_TOKEN'].filter((k) => !env[k]);
-  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')}`);
-  return { url: env.IWIBENCH_SERVICE_URL!, adminToken: env.IWIBENCH_ADMIN_TOKEN!, editorToken: env.IWIBENCH_EDITOR_TOKEN! };
+/**
+ * A `--service-env FILE`: IWIBENCH_SERVICE_URL, IWIBENCH_ADMIN_TOKEN, IWIBENCH_EDITOR_TOKEN (dotenv syntax). What
+ * the file lacks comes from the environment; the URL defaults to 127.0.0.1:8768.
+ */
+export function readServiceEnv(file: string, env: NodeJS.ProcessEnv = process.env): ServiceEnv {
+  const merged = { ...env, ...parseEnv(readFileSync(file, 'utf8')) };
+  const missing = ['IWIBENCH_ADMIN_TOKEN', 'IWIBENCH_EDITOR_TOKEN'].filter((k) => !merged[k]);
+  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')} (and the environment does not set them)`);
+  return { url: merged.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL, adminToken: merged.IWIBENCH_ADMIN_TOKEN!, editorToken: merged.IWIBENCH_EDITOR_TOKEN! };
+}
+
+/** The service the environment names (both tokens set), at IWIBENCH_SERVICE_URL or 127.0.0.1:8768; else undefined. */
+export function serviceFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceEnv | undefined {
+  if (!env.IWIBENCH_ADMIN_TOKEN || !env.IWIBENCH_EDITOR_TOKEN) return undefined;
+  return { url: env.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL, adminToken: env.IWIBENCH_ADMIN_TOKEN, editorToken: env.IWIBENCH_EDITOR_TOKEN };
 }

@@ -1,7 +1,9 @@
 // A pinned Gemma 3 checkpoint on disk: config.json, tokenizer files and (sharded) safetensors.
-// Accepts a plain folder or the Hugging Face cache layout models--org--name/snapshots/<revision>/.
+// Accepts a plain folder or the Hugging Face cache layout models--org--name/snapshots/<revision>/ (files linked into
+// blobs/, refs/main naming a revision, several revisions side by side).
 // Nothing is downloaded; every tensor the text decoder needs is checked for presence, shape and dtype at open.
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
 import { bf16ToF32, f16ToF32 } from './bf16.ts';
@@ -16,37 +18,76 @@ export class CheckpointError extends Error {
 }
 
 export type CheckpointLocation = {
-  /** A checkpoint folder, or a Hugging Face cache repo folder (models--org--name) when `revision` is given. */
+  /** A checkpoint folder, or a Hugging Face cache repo folder (models--org--name). */
   modelDir?: string;
-  /** Hugging Face cache root holding models--org--name/; needs `modelId` and `revision`. */
+  /** Hugging Face cache root holding models--org--name/; default: defaultCacheDir(). Used when `modelId` is given. */
   cacheDir?: string;
   modelId?: string;
+  /** A snapshot's commit hash or a ref name (refs/<name>); default: the pinned revision of a pinned id, else refs/main. */
   revision?: string;
+  /** Accept a revision of a pinned id other than the pinned one. */
+  allowUnpinnedRevision?: boolean;
 };
 
-/** Resolve a location to the folder holding config.json. */
-export function resolveCheckpointDir(location: CheckpointLocation): { dir: string; revision?: string } {
-  const { modelDir, cacheDir, modelId, revision } = location;
-  if (cacheDir) {
-    if (!modelId || !revision) throw new CheckpointError('--cache-dir needs a model id and a pinned revision');
-    return { dir: snapshotDir(path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`), revision), revision };
-  }
-  if (!modelDir) throw new CheckpointError('no checkpoint given: pass --model-dir DIR or --cache-dir DIR');
-  if (!existsSync(modelDir)) throw new CheckpointError(`checkpoint folder ${modelDir} does not exist`);
-  if (existsSync(path.join(modelDir, 'snapshots'))) {
-    if (!revision) throw new CheckpointError(`${modelDir} is a Hugging Face cache folder: pass the pinned revision`);
-    return { dir: snapshotDir(modelDir, revision), revision };
-  }
-  return { dir: modelDir, revision };
+/** The project's pinned targets (README, "Pinned targets"). */
+export const PINNED_REVISIONS: Readonly<Record<string, string>> = {
+  'google/gemma-3-1b-it': 'dcc83ea841ab6100d6b47a070329e1ba4cf78752',
+  'google/gemma-3-4b-it': '093f9f388b31de276ce2de164bdc2081324b9767',
+};
+
+/** Where huggingface_hub keeps its cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  if (env.HF_HOME) return path.join(env.HF_HOME, 'hub');
+  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface', 'hub');
 }
 
-function snapshotDir(repoDir: string, revision: string): string {
-  const dir = path.join(repoDir, 'snapshots', revision);
-  if (!existsSync(dir)) {
-    const have = existsSync(path.join(repoDir, 'snapshots')) ? readdirSync(path.join(repoDir, 'snapshots')) : [];
-    throw new CheckpointError(`revision ${revision} is not in ${repoDir}/snapshots (have: ${have.join(', ') || 'none'})`);
+/** Resolve a location to the folder holding config.json, and the snapshot's commit hash in a cache. */
+export function resolveCheckpointDir(location: CheckpointLocation): { dir: string; revision?: string; modelId?: string } {
+  const { modelDir, modelId } = location;
+  if (!modelDir) {
+    if (!modelId) throw new CheckpointError('no checkpoint given: pass --model ID (found in the Hugging Face cache) or --model-dir DIR');
+    const cacheDir = location.cacheDir ?? defaultCacheDir();
+    const repoDir = path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`);
+    if (!existsSync(repoDir)) {
+      throw new CheckpointError(`${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`);
+    }
+    return { ...snapshot(repoDir, modelId, location), modelId };
   }
-  return dir;
+  if (!existsSync(modelDir)) throw new CheckpointError(`checkpoint folder ${modelDir} does not exist`);
+  if (existsSync(path.join(modelDir, 'snapshots'))) {
+    const id = modelId ?? repoModelId(modelDir);
+    return { ...snapshot(modelDir, id, location), modelId: id };
+  }
+  return { dir: modelDir, revision: location.revision };
+}
+
+/** `models--google--gemma-3-1b-it` → `google/gemma-3-1b-it`. */
+function repoModelId(repoDir: string): string | undefined {
+  const match = /^models--(.+?)--(.+)$/.exec(path.basename(path.resolve(repoDir)));
+  return match ? `${match[1]}/${match[2]}` : undefined;
+}
+
+/** The snapshot of a cache repo folder: the revision asked for (a hash or a ref), the pinned one, or refs/main. */
+function snapshot(repoDir: string, modelId: string | undefined, location: CheckpointLocation): { dir: string; revision: string } {
+  const pinned = modelId ? PINNED_REVISIONS[modelId] : undefined;
+  const snapshots = path.join(repoDir, 'snapshots');
+  const have = existsSync(snapshots) ? readdirSync(snapshots).sort() : [];
+  const refs = existsSync(path.join(repoDir, 'refs')) ? readdirSync(path.join(repoDir, 'refs')).sort() : [];
+  const present = () => `have: ${have.join(', ') || 'no snapshots'}${refs.length > 0 ? `; refs: ${refs.join(', ')}` : ''}`;
+  let revision = location.revision ?? pinned;
+  if (revision === undefined) {
+    if (!refs.includes('main')) throw new CheckpointError(`${repoDir} has no refs/main: pass --revision (${present()})`);
+    revision = 'main';
+  }
+  const refFile = path.join(repoDir, 'refs', revision);
+  if (!/^[0-9a-f]{40}$/.test(revision) && refs.includes(revision)) revision = readFileSync(refFile, 'utf8').trim();
+  const dir = path.join(snapshots, revision);
+  if (!existsSync(dir)) throw new CheckpointError(`revision ${revision} is not in ${repoDir}/snapshots (${present()})`);
+  if (pinned && revision !== pinned && !location.allowUnpinnedRevision) {
+    throw new CheckpointError(`${modelId} is pinned at revision ${pinned}; ${revision} is refused unless --allow-unpinned-revision is given`);
+  }
+  return { dir, revision };
 }
 
 export class Checkpoint {
@@ -62,7 +103,7 @@ export class Checkpoint {
 
   static open(location: CheckpointLocation | string): Checkpoint {
     const loc = typeof location === 'string' ? { modelDir: location } : location;
-    const { dir, revision } = resolveCheckpointDir(loc);
+    const { dir, revision, modelId: cachedId } = resolveCheckpointDir(loc);
     const configPath = path.join(dir, 'config.json');
     if (!existsSync(configPath)) throw new CheckpointError(`${configPath} is missing`);
     let rawConfig: Record<string, unknown>;
@@ -83,8 +124,9 @@ export class Checkpoint {
       }
       validateTextTensors(config, tensors);
       for (const alias of Object.keys(tiedAliases(config))) tensors.delete(alias); // a stored tied head is ignored: it is embed_tokens
-      const modelId = loc.modelId ?? (typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : path.basename(path.resolve(dir)));
-      return new Checkpoint(path.resolve(dir), modelId, loc.revision ?? revision ?? 'local', rawConfig, config, files, tensors);
+      const named = typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : undefined;
+      const modelId = loc.modelId ?? cachedId ?? named ?? path.basename(path.resolve(dir));
+      return new Checkpoint(path.resolve(dir), modelId, revision ?? 'local', rawConfig, config, files, tensors);
     } catch (error) {
       for (const file of files) file.close();
       throw error;
@@ -152,11 +194,20 @@ function openShards(dir: string): SafetensorsFile[] {
     return files;
   }
   const single = path.join(dir, 'model.safetensors');
+  assertLinkTarget(single);
   if (!existsSync(single)) throw new CheckpointError(`${dir} has neither model.safetensors nor model.safetensors.index.json`);
   return [openShard(single)];
 }
 
+/** A cache snapshot's files are links into blobs/ (the reader opens the target); a dangling one is named. */
+function assertLinkTarget(file: string): void {
+  if (lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() && !existsSync(file)) {
+    throw new CheckpointError(`${file} links to ${readlinkSync(file)}, which is missing (an incomplete download?)`);
+  }
+}
+
 function openShard(file: string): SafetensorsFile {
+  assertLinkTarget(file);
   if (!existsSync(file) || !statSync(file).isFile()) throw new CheckpointError(`shard ${file} is missing`);
   try {
     return SafetensorsFile.open(file);

@@ -1,5 +1,5 @@
-// The editor over Chat Completions: one growing message list; assistant messages keep their tool calls, followed
-// by one `role: tool` message per call.
+// The editor over Chat Completions: one growing message list; assistant messages keep their tool calls and any
+// reasoning the provider returned with them (REASONING_FIELDS), followed by one `role: tool` message per call.
 import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
@@ -12,6 +12,12 @@ export const CHAT_TOOLS: ChatCompletionTool[] = TOOL_DEFINITIONS.map((tool) => (
   type: 'function',
   function: { name: tool.name, description: tool.description, parameters: tool.parameters },
 }));
+
+/**
+ * Reasoning continuations that Chat Completions providers return on the assistant message, outside OpenAI's schema:
+ * `reasoning_content` (DeepSeek, vLLM, Qwen), `reasoning` and `reasoning_details` (OpenRouter). Sent back as returned.
+ */
+export const REASONING_FIELDS = ['reasoning_content', 'reasoning', 'reasoning_details'] as const;
 
 export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStreaming> {
   readonly api = 'chat';
@@ -51,9 +57,12 @@ export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStre
     const toolCalls: ToolCall[] = (message.tool_calls ?? []).flatMap((call) =>
       call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
     );
+    const returned = message as unknown as Record<string, unknown>;
+    const reasoning = Object.fromEntries(REASONING_FIELDS.filter((f) => returned[f] !== undefined && returned[f] !== null).map((f) => [f, returned[f]]));
     this.messages.push({
       role: 'assistant',
       content: message.content ?? null,
+      ...reasoning,
       ...(toolCalls.length > 0
         ? { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) }
         : {}),

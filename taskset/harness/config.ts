@@ -1,6 +1,7 @@
-// The editor's settings, resolved once from a command's flags and the environment (design.md "Taskset": Chat Completions
-// by default, temperature 0, reasoning none, a 4,096-token response cap; the Responses API for the models that need
-// it). The result is frozen and saved without the key next to each attempt's trace (editor.json).
+// The editor's settings, resolved once from a command's flags and the environment (design.md "Taskset": Chat
+// Completions by default, temperature 0, a 4,096-token response cap, reasoning none for the default editor and the
+// provider's own default for any other Chat model; the Responses API for the models that need it). The result is
+// frozen and saved without the key next to each attempt's trace (editor.json).
 import type { ReasoningEffort } from 'openai/resources/shared';
 import { loadScript, ScriptError } from './script.ts';
 
@@ -37,7 +38,6 @@ export const EDITOR_DEFAULTS = Object.freeze({
   baseUrl: 'https://api.openai.com/v1', // the SDK's default; OPENAI_BASE_URL overrides it, as in the SDK
   maxOutputTokens: 4096, // design.md: response cap, both APIs
   chatTemperature: 0, // design.md
-  chatReasoningEffort: 'none' as Effort, // design.md; `--reasoning-effort omit` drops it for providers that refuse it
   maxTurns: 64, // = the service's default `turns` budget
   // The SDK's own defaults are a 10-minute timeout and 2 retries (on 408/409/429/≥500 and connection errors, with
   // backoff). We keep those values but pass them explicitly, so that editor.json records what a run used.
@@ -47,6 +47,12 @@ export const EDITOR_DEFAULTS = Object.freeze({
 
 /** Models that need the Responses API, with the reasoning effort design.md runs them at. */
 export const RESPONSES_MODELS: Readonly<Record<string, Effort>> = Object.freeze({ 'gpt-6.1-sol': 'low', 'gpt-6-astra': 'low' });
+
+/**
+ * The reasoning effort sent by default, per built-in editor model (design.md). Any other model gets none: the field
+ * is left out and the provider's default reasoning applies, unless `--reasoning-effort` is given.
+ */
+export const DEFAULT_EFFORTS: Readonly<Record<string, Effort>> = Object.freeze({ 'gpt-6.1-terra': 'none', ...RESPONSES_MODELS });
 
 /**
  * What a command passes in: the `--editor-model`, `--editor-base-url`, `--api` and `--reasoning-effort` flags
@@ -104,7 +110,7 @@ export function resolveEditorConfig(options: EditorOptions = {}, env: NodeJS.Pro
   if (requestedEffort !== undefined && requestedEffort !== 'omit' && !REASONING_EFFORTS.includes(requestedEffort as Effort)) {
     problems.push(`--reasoning-effort must be one of ${REASONING_EFFORTS.join(', ')} or omit, got "${requestedEffort}"`);
   }
-  const effortDefault = api === 'chat' ? EDITOR_DEFAULTS.chatReasoningEffort : RESPONSES_MODELS[model];
+  const effortDefault = Object.hasOwn(DEFAULT_EFFORTS, model) ? DEFAULT_EFFORTS[model] : undefined;
   const reasoningEffort = requestedEffort === 'omit' ? undefined : ((requestedEffort as Effort | undefined) ?? effortDefault);
 
   const { maxTurns = EDITOR_DEFAULTS.maxTurns, timeoutMs = EDITOR_DEFAULTS.timeoutMs, maxRetries = EDITOR_DEFAULTS.maxRetries } = options;

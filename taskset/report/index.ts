@@ -182,3 +182,38 @@ export function writeTokenEfficiency(options: { editor: string; resultsCsv: stri
   writeJsonAtomic(sidecarFile, { ...meta(options.invocation, [options.resultsCsv, ...options.attemptsDirs], { csv: options.output }), ...result }, false);
   return result;
 }
+
+export type EditorRuns = { editor: string; resultsCsv: string; attemptsDirs: string[] };
+
+/**
+ * `report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR` repeated: one CSV with every editor's rows (the
+ * `editor` column tells them apart) and one sidecar holding each editor's summary.
+ */
+export function writeTokenEfficiencies(options: { editors: EditorRuns[]; output: string; invocation: Invocation }): {
+  output: string;
+  meta: string;
+  editors: Omit<TokenEfficiencyOutputs, 'output' | 'meta'>[];
+} {
+  const sidecarFile = options.output.replace(/\.csv$/i, '') + '.json';
+  const allRows: EfficiencyRow[] = [];
+  const editors = options.editors.map(({ editor, resultsCsv, attemptsDirs }) => {
+    const records = readCsvRecords(resultsCsv, RESULTS_CSV_COLUMNS) as ResultsCsvRecord[];
+    const { attempts, incomplete } = findAttempts(attemptsDirs);
+    const { rows, otherEditors, rowsWithoutAttempt } = tokenEfficiency(editor, records, attempts, resultsCsv);
+    allRows.push(...rows);
+    return {
+      editor,
+      attempts: rows.filter((r) => r.scope === 'attempt').length,
+      incomplete,
+      other_editors: otherEditors,
+      rows_without_attempt: rowsWithoutAttempt,
+      families: rows.filter((r) => r.scope === 'family'),
+      overall: rows.filter((r) => r.scope === 'all'),
+    };
+  });
+  const inputs = options.editors.flatMap((e) => [e.resultsCsv, ...e.attemptsDirs]);
+  writeFileAtomic(options.output, recordsToCsv(EFFICIENCY_COLUMNS, allRows), false);
+  const result = { output: options.output, meta: sidecarFile, editors };
+  writeJsonAtomic(sidecarFile, { ...meta(options.invocation, inputs, { csv: options.output }), ...result }, false);
+  return result;
+}

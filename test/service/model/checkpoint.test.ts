@@ -54,7 +54,10 @@ describe('Checkpoint', () => {
     expect(ck.modelId).toBe('google/gemma-3-1b-it');
     ck.close();
     expect(() => Checkpoint.open({ cacheDir: path.join(work, 'hub'), modelId: 'google/gemma-3-1b-it', revision: 'abc' })).toThrow(/revision abc is not in .*snapshots \(have: dcc83ea8/);
-    expect(() => Checkpoint.open({ modelDir: repo })).toThrow(/is a Hugging Face cache folder: pass the pinned revision/);
+    // A repo folder names its id, so the pinned revision is found without being given.
+    const byRepo = Checkpoint.open({ modelDir: repo });
+    expect([byRepo.modelId, byRepo.revision]).toEqual(['google/gemma-3-1b-it', revision]);
+    byRepo.close();
   });
 
   it('names a missing tensor', () => {

@@ -27,10 +27,19 @@ describe('resolveEditorConfig', () => {
       expect(config).toMatchObject({ api: 'responses', reasoningEffort: 'low', maxOutputTokens: 4096 });
       expect(config).not.toHaveProperty('temperature');
     }
-    expect(resolveEditorConfig({ model: 'gpt-6.1-sol', api: 'chat' }, env)).toMatchObject({ api: 'chat', temperature: 0, reasoningEffort: 'none' });
+    expect(resolveEditorConfig({ model: 'gpt-6.1-sol', api: 'chat' }, env)).toMatchObject({ api: 'chat', temperature: 0, reasoningEffort: 'low' });
     const other = resolveEditorConfig({ model: 'some-reasoner', api: 'responses', reasoningEffort: 'high' }, env);
     expect(other).toMatchObject({ api: 'responses', reasoningEffort: 'high' });
     expect(resolveEditorConfig({ model: 'some-reasoner', api: 'responses' }, env)).not.toHaveProperty('reasoningEffort');
+  });
+
+  it("sends no reasoning effort to any other Chat model (the provider's default) unless one is asked for", () => {
+    const other = resolveEditorConfig({ model: 'deepseek-chat', baseUrl: 'https://api.deepseek.com/v1' }, env);
+    expect(other).toMatchObject({ api: 'chat', temperature: 0, maxOutputTokens: 4096 });
+    expect(other).not.toHaveProperty('reasoningEffort');
+    expect(resolveEditorConfig({ model: 'deepseek-chat', reasoningEffort: 'high' }, env)).toMatchObject({ reasoningEffort: 'high' });
+    // The default editor keeps design.md's setting wherever it is served.
+    expect(resolveEditorConfig({ baseUrl: 'http://proxy/v1' }, env)).toMatchObject({ model: 'gpt-6.1-terra', reasoningEffort: 'none' });
   });
 
   it('drops reasoning_effort with `omit`, for providers that refuse it; takes the base URL from the flag, then OPENAI_BASE_URL', () => {

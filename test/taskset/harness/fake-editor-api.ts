@@ -11,7 +11,7 @@ export const API_KEY = 'sk-fake-editor-key';
 export type FakeUsage = { input: number; cached: number; output: number; reasoning: number };
 export type FakeCall = { name: string; arguments: string | Record<string, unknown> };
 export type FakeReply =
-  | { calls?: FakeCall[]; text?: string; reasoning?: string; usage: FakeUsage; delayMs?: number }
+  | { calls?: FakeCall[]; text?: string; reasoning?: string; chatReasoningField?: 'reasoning_content' | 'reasoning'; usage: FakeUsage; delayMs?: number }
   | { status: number; message: string };
 
 export type Seen = { path: string; headers: http.IncomingHttpHeaders; body: any };
@@ -95,6 +95,8 @@ function chatCompletion(n: number, model: string, reply: Extract<FakeReply, { us
           role: 'assistant',
           content: reply.text ?? null,
           refusal: null,
+          // Chat providers return reasoning beside the content (DeepSeek/vLLM `reasoning_content`, OpenRouter `reasoning`).
+          ...(reply.reasoning !== undefined ? { [reply.chatReasoningField ?? 'reasoning_content']: reply.reasoning } : {}),
           ...(calls.length > 0 ? { tool_calls: calls.map((call, i) => ({ id: `call_${n}_${i}`, type: 'function', function: { name: call.name, arguments: argumentText(call) } })) } : {}),
         },
         finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',

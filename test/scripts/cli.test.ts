@@ -1,0 +1,109 @@
+// The command-line layer (scripts/args.ts, scripts/cli.ts): every command answers --help with its flags, defaults and
+// an example; one invocation's problems are reported together, with suggestions, before any work starts.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { HelpRequested, UsageError, editDistance, nearest, parseCommand } from '../../scripts/args.ts';
+import { commands } from '../../scripts/cli.ts';
+import { REPO_ROOT } from '../fixtures.ts';
+
+const exec = promisify(execFile);
+const CLI = path.join(REPO_ROOT, 'bin', 'iwibench.js');
+
+/** Runs `iwibench ARGS` as a user would; resolves with the exit code whatever it is. */
+async function iwibench(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], { cwd: REPO_ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function helpOf(main: (argv: string[]) => Promise<void>, argv: string[]): Promise<string> {
+  const error = await main(argv).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(HelpRequested);
+  return (error as HelpRequested).text;
+}
+
+describe('--help', () => {
+  const own = Object.keys(commands).filter((name) => name !== 'mmlu-pro'); // mmlu-pro prints its own (issue 15)
+  it.each(own)('%s --help and -h list every flag with its default, and an example', async (name) => {
+    const module = (await commands[name]!.load()) as { main: (argv: string[]) => Promise<void>; command?: { defaults: Record<string, unknown> } };
+    const text = await helpOf(module.main, ['--help']);
+    expect(await helpOf(module.main, ['-h'])).toBe(text);
+    expect(text).toMatch(new RegExp(`^usage: npx iwibench ${name}`));
+    expect(text).toMatch(/\nexamples?:\n {2}npx iwibench /);
+    if (name === 'bench') {
+      // A dispatcher: each benchmark lists its own flags and defaults.
+      expect(await helpOf(module.main, ['service', '--help'])).toMatch(/^usage: npx iwibench bench service \[flags\]\n[^]*--calls N +default: 400/);
+      return;
+    }
+    expect(module.command).toBeDefined();
+    for (const [flag, value] of Object.entries(module.command!.defaults)) {
+      const line = text.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `) || l.trim() === `--${flag}`);
+      expect(line, `--${flag} in the help of ${name}`).toBeDefined();
+      if (typeof value === 'number' || (typeof value === 'string' && value !== '')) expect(line).toContain(`default: ${value}`);
+    }
+  });
+
+  it('answers through the real CLI: <command> --help, -h and help <command> alike, exit 0, on stdout', async () => {
+    const [long, short, viaHelp, mmlu] = await Promise.all([iwibench('run-pilot', '--help'), iwibench('run-pilot', '-h'), iwibench('help', 'run-pilot'), iwibench('mmlu-pro', '--help')]);
+    for (const run of [long, short, viaHelp]) {
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe(long.stdout);
+    }
+    expect(long.stdout).toMatch(/^iwibench run-pilot: the calibrated episodes with one editor/);
+    expect(long.stdout).toMatch(/--workers N +editors at once against the one service; default: 1/);
+    expect(long.stdout).toMatch(/--output-dir VALUE +.*default: runs\/pilot/);
+    expect(mmlu.code).toBe(0);
+    expect(mmlu.stdout).toMatch(/usage: npx iwibench mmlu-pro/);
+  });
+});
+
+describe('problems of an invocation', () => {
+  it('are reported together, with the nearest flag name, exit 2, before any work', async () => {
+    const run = await iwibench('run-prime', '--famly', 'local_factual_update', '--seed', '-3', '--api', 'chatt', '--items-per-kind', 'two', 'extra');
+    expect(run.code).toBe(2);
+    const lines = run.stderr.split('\n');
+    expect(lines).toContain('  - unknown flag --famly (did you mean --family?)');
+    expect(lines).toContain('  - --seed must be a non-negative integer, got "-3"');
+    expect(lines).toContain('  - --api must be chat or responses, got "chatt" (did you mean chat?)');
+    expect(lines).toContain('  - --items-per-kind must be a number, got "two"');
+    expect(lines).toContain('  - --family is required');
+    expect(lines).toContain('  - unexpected argument extra');
+    expect(run.stderr).toMatch(/usage: npx iwibench run-prime \[flags\] \(--help for every flag\)/);
+    expect(run.stdout).toBe('');
+  });
+
+  it('suggests the nearest command', async () => {
+    const run = await iwibench('run-pliot');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^iwibench: unknown command "run-pliot" \(did you mean run-pilot\?\)/);
+  });
+
+  it('parses values of every type, repeatable flags, inline values and positionals', () => {
+    const spec = { defaults: { n: 1, name: 'x', on: false, tag: [] as string[], opt: undefined as string | undefined }, positionals: { names: 'A', min: 1, max: 2 } };
+    const { flags, positionals } = parseCommand(['a', '--n=4', '--on', '--tag', 't1', '--tag=t2', '--name', '-', '--', '--b'], spec);
+    expect(flags).toEqual({ n: 4, name: '-', on: true, tag: ['t1', 't2'], opt: undefined });
+    expect(positionals).toEqual(['a', '--b']);
+    expect(() => parseCommand(['--on=yes', '--opt'], spec)).toThrow(UsageError);
+    try {
+      parseCommand(['--on=yes', '--opt'], spec);
+    } catch (error) {
+      expect((error as UsageError).problems).toEqual(['--on takes no value', '--opt needs a value', 'expects 1 to 2 argument(s) A, got 0']);
+    }
+  });
+
+  it('measures edit distance with hyphens and underscores alike, and suggests only near names', () => {
+    expect(editDistance('output_dir', 'output-dir')).toBe(0);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(nearest('wokers', ['workers', 'attempts'])).toBe('workers');
+    expect(nearest('colour', ['workers', 'attempts'])).toBeUndefined();
+  });
+});
