@@ -41,7 +41,8 @@ export async function main(argv: string[]): Promise<void> {
   };
 
   process.stderr.write('measuring references …\n');
-  const gbPerSecond = readBandwidth(new Float32Array(2 ** 28).fill(1)); // 1 GiB, wide loads on every kernel thread
+  // 256 MiB (far beyond any cache, small beside the weights, so that peak RSS stays the engine's), wide loads on every thread.
+  const gbPerSecond = readBandwidth(new Float32Array(2 ** 26).fill(1));
   const matmul = await matMulPeak();
 
   process.stderr.write(`loading ${checkpoint.modelId} …\n`);
