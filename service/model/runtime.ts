@@ -86,6 +86,8 @@ export type GenerateOptions = CallControl & {
 export const MAX_BATCH = 8;
 /** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
 export const CHUNK_ROWS = 512;
+/** Chunks of at least this many rows yield between layers as well as between chunks (CallControl.between). */
+const SLICE_ROWS = 64;
 /** Float32 elements of one product's output block: the head is cut into vocabulary blocks beyond it. */
 const BLOCK_ELEMENTS = 1 << 24;
 
@@ -153,7 +155,7 @@ export class Gemma3Engine {
     for (let start = 0; start < T; start += perChunk) {
       await this.between(options);
       const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start));
-      const { final } = await this.forward(weights, cache, chunk);
+      const { final } = await this.forward(weights, cache, chunk, options);
       if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
     }
     let logits = this.headLogits(weights, last, B);
@@ -185,7 +187,7 @@ export class Gemma3Engine {
       await this.between(options);
       // One decode step for the whole batch; finished sequences ride along and are ignored.
       const positions = Int32Array.from(pads, (pad) => time - pad);
-      const { final } = await this.forward(weights, cache, { ids: next, positions, start: time, T: 1 });
+      const { final } = await this.forward(weights, cache, { ids: next, positions, start: time, T: 1 }, options);
       logits = this.headLogits(weights, final, B);
     }
     return results;
@@ -203,7 +205,7 @@ export class Gemma3Engine {
     for (let start = 0; start < T; start += chunkTokens) {
       await this.between(options);
       const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start));
-      const { final } = await this.forward(weights, cache, chunk);
+      const { final } = await this.forward(weights, cache, chunk, options);
       result.set(this.headLogits(weights, final, chunk.T), start * V);
     }
     return result;
@@ -235,7 +237,7 @@ export class Gemma3Engine {
         const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start));
         const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
         const to = chunk.T;
-        const { final, layerRows } = await this.forward(weights, cache, chunk, { layers, from, to });
+        const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
         if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
         for (const layer of layers) for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
       }
@@ -280,6 +282,7 @@ export class Gemma3Engine {
     weights: WeightSource,
     cache: KvCache,
     chunk: Chunk,
+    control: CallControl,
     collect: { layers: number[]; from: number; to: number } = { layers: [], from: 0, to: 0 },
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
     const c = this.config;
@@ -344,6 +347,8 @@ export class Gemma3Engine {
       h = end.h_out!.data as Float32Array;
       x = end.y!.data as Float32Array;
       if (collect.layers.includes(layer)) layerRows.set(layer, h.slice(collect.from * H, collect.to * H));
+      // A prefill chunk is seconds of work at 1B: its layers are slices too, so that another call waits for one layer.
+      if (M >= SLICE_ROWS && layer + 1 < c.num_hidden_layers) await this.between(control);
     }
     cache.advance(chunk.positions, chunk.start, T);
     return { final: x, layerRows };
