@@ -102,7 +102,8 @@ type Sessions = {
 };
 
 export class Gemma3Engine {
-  private readonly headSessions = new Map<number, Promise<ort.InferenceSession>>();
+  /** head_partial, made on the first inspection. */
+  private headPartial: Promise<ort.InferenceSession> | undefined;
   private readonly source: WeightSource;
   private readonly chunkRows: number;
 
@@ -257,8 +258,8 @@ export class Gemma3Engine {
   async close(): Promise<void> {
     const { norm, residualNorm, gatedGelu, attention } = this.sessions;
     for (const session of [norm, residualNorm, gatedGelu, ...Object.values(attention)]) await session.release();
-    for (const session of this.headSessions.values()) await (await session).release();
-    this.headSessions.clear();
+    if (this.headPartial) await (await this.headPartial).release();
+    this.headPartial = undefined;
   }
 
   private checkIds(ids: number[]): void {
@@ -377,7 +378,8 @@ export class Gemma3Engine {
   private async headLogprobs(weights: WeightSource, rows: Float32Array, targets: number[], topK: number): Promise<{ target: number[]; top: { ids: number[]; logprobs: number[] }[] }> {
     const { vocab_size: V, hidden_size: H } = this.config;
     const R = targets.length;
-    const session = await this.headSession();
+    this.headPartial ??= ort.InferenceSession.create(buildHeadPartialGraph(), sessionOptions(this.options.threads));
+    const session = await this.headPartial;
     const max = new Float64Array(R).fill(-Infinity);
     const sum = new Float64Array(R);
     const targetLogit = new Float64Array(R);
@@ -409,15 +411,6 @@ export class Gemma3Engine {
       target: Array.from(targetLogit, (logit, r) => Math.fround(logit - logSumExp[r]!)),
       top: candidates.map((list, r) => ({ ids: list.map((c) => c.id), logprobs: list.map((c) => Math.fround(c.logit - logSumExp[r]!)) })),
     };
-  }
-
-  private headSession(): Promise<ort.InferenceSession> {
-    let session = this.headSessions.get(0);
-    if (!session) {
-      session = ort.InferenceSession.create(buildHeadPartialGraph(), sessionOptions(this.options.threads));
-      this.headSessions.set(0, session);
-    }
-    return session;
   }
 }
 
