@@ -1,4 +1,4 @@
-// npx iwibench bench service [--preset tiny] [--calls 400] [--worst-call true]
+// npx iwibench bench service [--preset tiny] [--calls 400] [--skip-worst-call]
 // Tool-call overhead (read_weights of a small slice) over loopback, p50/p99, against a bare Fastify route measured in
 // the same run; run_target throughput with two concurrent episodes against one; and the worst call the default
 // budgets admit (run_target: 8 prompts of ~4,095 tokens, compare_base): its duration and peak added memory, and the
@@ -13,7 +13,7 @@ import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/ti
 import { Target } from '../../service/target.ts';
 import { parseFlags } from '../args.ts';
 
-const defaults = { preset: 'tiny', 'model-dir': undefined as string | undefined, calls: 400, 'run-calls': 4, 'worst-call': true };
+const defaults = { preset: 'tiny', 'model-dir': undefined as string | undefined, calls: 400, 'run-calls': 4, 'skip-worst-call': false };
 
 const TOKENS = { admin: 'bench-admin', editor: 'bench-editor' };
 
@@ -83,7 +83,7 @@ export async function main(argv: string[]): Promise<void> {
   };
   const one = await throughput([e1]);
   const two = await throughput([e1, e2]);
-  const worst = flags['worst-call'] ? await worstCall(url, admin, e2, read, target) : null;
+  const worst = flags['skip-worst-call'] ? null : await worstCall(url, admin, e2, read, target);
   await app.close();
   await target.close();
   await bare.close();
