@@ -163,14 +163,23 @@ export type TokenEfficiencyOutputs = {
 
 /** `report-token-efficiency`: the CSV at `output` and its sidecar `<output without .csv>.json`. */
 export function writeTokenEfficiency(options: { editor: string; resultsCsv: string; attemptsDirs: string[]; output: string; invocation: Invocation }): TokenEfficiencyOutputs {
-  const records = readCsvRecords(options.resultsCsv, RESULTS_CSV_COLUMNS) as ResultsCsvRecord[];
-  const { attempts, incomplete } = findAttempts(options.attemptsDirs);
-  const { rows, otherEditors, rowsWithoutAttempt } = tokenEfficiency(options.editor, records, attempts, options.resultsCsv);
+  const { rows, summary } = editorEfficiency(options);
   const sidecarFile = options.output.replace(/\.csv$/i, '') + '.json';
-  const result: TokenEfficiencyOutputs = {
-    output: options.output,
-    meta: sidecarFile,
-    editor: options.editor,
+  const result: TokenEfficiencyOutputs = { output: options.output, meta: sidecarFile, ...summary };
+  writeFileAtomic(options.output, recordsToCsv(EFFICIENCY_COLUMNS, rows), false);
+  writeJsonAtomic(sidecarFile, { ...meta(options.invocation, [options.resultsCsv, ...options.attemptsDirs], { csv: options.output }), ...result }, false);
+  return result;
+}
+
+export type EditorRuns = { editor: string; resultsCsv: string; attemptsDirs: string[] };
+
+/** One editor's efficiency rows and the summary its sidecar carries. */
+function editorEfficiency({ editor, resultsCsv, attemptsDirs }: EditorRuns): { rows: EfficiencyRow[]; summary: Omit<TokenEfficiencyOutputs, 'output' | 'meta'> } {
+  const records = readCsvRecords(resultsCsv, RESULTS_CSV_COLUMNS) as ResultsCsvRecord[];
+  const { attempts, incomplete } = findAttempts(attemptsDirs);
+  const { rows, otherEditors, rowsWithoutAttempt } = tokenEfficiency(editor, records, attempts, resultsCsv);
+  const summary = {
+    editor,
     attempts: rows.filter((r) => r.scope === 'attempt').length,
     incomplete,
     other_editors: otherEditors,
@@ -178,12 +187,8 @@ export function writeTokenEfficiency(options: { editor: string; resultsCsv: stri
     families: rows.filter((r) => r.scope === 'family'),
     overall: rows.filter((r) => r.scope === 'all'),
   };
-  writeFileAtomic(options.output, recordsToCsv(EFFICIENCY_COLUMNS, rows), false);
-  writeJsonAtomic(sidecarFile, { ...meta(options.invocation, [options.resultsCsv, ...options.attemptsDirs], { csv: options.output }), ...result }, false);
-  return result;
+  return { rows, summary };
 }
-
-export type EditorRuns = { editor: string; resultsCsv: string; attemptsDirs: string[] };
 
 /**
  * `report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR` repeated: one CSV with every editor's rows (the
@@ -196,20 +201,10 @@ export function writeTokenEfficiencies(options: { editors: EditorRuns[]; output:
 } {
   const sidecarFile = options.output.replace(/\.csv$/i, '') + '.json';
   const allRows: EfficiencyRow[] = [];
-  const editors = options.editors.map(({ editor, resultsCsv, attemptsDirs }) => {
-    const records = readCsvRecords(resultsCsv, RESULTS_CSV_COLUMNS) as ResultsCsvRecord[];
-    const { attempts, incomplete } = findAttempts(attemptsDirs);
-    const { rows, otherEditors, rowsWithoutAttempt } = tokenEfficiency(editor, records, attempts, resultsCsv);
+  const editors = options.editors.map((runs) => {
+    const { rows, summary } = editorEfficiency(runs);
     allRows.push(...rows);
-    return {
-      editor,
-      attempts: rows.filter((r) => r.scope === 'attempt').length,
-      incomplete,
-      other_editors: otherEditors,
-      rows_without_attempt: rowsWithoutAttempt,
-      families: rows.filter((r) => r.scope === 'family'),
-      overall: rows.filter((r) => r.scope === 'all'),
-    };
+    return summary;
   });
   const inputs = options.editors.flatMap((e) => [e.resultsCsv, ...e.attemptsDirs]);
   writeFileAtomic(options.output, recordsToCsv(EFFICIENCY_COLUMNS, allRows), false);
