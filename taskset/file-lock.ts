@@ -80,10 +80,19 @@ function tryLock(lock: string, owner: LockOwner): boolean {
   return tryLock(lock, owner);
 }
 
-/** Run `fn` holding the lock file `lock` (its folder must exist), waiting for a live holder to let go. */
-export function withFileLock<T>(lock: string, fn: () => T): T {
+/**
+ * Run `fn` holding the lock file `lock` (its folder must exist), waiting for a live holder to let go. The wait
+ * blocks the thread, so it is bounded: a holder that keeps the lock past `maxWaitMs` is stuck (or stopped), an error.
+ */
+export function withFileLock<T>(lock: string, fn: () => T, maxWaitMs = 30_000): T {
   const owner: LockOwner = { ...processIdentity(process.pid), token: randomBytes(8).toString('hex') };
-  for (let attempt = 0; !tryLock(lock, owner); attempt++) sleep(Math.min(1 + attempt, 20));
+  const start = Date.now();
+  for (let attempt = 0; !tryLock(lock, owner); attempt++) {
+    if (Date.now() - start > maxWaitMs) {
+      throw new Error(`${lock} has been held by pid ${readOwner(lock)?.pid ?? '?'} for over ${maxWaitMs / 1000} s; remove it if that process is stuck`);
+    }
+    sleep(Math.min(1 + attempt, 20));
+  }
   try {
     return fn();
   } finally {

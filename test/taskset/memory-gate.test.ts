@@ -217,6 +217,17 @@ describe('file lock', () => {
     expect(stored().reservations.map((r) => r.what)).toEqual(['a']);
   });
 
+  it('gives up on a live owner that keeps the lock, naming it, and runs nothing', () => {
+    const lock = path.join(dir, 'lock');
+    const owner = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    spawnedPids.push(owner.pid!);
+    writeFileSync(lock, JSON.stringify({ ...processIdentity(owner.pid!), token: 'stuck' }));
+    let ran = false;
+    expect(() => withFileLock(lock, () => (ran = true), 50)).toThrow(`${lock} has been held by pid ${owner.pid} for over 0.05 s`);
+    expect(ran).toBe(false);
+    expect(JSON.parse(readFileSync(lock, 'utf8')).token).toBe('stuck');
+  });
+
   it('reclaims a lock whose owner has died or whose pid now belongs to another process', async () => {
     const lock = path.join(dir, 'lock');
     const dead = spawn(process.execPath, ['-e', '0']);
