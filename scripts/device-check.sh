@@ -90,9 +90,10 @@ if [ $STATUS -ne 0 ]; then
 fi
 PROVIDER=$(node -e 'console.log(JSON.parse(process.argv[1]).provider)' "$PROBE")
 
-# Step 2: the engine on that device.
-timeout 60 npx iwibench make-tiny-checkpoint --out "$WORK/tiny" --preset tiny --seed 7 >/dev/null 2>"$WORK/make.err" || { cat "$WORK/make.err" >&2; exit 1; }
-ENGINE_ERR=$(timeout 120 npx iwibench logits --model-dir "$WORK/tiny" --ids 2,105,2364 --out "$WORK/logits.npy" --device "$PROVIDER" 2>&1 >/dev/null)
+# Step 2: the engine on that device (bin/iwibench.js itself: `npx iwibench` in the repository installs it into npx's
+# cache, which runs its install script and so rebuilds the addon).
+timeout 60 node bin/iwibench.js make-tiny-checkpoint --out "$WORK/tiny" --preset tiny --seed 7 >/dev/null 2>"$WORK/make.err" || { cat "$WORK/make.err" >&2; exit 1; }
+ENGINE_ERR=$(timeout 120 node bin/iwibench.js logits --model-dir "$WORK/tiny" --ids 2,105,2364 --out "$WORK/logits.npy" --device "$PROVIDER" 2>&1 >/dev/null)
 if [ $? -ne 0 ]; then
   MESSAGE=$(printf '%s' "$ENGINE_ERR" | grep -v XDG_RUNTIME_DIR | tail -3 | tr '\n' ' ')
   node -e 'console.log(JSON.stringify({ step: "engine", device: process.argv[1], accepted: false, refusal: process.argv[2].trim(),
