@@ -10,7 +10,8 @@
 #   2. engine: the engine asked for that device (`iwibench logits --device …` on a tiny checkpoint). The golden
 #      logits test and `bench engine --preset gemma-3-1b-shape` need the engine on the device; this version has no
 #      device path (docs/engine.md, "GPU") and refuses it, and the script says so and stops.
-# Exit status: 0 everything ran on the device, 1 no GPU provider ran, 2 a provider ran but the engine refused it.
+# Exit status: 1 no GPU provider ran, 2 a provider ran but the engine has no path for it (with this version, one of
+# the two: there is no success to report until the engine runs on a device).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
