@@ -15,7 +15,6 @@ import type { ToolContext } from './tools/context.ts';
 import { patchDigest, writeEpisodePatch } from './weights/patch.ts';
 import type { Episode as WeightEpisode, WriteOutcome } from './weights/store.ts';
 
-
 type StateFile = {
   id: string;
   /** SHA-256 of the episode key, hex. The key itself is returned once, by POST /episodes, and never stored. */

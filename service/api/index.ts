@@ -11,7 +11,20 @@ export * from './limits.ts';
 export * from './tools.ts';
 
 /** The schemas routes reach by `$ref`, each under its `$id`. */
-export const SHARED_SCHEMAS = [BudgetState, ErrorReply, EpisodeCreate, EpisodeCreated, EpisodeSummary, EpisodeList, EpisodeDeleted, EpisodeBrief, ManifestReply, TurnReply, SubmitReply, ToolReply];
+export const SHARED_SCHEMAS = [
+  BudgetState,
+  ErrorReply,
+  EpisodeCreate,
+  EpisodeCreated,
+  EpisodeSummary,
+  EpisodeList,
+  EpisodeDeleted,
+  EpisodeBrief,
+  ManifestReply,
+  TurnReply,
+  SubmitReply,
+  ToolReply,
+];
 
 export function addApiSchemas(app: FastifyInstance): void {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);

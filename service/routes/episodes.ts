@@ -68,8 +68,12 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
     return { id: episode.id, episode_key: key, budget: episode.ledger.state() };
   });
 
-  app.get('/episodes', { ...admin, schema: { response: { 200: ref(EpisodeList), ...errors } } }, async () => ({ episodes: registry.list().map((e) => e.summary()) }));
-  app.get('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeSummary), ...errors } } }, async (request) => episodeOf(request).summary());
+  app.get('/episodes', { ...admin, schema: { response: { 200: ref(EpisodeList), ...errors } } }, async () => ({
+    episodes: registry.list().map((e) => e.summary()),
+  }));
+  app.get('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeSummary), ...errors } } }, async (request) =>
+    episodeOf(request).summary(),
+  );
   app.delete('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeDeleted), ...errors } } }, async (request, reply) => {
     const episode = episodeOf(request);
     await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
@@ -80,7 +84,8 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
     editorBrief(target, episodeOf(request)),
   );
 
-  app.get('/episodes/:id/manifest', { ...editorOrAdmin, schema: { params, querystring: ManifestQuery, response: { 200: ref(ManifestReply), ...errors } } }, async (request) => {
+  const manifestSchema = { params, querystring: ManifestQuery, response: { 200: ref(ManifestReply), ...errors } };
+  app.get('/episodes/:id/manifest', { ...editorOrAdmin, schema: manifestSchema }, async (request) => {
     episodeOf(request);
     const { query } = request;
     const tensors = target.store.manifest.filter({
@@ -108,7 +113,8 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
 
   for (const tool of TOOL_NAMES) {
     // The body schema is the tool's parameters as the editor sees them (service/tools/schemas.ts): the same object.
-    app.post(`/episodes/:id/tools/${tool}`, { ...editorOrAdmin, schema: { params, body: TOOL_ARGS[tool], response: { 200: ref(ToolReply), ...errors } } }, async (request, reply) => {
+    const toolSchema = { params, body: TOOL_ARGS[tool], response: { 200: ref(ToolReply), ...errors } };
+    app.post(`/episodes/:id/tools/${tool}`, { ...editorOrAdmin, schema: toolSchema }, async (request, reply) => {
       const episode = episodeOf(request);
       // A call whose client has gone leaves the queue if it has not started, or stops at its next slice (not charged).
       return target.queue.run(

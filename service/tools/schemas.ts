@@ -4,7 +4,11 @@
 import { LIMITS, TOOL_ARGS, type ToolDefinition, type ToolName } from '../api/index.ts';
 
 /** A tool's definition, its parameters the route's body schema itself (a TypeBox schema is a plain JSON Schema object). */
-const define = (name: ToolName, description: string[]): ToolDefinition => ({ name, description: description.join('\n'), parameters: TOOL_ARGS[name] as object as ToolDefinition['parameters'] });
+const define = (name: ToolName, description: string[]): ToolDefinition => ({
+  name,
+  description: description.join('\n'),
+  parameters: TOOL_ARGS[name] as object as ToolDefinition['parameters'],
+});
 
 export const READ_WEIGHTS = define('read_weights', [
   'Read the target\'s weights (your episode\'s current values, exact BF16). Ops:',

@@ -76,7 +76,9 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
       if (typeof source !== 'object' || source === null || Array.isArray(source)) throw new IwiError('OP_INVALID', `${what('source')} must be {tensor, slice?}, got ${JSON.stringify(source)}`);
       const sourceFields = Object.keys(CopySource.properties);
       const sourceExtra = Object.keys(source).filter((k) => !sourceFields.includes(k));
-      if (sourceExtra.length) throw new IwiError('OP_INVALID', `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: ${sourceFields.join(', ')})`);
+      if (sourceExtra.length) {
+        throw new IwiError('OP_INVALID', `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: ${sourceFields.join(', ')})`);
+      }
       return { op: name, tensor, slice, source: { tensor: manifest.resolve(source.tensor).name, slice: sliceField(source.slice, what('source')) } };
     }
     case 'low_rank_add':
