@@ -2,6 +2,7 @@
 // episodes and their budgets; routes are plugins in routes/.
 import { STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { addApiSchemas } from './api/index.ts';
 import { Authenticator, type Tokens } from './auth.ts';
 import { EpisodeRegistry } from './episodes.ts';
 import { IwiError, boundedMessage, describeValidation, isIwiError } from './errors.ts';
@@ -31,6 +32,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     // Unknown fields are errors, never silently dropped; no type coercion: what the editor sends is what is checked.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
   });
+  addApiSchemas(app);
   if (restored.restored > 0 || restored.leftovers > 0) app.log.info(restored, 'episodes restored from the output folder');
 
   // One error shape for every non-OpenAI route: {statusCode, code, error, message}, plus the budget on episode routes.

@@ -1,10 +1,10 @@
 // The editor brief: objective, a compact tensor manifest, relevant token ids, practice examples, budgets, limits and
 // the tool definitions. Nothing of the terminal grading inputs reaches this far (the service never receives them).
 import type { Manifest, ManifestRow } from './weights/manifest.ts';
-import { LIMITS } from './weights/limits.ts';
-import type { ServiceEpisode } from './episodes.ts';
+import { LIMITS, type EpisodeBrief } from './api/index.ts';
+import type { EpisodeSession } from './episodes.ts';
 import type { Target } from './target.ts';
-import { CALL_CAPS, TOOL_DEFINITIONS } from './tools/schemas.ts';
+import { TOOL_DEFINITIONS } from './tools/schemas.ts';
 
 /**
  * One line per tensor pattern: per-layer tensors folded into `layers.{a..b}`, e.g.
@@ -37,7 +37,7 @@ export function compactManifest(manifest: Manifest): string[] {
   return lines;
 }
 
-export function editorBrief(target: Target, episode: ServiceEpisode) {
+export function editorBrief(target: Target, episode: EpisodeSession): EpisodeBrief {
   const { spec } = episode;
   const config = target.checkpoint.config;
   return {
@@ -50,14 +50,14 @@ export function editorBrief(target: Target, episode: ServiceEpisode) {
       revision: target.checkpoint.revision,
       layers: config.num_hidden_layers,
       hidden_size: config.hidden_size,
-      layer_types: config.layer_types,
+      layer_types: [...config.layer_types],
       chat_template: 'Gemma 3: <start_of_turn>user\\n…<end_of_turn>\\n<start_of_turn>model\\n',
     },
     manifest: compactManifest(target.store.manifest),
     relevant_tokens: spec.relevant_token_ids.map((id) => ({ id, token: target.tokenizer.idToToken(id) ?? null })),
     practice: spec.practice,
     budget: episode.ledger.state(),
-    limits: { ...LIMITS, ...CALL_CAPS },
-    tools: TOOL_DEFINITIONS,
+    limits: LIMITS,
+    tools: [...TOOL_DEFINITIONS],
   };
 }

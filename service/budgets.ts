@@ -1,22 +1,7 @@
 // Per-episode budgets, enforced by the service (design.md "Service"). One ledger per episode; every check happens
 // before any work, and a refused call changes nothing. Reverting weights never restores a budget.
+import { DEFAULT_BUDGETS } from './api/limits.ts';
 import { IwiError, quote } from './errors.ts';
-
-/** Defaults of design.md; an episode spec may override any of them. */
-export const DEFAULT_BUDGETS = Object.freeze({
-  turns: 64, // editor turns (requests to the editor model)
-  tool_calls: 128, // admitted tool calls of any kind
-  forward_tokens: 262_144, // tokens through the target: prompts (prefix tokens on every evaluation) + generated
-  run_target_calls: 8,
-  run_target_sequences_per_call: 8,
-  run_target_sequence_evaluations: 64, // compare_base counts two per sequence
-  run_target_max_new_tokens: 256, // per sequence and call
-  inspect_target_calls: 4,
-  inspect_target_sequences_per_call: 4,
-  inspect_target_sequence_evaluations: 16,
-  inspect_target_layers: 4, // per call
-  inspect_target_positions: 64, // per sequence and call
-});
 
 export type Budgets = { -readonly [K in keyof typeof DEFAULT_BUDGETS]: number };
 export type BudgetKind = keyof Budgets;

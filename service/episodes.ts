@@ -5,29 +5,15 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import type { EpisodeCreate, EpisodeStatus, EpisodeSummary, SubmittedPatch } from './api/index.ts';
 import { BudgetLedger, resolveBudgets, type Budgets, type BudgetUse } from './budgets.ts';
 import { IwiError, quote } from './errors.ts';
 import { readOps, writeOp } from './episode-log.ts';
 import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from './files.ts';
-import type { ChatMessage } from './model/tokenizer.ts';
 import type { Target } from './target.ts';
 import type { ToolContext } from './tools/context.ts';
 import { patchDigest, writeEpisodePatch } from './weights/patch.ts';
 import type { Episode as WeightEpisode, WriteOutcome } from './weights/store.ts';
-
-/** What the taskset hands the service: only what the editor may see, plus budgets. Never terminal items. */
-export type EpisodeSpec = {
-  family: string;
-  seed: number;
-  objective: string | { text: string; structured?: unknown };
-  relevant_token_ids: number[];
-  practice: { messages: ChatMessage[]; response: string; note?: string }[];
-  budgets?: Partial<Budgets>;
-  label?: string;
-};
-
-export type EpisodeStatus = 'active' | 'submitted' | 'deleted';
-export type SubmittedPatch = { dir: string; sha256: string; changed_parameters: number; ops: number };
 
 type StateFile = {
   id: string;
@@ -53,14 +39,15 @@ const keyOpens = (stored: Buffer, presented: string | undefined): boolean => tim
 /** The hash of a key never given out: an unknown episode id costs the same comparison as a wrong key. */
 const NO_EPISODE_KEY = keyHash(randomBytes(24).toString('base64url'));
 
-export class ServiceEpisode {
+/** One episode as the service runs it: the spec it was created with, its budgets, its weights, its state on disk. */
+export class EpisodeSession {
   status: EpisodeStatus = 'active';
   patch: SubmittedPatch | null = null;
 
   constructor(
     readonly id: string,
     readonly keySha256: Buffer,
-    readonly spec: EpisodeSpec,
+    readonly spec: EpisodeCreate,
     readonly ledger: BudgetLedger,
     readonly weights: WeightEpisode,
     readonly dir: string,
@@ -106,7 +93,7 @@ export class ServiceEpisode {
     this.persist(true);
   }
 
-  summary() {
+  summary(): EpisodeSummary {
     return {
       id: this.id,
       family: this.spec.family,
@@ -123,7 +110,7 @@ export class ServiceEpisode {
 }
 
 export class EpisodeRegistry {
-  private readonly episodes = new Map<string, ServiceEpisode>();
+  private readonly episodes = new Map<string, EpisodeSession>();
   /** Submitted patches by SHA-256, for `<model>+patch:<sha256>`. */
   readonly patches = new Map<string, string>();
 
@@ -133,12 +120,12 @@ export class EpisodeRegistry {
   ) {}
 
   /** A new episode and its key: the only time the key exists outside the editor's hands. */
-  create(spec: EpisodeSpec): { episode: ServiceEpisode; key: string } {
+  create(spec: EpisodeCreate): { episode: EpisodeSession; key: string } {
     const ledger = new BudgetLedger(resolveBudgets(spec.budgets));
     const id = `ep-${randomBytes(8).toString('hex')}`;
     const key = randomBytes(24).toString('base64url');
     const dir = path.join(this.outputDir, 'episodes', id);
-    const episode = new ServiceEpisode(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), dir, new Date().toISOString());
+    const episode = new EpisodeSession(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), dir, new Date().toISOString());
     writeJsonAtomic(path.join(episode.dir, 'spec.json'), spec);
     episode.persist(true);
     this.episodes.set(id, episode);
@@ -146,7 +133,7 @@ export class EpisodeRegistry {
   }
 
   /** An episode by id, for the admin: 404 when there is none. */
-  get(id: string): ServiceEpisode {
+  get(id: string): EpisodeSession {
     const episode = this.episodes.get(id);
     if (!episode) throw new IwiError('EPISODE_NOT_FOUND', `no episode ${quote(id)}`);
     return episode;
@@ -156,7 +143,7 @@ export class EpisodeRegistry {
    * The episode an editor's X-Episode-Key opens. An unknown id and another episode's id get the same 403 and the
    * same message (and the same hash comparison), so an editor cannot probe which ids exist.
    */
-  forEditor(id: string, presentedKey: string | undefined): ServiceEpisode {
+  forEditor(id: string, presentedKey: string | undefined): EpisodeSession {
     const episode = this.episodes.get(id);
     const opens = keyOpens(episode?.keySha256 ?? NO_EPISODE_KEY, presentedKey);
     if (!episode || !opens) {
@@ -165,12 +152,12 @@ export class EpisodeRegistry {
     return episode;
   }
 
-  list(): ServiceEpisode[] {
+  list(): EpisodeSession[] {
     return [...this.episodes.values()];
   }
 
   /** Freeze the episode and write its patch; returns the patch's digest. */
-  submit(episode: ServiceEpisode, createdBy: Record<string, unknown>): SubmittedPatch {
+  submit(episode: EpisodeSession, createdBy: Record<string, unknown>): SubmittedPatch {
     episode.requireActive();
     const dir = path.join(episode.dir, 'patch');
     const written = writeEpisodePatch(episode.weights, dir, { createdBy: { ...createdBy, episode: episode.id, family: episode.spec.family, seed: episode.spec.seed }, overwrite: true });
@@ -181,7 +168,7 @@ export class EpisodeRegistry {
     return episode.patch;
   }
 
-  delete(episode: ServiceEpisode): void {
+  delete(episode: EpisodeSession): void {
     episode.status = 'deleted';
     episode.persist(true);
     this.target.store.dropEpisode(episode.id);
@@ -212,11 +199,11 @@ export class EpisodeRegistry {
       if (!existsSync(stateFile)) continue;
       const state = JSON.parse(readFileSync(stateFile, 'utf8')) as StateFile | LegacyStateFile;
       if (state.status === 'deleted') continue;
-      const spec = JSON.parse(readFileSync(path.join(dir, 'spec.json'), 'utf8')) as EpisodeSpec;
+      const spec = JSON.parse(readFileSync(path.join(dir, 'spec.json'), 'utf8')) as EpisodeCreate;
       const weights = this.target.store.createEpisode(id);
       for (const op of readOps(dir, state.op_count)) weights.apply(op);
       const hash = 'key_sha256' in state ? Buffer.from(state.key_sha256, 'hex') : keyHash(state.key);
-      const episode = new ServiceEpisode(id, hash, spec, new BudgetLedger(state.budgets, state.used), weights, dir, state.created_at);
+      const episode = new EpisodeSession(id, hash, spec, new BudgetLedger(state.budgets, state.used), weights, dir, state.created_at);
       episode.status = state.status;
       episode.patch = state.patch;
       if (state.patch) this.patches.set(state.patch.sha256, state.patch.dir);

@@ -3,6 +3,7 @@
 // `error.toReply()` as `{statusCode, code, error, message}` (fastify's error shape). Add rows here, never elsewhere.
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError } from 'fastify';
+import type { ErrorReply as WireErrorReply } from './api/common.ts';
 
 export const ERRORS = {
   // Weights: names, slices, operands (service/weights)
@@ -43,7 +44,8 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export type ErrorReply = { statusCode: number; code: ErrorCode; error: string; message: string };
+/** The wire shape (service/api) with a code of this table. */
+export type ErrorReply = WireErrorReply & { code: ErrorCode };
 
 export class IwiError extends Error {
   override name = 'IwiError';

@@ -8,13 +8,11 @@ import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
 import { WeightStore } from './weights/store.ts';
 import { ExecutionQueue } from './queue.ts';
+import { LIMITS } from './api/limits.ts';
 import { IwiError } from './errors.ts';
 
 /** One sequence as the tools take it: chat messages (rendered with the chat template) or a raw prompt. */
 export type SequenceInput = { messages: ChatMessage[] } | { prompt: string };
-
-/** Longest prompt a tool or endpoint may send, in tokens. */
-export const MAX_PROMPT_TOKENS = 4096;
 
 /** Default longest running time of one call (its own slices, not its waits), in seconds (`service --call-time-limit`). */
 export const DEFAULT_CALL_TIME_LIMIT_S = 120;
@@ -61,7 +59,7 @@ export class Target {
       throw new IwiError('REQUEST_INVALID', `cannot render the chat: ${(error as Error).message}`);
     }
     if (continuation) ids = [...ids, ...this.tokenizer.encodeRaw(continuation)];
-    if (ids.length > MAX_PROMPT_TOKENS) throw new IwiError('REQUEST_INVALID', `a sequence has ${ids.length} tokens; the limit is ${MAX_PROMPT_TOKENS}`);
+    if (ids.length > LIMITS.promptTokens) throw new IwiError('REQUEST_INVALID', `a sequence has ${ids.length} tokens; the limit is ${LIMITS.promptTokens}`);
     return ids;
   }
 

@@ -1,15 +1,9 @@
 // The taskset's only way to the target: the service's HTTP API. Admin calls (episodes) and editor calls (brief,
 // turns, tools, submit) are split so that an editor handle can never reach another episode or a grading input.
-import type { ToolDefinition } from '../service/tools/schemas.ts';
+import type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeCreated, EpisodeSummary, ErrorReply, SubmitReply, ToolReply } from '../service/api/index.ts';
 
-export type ServiceErrorBody = {
-  statusCode: number;
-  code: string;
-  error: string;
-  message: string;
-  budget?: unknown;
-  budget_exceeded?: { kind: string; scope: 'per call' | 'per episode'; value: number; limit: number; remaining: number };
-};
+// The wire types, as the taskset's callers of this client name them: one definition each, in service/api.
+export type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeSummary, ErrorReply, SubmitReply, ToolReply };
 
 /** Where `npx iwibench service` listens unless told otherwise, and where clients look unless IWIBENCH_SERVICE_URL says. */
 export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8768';
@@ -17,7 +11,7 @@ export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8768';
 export class ServiceError extends Error {
   constructor(
     readonly status: number,
-    readonly body: ServiceErrorBody,
+    readonly body: ErrorReply,
   ) {
     super(`${body.code ?? status}: ${body.message ?? JSON.stringify(body)}`);
     this.name = 'ServiceError';
@@ -29,35 +23,6 @@ export class ServiceError extends Error {
   }
 }
 
-/** The episode spec the service accepts: what the editor may see, plus budgets. */
-export type ServiceEpisodeSpec = {
-  family: string;
-  seed: number;
-  objective: string | { text: string; structured?: unknown };
-  relevant_token_ids: number[];
-  practice: { messages: { role: 'system' | 'user' | 'assistant'; content: string }[]; response: string; note?: string }[];
-  budgets?: Record<string, number>;
-  label?: string;
-};
-
-export type Brief = {
-  episode_id: string;
-  family: string;
-  seed: number;
-  objective: ServiceEpisodeSpec['objective'];
-  target: { model: string; revision: string; layers: number; hidden_size: number; layer_types: string[]; chat_template: string };
-  manifest: string[];
-  relevant_tokens: { id: number; token: string | null }[];
-  practice: ServiceEpisodeSpec['practice'];
-  budget: BudgetState;
-  limits: Record<string, number>;
-  tools: ToolDefinition[];
-};
-
-export type BudgetState = { limits: Record<string, number>; used: Record<string, number>; remaining: Record<string, number> };
-export type SubmitResult = { id: string; status: string; patch: { dir: string; sha256: string; changed_parameters: number; ops: number }; model: string; budget: BudgetState };
-export type EpisodeSummary = { id: string; family: string; seed: number; status: string; op_count: number; touched_tensors: string[]; budget: BudgetState; patch: SubmitResult['patch'] | null };
-
 async function request<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<T> {
   const response = await fetch(url, {
     method,
@@ -66,7 +31,7 @@ async function request<T>(url: string, method: string, headers: Record<string, s
   });
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : {};
-  if (!response.ok) throw new ServiceError(response.status, parsed as ServiceErrorBody);
+  if (!response.ok) throw new ServiceError(response.status, parsed as ErrorReply);
   return parsed as T;
 }
 
@@ -91,8 +56,8 @@ export class AdminClient {
     return request(`${this.baseUrl}/health`, 'GET', {});
   }
 
-  async createEpisode(spec: ServiceEpisodeSpec, editorToken: string): Promise<EditorClient> {
-    const created = await request<{ id: string; episode_key: string }>(`${this.baseUrl}/episodes`, 'POST', this.headers, spec);
+  async createEpisode(spec: EpisodeCreate, editorToken: string): Promise<EditorClient> {
+    const created = await request<EpisodeCreated>(`${this.baseUrl}/episodes`, 'POST', this.headers, spec);
     return new EditorClient(this.baseUrl, editorToken, created.id, created.episode_key);
   }
 
@@ -122,7 +87,7 @@ export class EditorClient {
     return `${this.baseUrl}/episodes/${this.episodeId}${path}`;
   }
 
-  brief(): Promise<Brief> {
+  brief(): Promise<EpisodeBrief> {
     return request(this.route('/brief'), 'GET', this.headers);
   }
 
@@ -132,11 +97,11 @@ export class EditorClient {
   }
 
   /** Call a tool; tool errors throw ServiceError (the harness returns them to the editor as tool results). */
-  tool(name: string, args: unknown): Promise<{ tool: string; result: unknown; budget: BudgetState }> {
+  tool(name: string, args: unknown): Promise<ToolReply> {
     return request(this.route(`/tools/${encodeURIComponent(name)}`), 'POST', this.headers, args);
   }
 
-  submit(): Promise<SubmitResult> {
+  submit(): Promise<SubmitReply> {
     return request(this.route('/submit'), 'POST', this.headers);
   }
 }

@@ -26,6 +26,7 @@ import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames }
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 import { bf16ToF32 } from './bf16.ts';
+import { MAX_BATCH } from './batch.ts';
 
 export type { WeightSource } from './weight-source.ts';
 
@@ -83,7 +84,7 @@ export type GenerateOptions = CallControl & {
   stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
 };
 
-export const MAX_BATCH = 8;
+export { MAX_BATCH };
 /** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
 export const CHUNK_ROWS = 512;
 /** Chunks of at least this many rows yield between layers as well as between chunks (CallControl.between). */

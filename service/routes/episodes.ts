@@ -1,84 +1,65 @@
 // Episode routes: create/list/get/delete (admin), brief and manifest (the episode's editor, or admin), turns,
 // the four tools, and submit. Every weight mutation and inference runs in the target's one execution queue.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
+import {
+  EpisodeBrief,
+  EpisodeCreate,
+  EpisodeCreated,
+  EpisodeDeleted,
+  EpisodeList,
+  EpisodeParams,
+  EpisodeSummary,
+  ErrorReply,
+  ManifestQuery,
+  ManifestReply,
+  SubmitReply,
+  TOOL_ARGS,
+  TOOL_NAMES,
+  ToolReply,
+  TurnReply,
+  ref,
+  type ToolName,
+} from '../api/index.ts';
 import type { Authenticator } from '../auth.ts';
 import { editorBrief } from '../brief.ts';
-import { DEFAULT_BUDGETS } from '../budgets.ts';
 import { disconnectSignal } from '../disconnect.ts';
-import type { EpisodeRegistry, EpisodeSpec, ServiceEpisode } from '../episodes.ts';
+import type { EpisodeRegistry, EpisodeSession } from '../episodes.ts';
 import { IwiError } from '../errors.ts';
 import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';
-import { inspectTarget, type InspectTargetArgs } from '../tools/inspect-target.ts';
-import { runTarget, type RunTargetArgs } from '../tools/run-target.ts';
-import { TOOL_DEFINITIONS, type ToolName } from '../tools/schemas.ts';
-import { TENSOR_KINDS, type TensorKind } from '../weights/manifest.ts';
+import { inspectTarget } from '../tools/inspect-target.ts';
+import { runTarget } from '../tools/run-target.ts';
+import { parseRevert } from '../weights/ops.ts';
 import { PACKAGE_VERSION } from '../weights/patch.ts';
 
 export type EpisodeRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 
-const chatMessage = {
-  type: 'object',
-  properties: { role: { enum: ['system', 'user', 'assistant'] }, content: { type: 'string' } },
-  required: ['role', 'content'],
-  additionalProperties: false,
-};
-
-export const EPISODE_SPEC_SCHEMA = {
-  type: 'object',
-  properties: {
-    family: { type: 'string', minLength: 1, maxLength: 64 },
-    seed: { type: 'integer', minimum: 0 },
-    objective: {
-      anyOf: [
-        { type: 'string', minLength: 1, maxLength: 20_000 },
-        { type: 'object', properties: { text: { type: 'string', minLength: 1, maxLength: 20_000 }, structured: {} }, required: ['text'], additionalProperties: false },
-      ],
-    },
-    relevant_token_ids: { type: 'array', maxItems: 256, items: { type: 'integer', minimum: 0 } },
-    practice: {
-      type: 'array',
-      maxItems: 64,
-      items: {
-        type: 'object',
-        properties: { messages: { type: 'array', minItems: 1, maxItems: 32, items: chatMessage }, response: { type: 'string' }, note: { type: 'string' } },
-        required: ['messages', 'response'],
-        additionalProperties: false,
-      },
-    },
-    // Named budgets only: an allow-list, so a key such as `toString` is refused like any unknown one.
-    budgets: {
-      type: 'object',
-      properties: Object.fromEntries(Object.keys(DEFAULT_BUDGETS).map((k) => [k, { type: 'integer', minimum: 0 }])),
-      additionalProperties: false,
-    },
-    label: { type: 'string', maxLength: 200 },
-  },
-  required: ['family', 'seed', 'objective', 'relevant_token_ids', 'practice'],
-  additionalProperties: false,
-} as const;
-
-const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } }, required: ['id'] } as const;
+/** Every episode route's error replies: one schema, by `$ref`. */
+const errors = { '4xx': ref(ErrorReply), '5xx': ref(ErrorReply) };
 
 /** The episode a request concerns, for the error handler (it reports the budget with every tool error). */
-export const requestEpisodes = new WeakMap<FastifyRequest, ServiceEpisode>();
+export const requestEpisodes = new WeakMap<FastifyRequest, EpisodeSession>();
 
-export async function episodeRoutes(app: FastifyInstance, { target, registry, auth }: EpisodeRoutesOptions): Promise<void> {
+export async function episodeRoutes(plain: FastifyInstance, { target, registry, auth }: EpisodeRoutesOptions): Promise<void> {
+  const app = plain.withTypeProvider<TypeBoxTypeProvider>();
   const admin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin']) };
   const editorOrAdmin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin', 'editor']) };
 
   /** The episode of `:id`; an editor must also present that episode's key (X-Episode-Key), or gets 403 for any id. */
-  const episodeOf = (request: FastifyRequest): ServiceEpisode => {
-    const id = (request.params as { id: string }).id;
+  const episodeOf = (request: FastifyRequest & { params: Static<typeof EpisodeParams> }): EpisodeSession => {
+    const { id } = request.params;
     const key = request.headers['x-episode-key'];
     const editor = auth.roleOf(request.headers.authorization) === 'editor';
     const episode = editor ? registry.forEditor(id, typeof key === 'string' ? key : undefined) : registry.get(id);
     requestEpisodes.set(request, episode);
     return episode;
   };
+  const params = EpisodeParams;
 
-  app.post('/episodes', { ...admin, schema: { body: EPISODE_SPEC_SCHEMA } }, async (request, reply) => {
-    const spec = request.body as EpisodeSpec;
+  app.post('/episodes', { ...admin, schema: { body: ref(EpisodeCreate), response: { 201: ref(EpisodeCreated), ...errors } } }, async (request, reply) => {
+    const spec = request.body;
     const vocabulary = target.checkpoint.config.vocab_size;
     const bad = spec.relevant_token_ids.find((id) => id >= vocabulary);
     if (bad !== undefined) throw new IwiError('EPISODE_SPEC_INVALID', `relevant token id ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
@@ -87,39 +68,36 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
     return { id: episode.id, episode_key: key, budget: episode.ledger.state() };
   });
 
-  app.get('/episodes', admin, async () => ({ episodes: registry.list().map((e) => e.summary()) }));
-  app.get('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request) => episodeOf(request).summary());
-  app.delete('/episodes/:id', { ...admin, schema: { params: idParams } }, async (request, reply) => {
+  app.get('/episodes', { ...admin, schema: { response: { 200: ref(EpisodeList), ...errors } } }, async () => ({
+    episodes: registry.list().map((e) => e.summary()),
+  }));
+  app.get('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeSummary), ...errors } } }, async (request) =>
+    episodeOf(request).summary(),
+  );
+  app.delete('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeDeleted), ...errors } } }, async (request, reply) => {
     const episode = episodeOf(request);
     await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
     return { id: episode.id, status: episode.status };
   });
 
-  app.get('/episodes/:id/brief', { ...editorOrAdmin, schema: { params: idParams } }, async (request) => editorBrief(target, episodeOf(request)));
-
-  app.get(
-    '/episodes/:id/manifest',
-    {
-      ...editorOrAdmin,
-      schema: {
-        params: idParams,
-        querystring: { type: 'object', properties: { name: { type: 'string' }, layer: { type: 'string', pattern: '^\\d+$' }, kind: { enum: [...TENSOR_KINDS] }, writable: { enum: ['true', 'false'] } }, additionalProperties: false },
-      },
-    },
-    async (request) => {
-      episodeOf(request);
-      const query = request.query as { name?: string; layer?: string; kind?: TensorKind; writable?: 'true' | 'false' };
-      const tensors = target.store.manifest.filter({
-        ...(query.name !== undefined ? { name: query.name } : {}),
-        ...(query.layer !== undefined ? { layer: Number(query.layer) } : {}),
-        ...(query.kind !== undefined ? { kind: query.kind } : {}),
-        ...(query.writable !== undefined ? { writable: query.writable === 'true' } : {}),
-      });
-      return { count: tensors.length, tensors };
-    },
+  app.get('/episodes/:id/brief', { ...editorOrAdmin, schema: { params, response: { 200: ref(EpisodeBrief), ...errors } } }, async (request) =>
+    editorBrief(target, episodeOf(request)),
   );
 
-  app.post('/episodes/:id/turn', { ...editorOrAdmin, schema: { params: idParams } }, async (request, reply) => {
+  const manifestSchema = { params, querystring: ManifestQuery, response: { 200: ref(ManifestReply), ...errors } };
+  app.get('/episodes/:id/manifest', { ...editorOrAdmin, schema: manifestSchema }, async (request) => {
+    episodeOf(request);
+    const { query } = request;
+    const tensors = target.store.manifest.filter({
+      ...(query.name !== undefined ? { name: query.name } : {}),
+      ...(query.layer !== undefined ? { layer: Number(query.layer) } : {}),
+      ...(query.kind !== undefined ? { kind: query.kind } : {}),
+      ...(query.writable !== undefined ? { writable: query.writable === 'true' } : {}),
+    });
+    return { count: tensors.length, tensors };
+  });
+
+  app.post('/episodes/:id/turn', { ...editorOrAdmin, schema: { params, response: { 200: ref(TurnReply), ...errors } } }, async (request, reply) => {
     const episode = episodeOf(request);
     return target.queue.run(
       episode.id,
@@ -133,24 +111,26 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
     );
   });
 
-  for (const tool of TOOL_DEFINITIONS) {
-    app.post(`/episodes/:id/tools/${tool.name}`, { ...editorOrAdmin, schema: { params: idParams, body: tool.parameters } }, async (request, reply) => {
+  for (const tool of TOOL_NAMES) {
+    // The body schema is the tool's parameters as the editor sees them (service/tools/schemas.ts): the same object.
+    const toolSchema = { params, body: TOOL_ARGS[tool], response: { 200: ref(ToolReply), ...errors } };
+    app.post(`/episodes/:id/tools/${tool}`, { ...editorOrAdmin, schema: toolSchema }, async (request, reply) => {
       const episode = episodeOf(request);
       // A call whose client has gone leaves the queue if it has not started, or stops at its next slice (not charged).
       return target.queue.run(
         episode.id,
         async (slice) => {
           episode.requireActive();
-          const result = await runTool(target, episode, tool.name, request.body as Record<string, unknown>, slice);
-          episode.persist(tool.name === 'write_weights'); // a revert changes the live op count: make it durable
-          return { tool: tool.name, result, budget: episode.ledger.state() };
+          const result = await runTool(target, episode, { tool, body: request.body } as ToolCall, slice);
+          episode.persist(tool === 'write_weights'); // a revert changes the live op count: make it durable
+          return { tool, result, budget: episode.ledger.state() };
         },
         { signal: disconnectSignal(reply) },
       );
     });
   }
 
-  app.post('/episodes/:id/submit', { ...editorOrAdmin, schema: { params: idParams } }, async (request, reply) => {
+  app.post('/episodes/:id/submit', { ...editorOrAdmin, schema: { params, response: { 200: ref(SubmitReply), ...errors } } }, async (request, reply) => {
     const episode = episodeOf(request);
     return target.queue.run(
       episode.id,
@@ -163,33 +143,35 @@ export async function episodeRoutes(app: FastifyInstance, { target, registry, au
   });
 }
 
+/** A tool's name with its body, typed by the tool's schema. */
+type ToolCall = { [T in ToolName]: { tool: T; body: Static<(typeof TOOL_ARGS)[T]> } }[ToolName];
+
 /** One tool call, inside the queue: check the budget, do the work (which validates before it changes anything), charge. */
-async function runTool(target: Target, episode: ServiceEpisode, tool: ToolName, body: Record<string, unknown>, slice: Slice): Promise<unknown> {
+async function runTool(target: Target, episode: EpisodeSession, call: ToolCall, slice: Slice): Promise<unknown> {
   const { ledger, weights } = episode;
-  switch (tool) {
+  const { tool } = call;
+  switch (call.tool) {
     case 'read_weights': {
       ledger.check({ tool });
-      const result = weights.read(body);
+      const result = weights.read(call.body);
       ledger.charge({ tool });
       return result;
     }
     case 'write_weights': {
       ledger.check({ tool });
-      if (body.op === 'revert') {
-        const extra = Object.keys(body).filter((k) => k !== 'op' && k !== 'to_op_count');
-        if (extra.length > 0) throw new IwiError('OP_INVALID', `revert: unknown field(s) ${extra.join(', ')} (fields: to_op_count)`);
-        const result = weights.revert((body.to_op_count as number | undefined) ?? 0);
+      if (call.body.op === 'revert') {
+        const result = weights.revert(parseRevert(call.body));
         ledger.charge({ tool });
         return { op: 'revert', ...result };
       }
-      const outcome = weights.write(body);
+      const outcome = weights.write(call.body);
       ledger.charge({ tool });
       episode.recordWrite(outcome);
       return outcome;
     }
     case 'run_target':
-      return runTarget(target, episode.context, body as RunTargetArgs, slice);
+      return runTarget(target, episode.context, call.body, slice);
     case 'inspect_target':
-      return inspectTarget(target, episode.context, body as InspectTargetArgs, slice);
+      return inspectTarget(target, episode.context, call.body, slice);
   }
 }

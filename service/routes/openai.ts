@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { LIMITS } from '../api/limits.ts';
 import type { Authenticator } from '../auth.ts';
 import { disconnectSignal } from '../disconnect.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
@@ -17,7 +18,7 @@ import type { GenerateResult } from '../model/runtime.ts';
 import type { ChatMessage } from '../model/tokenizer.ts';
 import { overlaySource, type WeightSource } from '../model/weight-source.ts';
 import type { Slice } from '../queue.ts';
-import { MAX_PROMPT_TOKENS, type Target } from '../target.ts';
+import type { Target } from '../target.ts';
 import { TextOffsets, showToken, textOffsets } from '../token-text.ts';
 import { PATCH_ARRAYS, PATCH_JSON, applyPatch } from '../weights/patch.ts';
 import {
@@ -141,7 +142,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     const vocabulary = target.checkpoint.config.vocab_size;
     return list.map((p, i) => {
       if (typeof p === 'string') return target.promptIds({ prompt: p });
-      if (p.length > MAX_PROMPT_TOKENS) throw new OpenAIParameterError('prompt', `prompt ${i} has ${p.length} tokens; the limit is ${MAX_PROMPT_TOKENS}`);
+      if (p.length > LIMITS.promptTokens) throw new OpenAIParameterError('prompt', `prompt ${i} has ${p.length} tokens; the limit is ${LIMITS.promptTokens}`);
       const bad = p.findIndex((id) => id < 0 || id >= vocabulary);
       if (bad >= 0) {
         throw new OpenAIParameterError('prompt', `prompt ${i}: token id ${p[bad]} at position ${bad} is outside the vocabulary 0…${vocabulary - 1}`);

@@ -1,18 +1,13 @@
 // inspect_target: teacher-forced next-token log-probabilities, top-k and residual streams (as array handles) on the
 // episode's weights. Positions are token indices of the full sequence (prompt + continuation), NumPy-style negatives.
+import type { InspectTargetArgs } from '../api/index.ts';
 import type { Charge } from '../budgets.ts';
 import type { InspectResult } from '../model/runtime.ts';
 import { IwiError, isIwiError } from '../errors.ts';
 import type { Slice } from '../queue.ts';
-import type { SequenceInput, Target } from '../target.ts';
+import type { Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
 
-export type InspectTargetArgs = {
-  sequences: (Partial<SequenceInput> & { continuation?: string })[];
-  layers?: number[];
-  positions?: [number, number];
-  top_k?: number;
-};
 
 const DEFAULT_POSITIONS = 8;
 
@@ -78,9 +73,9 @@ export async function inspectTarget(target: Target, context: ToolContext, args: 
 }
 
 /** [start, stop) with negatives from the end; default: the continuation's predicting positions, else the last 8. */
-function resolvePositions(positions: [number, number] | undefined, length: number, continuationFrom: number | undefined): [number, number] {
+function resolvePositions(positions: readonly number[] | undefined, length: number, continuationFrom: number | undefined): [number, number] {
   if (!positions) return continuationFrom !== undefined ? [continuationFrom, length - 1] : [Math.max(0, length - DEFAULT_POSITIONS), length];
-  const [rawStart, rawStop] = positions;
+  const [rawStart, rawStop] = positions as [number, number]; // the schema gives exactly two
   const start = rawStart < 0 ? length + rawStart : rawStart;
   const stop = rawStop < 0 ? length + rawStop : rawStop;
   if (!(0 <= start && start < stop && stop <= length)) {

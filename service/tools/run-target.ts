@@ -1,12 +1,11 @@
 // run_target: greedy generation on the episode's weights (and, with compare_base, on the pristine weights too).
+import type { RunTargetArgs } from '../api/index.ts';
 import type { Charge } from '../budgets.ts';
 import type { GenerateResult } from '../model/runtime.ts';
 import { isIwiError } from '../errors.ts';
 import type { Slice } from '../queue.ts';
-import type { SequenceInput, Target } from '../target.ts';
+import type { Target } from '../target.ts';
 import { checkSequence, type ToolContext } from './context.ts';
-
-export type RunTargetArgs = { sequences: Partial<SequenceInput>[]; max_new_tokens?: number; compare_base?: boolean };
 
 export async function runTarget(target: Target, context: ToolContext, args: RunTargetArgs, slice: Slice) {
   const maxNewTokens = args.max_new_tokens ?? 64;

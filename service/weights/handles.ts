@@ -5,7 +5,7 @@
 // A handle's array is never written after creation: ops and the op log may keep references to it.
 import { IwiError, quote } from '../errors.ts';
 import { numel } from '../model/safetensors.ts';
-import { LIMITS } from './limits.ts';
+import { LIMITS } from '../api/limits.ts';
 
 export type ArrayHandle = {
   id: string;

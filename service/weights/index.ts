@@ -1,9 +1,8 @@
 // Public surface of the weight store (service/weights): what the service and the evaluator import.
-export { LIMITS, type Limits } from './limits.ts';
 export { Manifest, TENSOR_KINDS, type ManifestFilter, type ManifestRow, type TensorKind } from './manifest.ts';
 export { formatSlice, resolveSlice, type Selection, type SliceDim, type SliceSpec } from './slice.ts';
-export { WRITE_OPS, type ArrayOperand, type WriteOp, type WriteOpName } from './ops.ts';
-export { READ_OPS, type NestedNumbers, type ReadResult } from './reads.ts';
+export { type ArrayOperand, type WriteOp } from './ops.ts';
+export { type NestedNumbers, type ReadResult } from './reads.ts';
 export { NORM_QUANTILES, type Summary } from './summary.ts';
 export { HandleStore, type ArrayHandle, type HandleInfo } from './handles.ts';
 export { Episode, WeightStore, type WriteOutcome } from './store.ts';

@@ -14,13 +14,11 @@
 import { IwiError } from '../errors.ts';
 import { bf16Value } from '../model/bf16.ts';
 import { numel } from '../model/safetensors.ts';
-import { LIMITS } from './limits.ts';
+import { LIMITS } from '../api/limits.ts';
+import { CopySource, WRITE_OP_FIELDS, WRITE_OPS, type WriteOpName } from '../api/tools.ts';
 import type { Manifest } from './manifest.ts';
 import { isNonFiniteBf16, roundToBf16Bits } from './rounding.ts';
 import { forEachRun, formatSlice, gather, resolveSlice, type Selection, type SliceSpec } from './slice.ts';
-
-export const WRITE_OPS = ['replace', 'fill', 'scale', 'copy', 'low_rank_add'] as const;
-export type WriteOpName = (typeof WRITE_OPS)[number];
 
 /** A float32 array operand. Never mutated once made (handles and the op log share them). */
 export type ArrayOperand = { shape: number[]; data: Float32Array };
@@ -41,13 +39,18 @@ export type WriteResult = { tensor: string; changed: number; deltaFrobenius: num
 /** A validated op with the new BF16 bits of its selection (flattened row-major) computed, ready to commit. */
 export type WritePlan = { op: WriteOp; selection: Selection; shape: readonly number[]; bits: Uint16Array };
 
-const FIELDS: Record<WriteOpName, string[]> = {
-  replace: ['values'],
-  fill: ['value'],
-  scale: ['factor'],
-  copy: ['source'],
-  low_rank_add: ['alpha', 'u', 'v'],
-};
+/** The fields of an op request other than those its op takes (service/api/tools.ts) are refused. */
+function checkFields(name: keyof typeof WRITE_OP_FIELDS, r: Record<string, unknown>): void {
+  const allowed = ['op', ...WRITE_OP_FIELDS[name]];
+  const extra = Object.keys(r).filter((k) => !allowed.includes(k));
+  if (extra.length) throw new IwiError('OP_INVALID', `${name}: unknown field(s) ${extra.join(', ')} (fields: ${allowed.join(', ')})`);
+}
+
+/** A revert request's op count (default 0: pristine); the store checks it against the episode's ops. */
+export function parseRevert(request: Record<string, unknown>): number {
+  checkFields('revert', request);
+  return (request.to_op_count as number | undefined) ?? 0;
+}
 
 /** Check an op request's structure, names and operands; resolve aliases and operands. */
 export function parseWriteOp(request: unknown, manifest: Manifest, operand: OperandResolver): WriteOp {
@@ -55,9 +58,7 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
   const r = request as Record<string, unknown>;
   if (!(WRITE_OPS as readonly unknown[]).includes(r.op)) throw new IwiError('OP_INVALID', `unknown write op ${JSON.stringify(r.op)} (known: ${WRITE_OPS.join(', ')})`);
   const name = r.op as WriteOpName;
-  const allowed = ['op', 'tensor', 'slice', ...FIELDS[name]];
-  const extra = Object.keys(r).filter((k) => !allowed.includes(k));
-  if (extra.length) throw new IwiError('OP_INVALID', `${name}: unknown field(s) ${extra.join(', ')} (fields: ${allowed.join(', ')})`);
+  checkFields(name, r);
   const row = manifest.resolveWritable(r.tensor);
   const tensor = row.name;
   const slice = sliceField(r.slice, `${name} on "${tensor}"`);
@@ -73,8 +74,11 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
     case 'copy': {
       const source = r.source as Record<string, unknown> | null;
       if (typeof source !== 'object' || source === null || Array.isArray(source)) throw new IwiError('OP_INVALID', `${what('source')} must be {tensor, slice?}, got ${JSON.stringify(source)}`);
-      const sourceExtra = Object.keys(source).filter((k) => k !== 'tensor' && k !== 'slice');
-      if (sourceExtra.length) throw new IwiError('OP_INVALID', `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: tensor, slice)`);
+      const sourceFields = Object.keys(CopySource.properties);
+      const sourceExtra = Object.keys(source).filter((k) => !sourceFields.includes(k));
+      if (sourceExtra.length) {
+        throw new IwiError('OP_INVALID', `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: ${sourceFields.join(', ')})`);
+      }
       return { op: name, tensor, slice, source: { tensor: manifest.resolve(source.tensor).name, slice: sliceField(source.slice, what('source')) } };
     }
     case 'low_rank_add':

@@ -5,13 +5,12 @@
 import { IwiError } from '../errors.ts';
 import { bf16ToF32 } from '../model/bf16.ts';
 import type { HandleInfo } from './handles.ts';
-import { LIMITS } from './limits.ts';
+import { LIMITS } from '../api/limits.ts';
+import { READ_OP_FIELDS, READ_OPS, type ReadOpName } from '../api/tools.ts';
 import type { ManifestFilter, ManifestRow } from './manifest.ts';
 import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
 import type { Episode } from './store.ts';
 import { summarize, type Summary } from './summary.ts';
-
-export const READ_OPS = ['metadata', 'slice', 'summary'] as const;
 
 /** Nested lists of numbers (a bare number for a 0-d selection). */
 export type NestedNumbers = number | NestedNumbers[];
@@ -22,19 +21,14 @@ export type ReadResult =
   | { op: 'slice'; target: string; slice: string; shape: number[]; handle: HandleInfo }
   | ({ op: 'summary'; target: string; slice: string } & Summary);
 
-const FIELDS: Record<(typeof READ_OPS)[number], string[]> = {
-  metadata: ['filter'],
-  slice: ['tensor', 'handle', 'slice', 'as_handle'],
-  summary: ['tensor', 'handle', 'slice'],
-};
-
 export function readWeights(episode: Episode, request: unknown): ReadResult {
   if (typeof request !== 'object' || request === null || Array.isArray(request)) throw new IwiError('OP_INVALID', `a read op must be an object, got ${JSON.stringify(request)}`);
   const r = request as Record<string, unknown>;
   if (!(READ_OPS as readonly unknown[]).includes(r.op)) throw new IwiError('OP_INVALID', `unknown read op ${JSON.stringify(r.op)} (known: ${READ_OPS.join(', ')})`);
-  const op = r.op as (typeof READ_OPS)[number];
-  const extra = Object.keys(r).filter((k) => k !== 'op' && !FIELDS[op].includes(k));
-  if (extra.length) throw new IwiError('OP_INVALID', `${op}: unknown field(s) ${extra.join(', ')} (fields: ${FIELDS[op].join(', ')})`);
+  const op = r.op as ReadOpName;
+  const fields: readonly string[] = READ_OP_FIELDS[op];
+  const extra = Object.keys(r).filter((k) => k !== 'op' && !fields.includes(k));
+  if (extra.length) throw new IwiError('OP_INVALID', `${op}: unknown field(s) ${extra.join(', ')} (fields: ${fields.join(', ')})`);
 
   if (op === 'metadata') {
     const tensors = episode.manifest.filter((r.filter ?? {}) as ManifestFilter); // validated by filter()

@@ -12,7 +12,7 @@ import type { Checkpoint } from '../model/checkpoint.ts';
 import { copyBf16, readBf16, type WeightSource } from '../model/weight-source.ts';
 import { IwiError } from '../errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
-import { LIMITS } from './limits.ts';
+import { LIMITS } from '../api/limits.ts';
 import { Manifest } from './manifest.ts';
 import { expectedTextTensors } from './names.ts';
 import { checkFinite, commitWrite, inlineOperand, parseWriteOp, planWrite, type ArrayOperand, type WriteOp } from './ops.ts';

@@ -2,7 +2,7 @@
 // and demos. A built-in calls `editor.turn()` once per reply a model would make and uses the tools as the service
 // client does (a refusal throws ServiceError); the harness counts and traces both, and submits when it returns.
 // A budget refusal it does not catch ends the episode like a model editor's ('turn_limit' or 'budget').
-import { ServiceError, type Brief, type EditorClient } from '../service-client.ts';
+import { ServiceError, type EpisodeBrief, type EditorClient } from '../service-client.ts';
 import type { Ending } from './run.ts';
 import { ZERO_USAGE, type Trace } from './trace.ts';
 import { demo } from './builtin-demo.ts';
@@ -10,7 +10,7 @@ import { rankOne } from './builtin-rank-one.ts';
 
 /** The episode as a built-in sees it: no submit, which is the harness's. */
 export type EpisodeHandle = Pick<EditorClient, 'episodeId' | 'brief' | 'turn' | 'tool'>;
-export type BuiltinContext = { editor: EpisodeHandle; brief: Brief; trace: Trace };
+export type BuiltinContext = { editor: EpisodeHandle; brief: EpisodeBrief; trace: Trace };
 export type BuiltinEditor = (context: BuiltinContext) => Promise<{ finalReply: string }>;
 
 /** Reads the brief and replies at once without an edit: the no-op baseline (zero gain by construction). */
@@ -21,7 +21,7 @@ export const noop: BuiltinEditor = async ({ editor, brief }) => {
 
 export const BUILTIN_EDITORS: Readonly<Record<string, BuiltinEditor>> = Object.freeze({ noop, demo, 'rank-one': rankOne });
 
-export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, brief: Brief, trace: Trace): Promise<Ending> {
+export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
   let turns = 0;
   let toolCalls = 0;
   let toolErrors = 0;

@@ -1,8 +1,8 @@
 // What the editor reads: a system prompt (the benchmark, the tools, how an episode ends) and a first user message
 // built from the service's brief (objective, compact manifest, relevant tokens, practice examples, budgets). The
 // tools' full descriptions and schemas go with every request as the API's `tools`, so they are not repeated here.
-import type { ToolName } from '../../service/tools/schemas.ts';
-import type { Brief } from '../service-client.ts';
+import type { ToolName } from '../../service/api/index.ts';
+import type { EpisodeBrief } from '../service-client.ts';
 
 /** One line per tool; a Record so that a fifth tool cannot be added without saying what it is for. */
 const TOOL_SUMMARIES: Record<ToolName, string> = {
@@ -12,7 +12,7 @@ const TOOL_SUMMARIES: Record<ToolName, string> = {
   inspect_target: 'teacher-forced log-probabilities, top-k next tokens and residual streams of your edited target.',
 };
 
-export function systemPrompt(brief: Brief, maxTurns: number): string {
+export function systemPrompt(brief: EpisodeBrief, maxTurns: number): string {
   const { target } = brief;
   const turns = Math.min(maxTurns, brief.budget.limits.turns ?? maxTurns);
   return [
@@ -28,7 +28,7 @@ export function systemPrompt(brief: Brief, maxTurns: number): string {
   ].join('\n');
 }
 
-export function firstMessage(brief: Brief): string {
+export function firstMessage(brief: EpisodeBrief): string {
   const objective = typeof brief.objective === 'string' ? brief.objective : brief.objective.text;
   const { target } = brief;
   const sections = [
@@ -58,7 +58,7 @@ export function describeLayerTypes(types: string[]): string {
   return [...rest.map(([type, indices]) => `${type} at layer${indices.length > 1 ? 's' : ''} ${indices.join(', ')}`), `${common![0]} elsewhere`].join('; ');
 }
 
-function describePractice(example: Brief['practice'][number], index: number): string {
+function describePractice(example: EpisodeBrief['practice'][number], index: number): string {
   return [
     `## Example ${index + 1}`,
     ...example.messages.map((message) => `[${message.role}] ${message.content}`),

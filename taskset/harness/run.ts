@@ -4,7 +4,7 @@
 // SDK's retries; in each case the current patch is submitted, once. Anything else (the service unreachable, a bug)
 // is thrown without a submit, and editor.json records it.
 import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
-import { ServiceError, type Brief, type EditorClient, type SubmitResult } from '../service-client.ts';
+import { ServiceError, type EpisodeBrief, type EditorClient, type SubmitReply } from '../service-client.ts';
 import { FAMILY_VERSION } from '../types.ts';
 import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';
 import { ChatEditor } from './chat.ts';
@@ -28,7 +28,7 @@ export type EditorRunResult = {
   toolCalls: number;
   /** Tool calls answered with an error. */
   toolErrors: number;
-  submitted: SubmitResult;
+  submitted: SubmitReply;
   usage: EditorUsage;
   /** The text of the reply without a tool call ('final_reply'). */
   finalReply?: string;
@@ -94,7 +94,7 @@ function findBuiltin(name: string, registry: Record<string, BuiltinEditor>): Bui
   return builtin;
 }
 
-function openModel(config: EditorConfig, brief: Brief, script: EditorScript | undefined): EditorModel {
+function openModel(config: EditorConfig, brief: EpisodeBrief, script: EditorScript | undefined): EditorModel {
   if (script) return new ScriptEditor(script, scriptFile(config.model));
   const client = openaiClient(config);
   const system = systemPrompt(brief, config.maxTurns);
@@ -102,7 +102,7 @@ function openModel(config: EditorConfig, brief: Brief, script: EditorScript | un
   return config.api === 'responses' ? new ResponsesEditor(client, config, system, first) : new ChatEditor(client, config, system, first);
 }
 
-async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, brief: Brief, trace: Trace): Promise<Ending> {
+async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
   let budget = brief.budget;
   let usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
   let turns = 0;

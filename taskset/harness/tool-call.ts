@@ -2,7 +2,7 @@
 // a schema violation, an exhausted budget) goes back to the editor as the tool result, as do arguments that are not
 // a JSON object and unknown tool names, which never reach the service (inspect_ai's ToolError). Anything else
 // (the service unreachable, a bug) is thrown: it ends the episode.
-import { TOOL_NAMES, type ToolName } from '../../service/tools/schemas.ts';
+import { TOOL_NAMES, type ToolName } from '../../service/api/index.ts';
 import { ServiceError, type BudgetState, type EditorClient } from '../service-client.ts';
 import type { ToolCall } from './model.ts';
 import type { Trace } from './trace.ts';

@@ -4,14 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../service/app.ts';
-import type { EpisodeRegistry, EpisodeSpec } from '../../service/episodes.ts';
+import type { EpisodeCreate } from '../../service/api/index.ts';
+import type { EpisodeRegistry } from '../../service/episodes.ts';
 import { Target } from '../../service/target.ts';
 import { fixtureCheckpoint } from '../fixtures.ts';
 
 export const TOKENS = { admin: 'admin-secret-token', editor: 'editor-secret-token' };
 export const ADMIN = { authorization: `Bearer ${TOKENS.admin}` };
 
-export const SPEC: EpisodeSpec = {
+export const SPEC: EpisodeCreate = {
   family: 'local_factual_update',
   seed: 3,
   objective: 'Make the target answer Friedrich Merz when asked who leads Germany.',
@@ -25,7 +26,7 @@ export type Harness = {
   target: Target;
   outputDir: string;
   /** Create an episode; returns its id and the editor's headers. */
-  episode(spec?: Partial<EpisodeSpec>): Promise<{ id: string; headers: Record<string, string> }>;
+  episode(spec?: Partial<EpisodeCreate>): Promise<{ id: string; headers: Record<string, string> }>;
   tool(id: string, headers: Record<string, string>, tool: string, payload: unknown): Promise<LightMyRequestResponse>;
 };
 

@@ -2,7 +2,7 @@
 // unknown, foreign, expired (with the reason) and too-large arrays.
 import { describe, expect, it } from 'vitest';
 import { HandleStore } from '../../../service/weights/handles.ts';
-import { LIMITS } from '../../../service/weights/limits.ts';
+import { LIMITS } from '../../../service/api/limits.ts';
 import { errorOf } from './fixtures.ts';
 
 const array = (n: number) => new Float32Array(n).fill(1);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { isIwiError } from '../../../service/errors.ts';
-import { LIMITS } from '../../../service/weights/limits.ts';
+import { LIMITS } from '../../../service/api/limits.ts';
 import { nest } from '../../../service/weights/reads.ts';
 import { WeightStore, type Episode } from '../../../service/weights/store.ts';
 import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';

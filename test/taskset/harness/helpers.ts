@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../../service/app.ts';
-import { AdminClient, type EditorClient, type ServiceEpisodeSpec } from '../../../taskset/service-client.ts';
+import { AdminClient, type EditorClient, type EpisodeCreate } from '../../../taskset/service-client.ts';
 import { SPEC, sharedTarget, TOKENS } from '../../service/helpers.ts';
 
 export { SPEC };
@@ -13,7 +13,7 @@ export { SPEC };
 /** A tensor of the tiny fixture: [hidden 64, intermediate 128]. */
 export const DOWN = 'model.layers.0.mlp.down_proj.weight';
 
-export type TestService = { app: FastifyInstance; admin: AdminClient; episode(spec?: Partial<ServiceEpisodeSpec>): Promise<EditorClient>; close(): Promise<void> };
+export type TestService = { app: FastifyInstance; admin: AdminClient; episode(spec?: Partial<EpisodeCreate>): Promise<EditorClient>; close(): Promise<void> };
 
 export async function startService(): Promise<TestService> {
   const target = await sharedTarget();

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { TOOL_DEFINITIONS } from '../../../service/tools/schemas.ts';
 import { describeLayerTypes, firstMessage, systemPrompt } from '../../../taskset/harness/prompt.ts';
-import type { Brief } from '../../../taskset/service-client.ts';
+import type { EpisodeBrief } from '../../../taskset/service-client.ts';
 
-const brief: Brief = {
+const brief: EpisodeBrief = {
   episode_id: 'ep1',
   family: 'lexical_inhibition',
   seed: 4,

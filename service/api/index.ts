@@ -1,0 +1,31 @@
+// The service's HTTP contract, once: the routes validate and serialise with these schemas, the editor's tool
+// definitions carry the tool bodies, and taskset/service-client.ts takes its types from them (docs/service.md).
+import type { FastifyInstance } from 'fastify';
+import { BudgetState, ErrorReply } from './common.ts';
+import { EpisodeBrief, EpisodeCreate, EpisodeCreated, EpisodeDeleted, EpisodeList, EpisodeSummary, ManifestReply, SubmitReply, TurnReply } from './episodes.ts';
+import { ToolReply } from './tools.ts';
+
+export * from './common.ts';
+export * from './episodes.ts';
+export * from './limits.ts';
+export * from './tools.ts';
+
+/** The schemas routes reach by `$ref`, each under its `$id`. */
+export const SHARED_SCHEMAS = [
+  BudgetState,
+  ErrorReply,
+  EpisodeCreate,
+  EpisodeCreated,
+  EpisodeSummary,
+  EpisodeList,
+  EpisodeDeleted,
+  EpisodeBrief,
+  ManifestReply,
+  TurnReply,
+  SubmitReply,
+  ToolReply,
+];
+
+export function addApiSchemas(app: FastifyInstance): void {
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+}

@@ -1,0 +1,158 @@
+// The four tools' request bodies (the parameters the editor sees, and what the service validates: one object each),
+// the write and read op grammars they carry, and the reply every tool call gets. Deeper checks (a slice inside a
+// tensor, an operand's shape) are the weight store's, with error messages that say what was wrong.
+import Type, { type Static } from 'typebox';
+import { TENSOR_KINDS } from '../weights/manifest.ts';
+import { BudgetState, ChatMessage, ref } from './common.ts';
+import { LIMITS } from './limits.ts';
+
+const sliceDim = Type.Union([Type.Null(), Type.Integer(), Type.Array(Type.Union([Type.Integer(), Type.Null()]), { minItems: 2, maxItems: 3 })]);
+const Slice = Type.Array(sliceDim, {
+  maxItems: 8,
+  description:
+    'One entry per leading dimension (missing trailing dims are whole): null = whole dim, i = one index (dim dropped), [start, stop] or [start, stop, step] as in NumPy (negative indices and steps allowed; out-of-range bounds are refused, not clamped).',
+});
+const Operand = Type.Union(
+  [Type.Unsafe<unknown[]>({ type: 'array' }), Type.Number(), Type.Object({ handle: Type.String() }, { additionalProperties: false })],
+  {
+    description: `Nested lists of numbers with the shape the op needs (at most ${LIMITS.inlineOperandElements} numbers inline), or {"handle": "h12"} for an array handle made by read_weights or inspect_target.`,
+  },
+);
+
+/** copy's source. */
+export const CopySource = Type.Object(
+  { tensor: Type.String(), slice: Type.Optional(Slice) },
+  { description: 'copy: where to copy from', additionalProperties: false },
+);
+
+/** Every field a write op may carry besides `op`, in the order the editor sees them. */
+const WRITE_FIELDS = {
+  tensor: Type.Optional(Type.String({ description: 'the tensor to edit (name or alias from the manifest)' })),
+  slice: Type.Optional(Slice),
+  values: Type.Optional(Operand),
+  value: Type.Optional(Type.Number({ description: 'fill: the constant' })),
+  factor: Type.Optional(Type.Number({ description: 'scale: the factor' })),
+  source: Type.Optional(CopySource),
+  alpha: Type.Optional(Type.Number({ description: 'low_rank_add: the scalar α' })),
+  u: Type.Optional(Operand),
+  v: Type.Optional(Operand),
+  to_op_count: Type.Optional(Type.Integer({ minimum: 0, description: 'revert: keep the first to_op_count ops (default 0: pristine)' })),
+};
+
+/**
+ * The write ops and the fields each takes besides `op`: the tool schema's `op` enum and properties, and the weight
+ * store's field checks (service/weights/ops.ts, revert included), all come from this table.
+ */
+export const WRITE_OP_FIELDS = {
+  replace: ['tensor', 'slice', 'values'],
+  fill: ['tensor', 'slice', 'value'],
+  scale: ['tensor', 'slice', 'factor'],
+  copy: ['tensor', 'slice', 'source'],
+  low_rank_add: ['tensor', 'slice', 'alpha', 'u', 'v'],
+  revert: ['to_op_count'],
+} as const satisfies Record<string, readonly (keyof typeof WRITE_FIELDS)[]>;
+
+/** The five edits a patch records (revert only moves the episode back along its own op log). */
+export type WriteOpName = Exclude<keyof typeof WRITE_OP_FIELDS, 'revert'>;
+export const WRITE_OPS = Object.keys(WRITE_OP_FIELDS).filter((op): op is WriteOpName => op !== 'revert');
+
+export const WriteWeightsArgs = Type.Object(
+  { op: Type.Enum(Object.keys(WRITE_OP_FIELDS) as (keyof typeof WRITE_OP_FIELDS)[]), ...WRITE_FIELDS },
+  { additionalProperties: false },
+);
+export type WriteWeightsArgs = Static<typeof WriteWeightsArgs>;
+
+const kind = Type.Enum([...TENSOR_KINDS]);
+const READ_FIELDS = {
+  filter: Type.Optional(
+    Type.Object(
+      {
+        name: Type.Optional(Type.String({ description: 'glob over names (* and ?), or a substring' })),
+        layer: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 256 })])),
+        kind: Type.Optional(Type.Union([kind, Type.Array(kind)])),
+        writable: Type.Optional(Type.Boolean()),
+      },
+      { description: 'metadata only.', additionalProperties: false },
+    ),
+  ),
+  tensor: Type.Optional(Type.String({ description: 'slice/summary: a tensor name (or alias) from the manifest' })),
+  handle: Type.Optional(Type.String({ description: 'slice/summary: an array handle id instead of a tensor' })),
+  slice: Type.Optional(Slice),
+  as_handle: Type.Optional(Type.Boolean({ description: 'slice: return an array handle even for a small selection' })),
+};
+
+/** The read ops and the fields each takes besides `op` (schema and service/weights/reads.ts checks alike). */
+export const READ_OP_FIELDS = {
+  metadata: ['filter'],
+  slice: ['tensor', 'handle', 'slice', 'as_handle'],
+  summary: ['tensor', 'handle', 'slice'],
+} as const satisfies Record<string, readonly (keyof typeof READ_FIELDS)[]>;
+
+export type ReadOpName = keyof typeof READ_OP_FIELDS;
+export const READ_OPS = Object.keys(READ_OP_FIELDS) as ReadOpName[];
+
+export const ReadWeightsArgs = Type.Object({ op: Type.Enum(READ_OPS), ...READ_FIELDS }, { additionalProperties: false });
+export type ReadWeightsArgs = Static<typeof ReadWeightsArgs>;
+
+const SEQUENCE = "Chat messages (rendered with the target's chat template, ending with the model turn) or a raw prompt (tokenized after a BOS, no template).";
+const Sequence = Type.Object(
+  {
+    messages: Type.Optional(Type.Array(ChatMessage, { minItems: 1, maxItems: LIMITS.messagesPerSequence })),
+    prompt: Type.Optional(Type.String({ maxLength: LIMITS.messageChars })),
+  },
+  {
+    description: SEQUENCE,
+    additionalProperties: false,
+  },
+);
+
+export const RunTargetArgs = Type.Object(
+  {
+    sequences: Type.Array(Sequence, { minItems: 1, maxItems: LIMITS.runSequences }),
+    max_new_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.maxNewTokens, default: 64 })),
+    compare_base: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { additionalProperties: false },
+);
+export type RunTargetArgs = Static<typeof RunTargetArgs>;
+
+const InspectSequence = Type.Object(
+  { ...Sequence.properties, continuation: Type.Optional(Type.String({ maxLength: LIMITS.messageChars })) },
+  { description: SEQUENCE, additionalProperties: false },
+);
+
+export const InspectTargetArgs = Type.Object(
+  {
+    sequences: Type.Array(InspectSequence, { minItems: 1, maxItems: LIMITS.inspectSequences }),
+    layers: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }), { maxItems: LIMITS.inspectLayers, uniqueItems: true, default: [] })),
+    positions: Type.Optional(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 })),
+    top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.topK, default: 5 })),
+  },
+  { additionalProperties: false },
+);
+export type InspectTargetArgs = Static<typeof InspectTargetArgs>;
+
+/** Each tool's request body, by tool name: the route's body schema and the editor's parameters are these objects. */
+export const TOOL_ARGS = {
+  read_weights: ReadWeightsArgs,
+  write_weights: WriteWeightsArgs,
+  run_target: RunTargetArgs,
+  inspect_target: InspectTargetArgs,
+} as const;
+
+export type ToolName = keyof typeof TOOL_ARGS;
+export const TOOL_NAMES = Object.keys(TOOL_ARGS) as ToolName[];
+
+/** A tool as the editor sees it (and the brief lists it). */
+export const ToolDefinition = Type.Object(
+  { name: Type.Enum(TOOL_NAMES), description: Type.String(), parameters: Type.Record(Type.String(), Type.Unknown()) },
+  { additionalProperties: false },
+);
+export type ToolDefinition = Static<typeof ToolDefinition>;
+
+/** Every tool call's reply: the tool's own result (see docs/service.md) and the episode's budget after the call. */
+export const ToolReply = Type.Object(
+  { tool: Type.Enum(TOOL_NAMES), result: Type.Unknown(), budget: ref(BudgetState) },
+  { $id: 'ToolReply', additionalProperties: false },
+);
+export type ToolReply = Static<typeof ToolReply>;
