@@ -112,7 +112,8 @@ async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: n
   if (JSON.stringify(calibration?.args) !== JSON.stringify(args)) {
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
-    calibration = await calibrate({ evaluator, taskset: new Taskset({ tokenizer: evaluator.tokenizer }), seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
+    const taskset = new Taskset({ tokenizer: evaluator.tokenizer });
+    calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
     writeJsonAtomic(file, calibration);
   } else log(`resumed: calibration kept (${file})`);
   return families.map((family) => {

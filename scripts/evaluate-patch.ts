@@ -61,7 +61,8 @@ export async function main(argv: string[]): Promise<void> {
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   checkpoint.close();
-  const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed: flags['control-seed'] >= 0 ? flags['control-seed'] : undefined });
+  const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
+  const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
   const results = await evaluateEpisode({ location, task, outputDir: flags['output-dir']!, patch, args: { command: 'evaluate-patch', ...flags } });
   process.stdout.write(JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n');

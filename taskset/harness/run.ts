@@ -62,7 +62,9 @@ export async function runEditor({ editor, config, toolset, traceDir, builtins = 
   try {
     const brief = await editor.brief();
     trace.write({ type: 'brief', brief });
-    const ending = builtin ? await runBuiltin(builtin, editor, brief, trace) : await converse(openModel(config, toolset, brief, script), editor, config, toolset, brief, trace);
+    const ending = builtin
+      ? await runBuiltin(builtin, editor, brief, trace)
+      : await converse(openModel(config, toolset, brief, script), editor, config, toolset, brief, trace);
     trace.write({ type: 'stop', reason: ending.stopReason, ...(ending.error !== undefined ? { error: ending.error } : {}) });
     const submitted = await editor.submit();
     trace.write({ type: 'submit', result: submitted });

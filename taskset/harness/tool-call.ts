@@ -17,7 +17,9 @@ export type ToolOutcome = {
   budget?: BudgetState;
 };
 
-export async function callTool(editor: EditorClient, call: ToolCall, context: { turn: number; trace: Trace; budget: BudgetState; toolset: Toolset }): Promise<ToolOutcome> {
+export type ToolCallContext = { turn: number; trace: Trace; budget: BudgetState; toolset: Toolset };
+
+export async function callTool(editor: EditorClient, call: ToolCall, context: ToolCallContext): Promise<ToolOutcome> {
   const started = performance.now();
   const outcome = await outcomeOf(editor, call, context.budget, context.toolset);
   context.trace.write({

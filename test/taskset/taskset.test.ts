@@ -26,7 +26,8 @@ describe('Taskset and Task', () => {
     const task = taskset.task({ family: 'selective_factual_withholding', seed: 1 });
     const view = editorView(task.spec);
     const setup = task.setup() as Record<string, unknown>;
-    expect(setup).toEqual({ family: view.family, seed: view.seed, objective: view.objective, relevant_token_ids: view.relevantTokenIds, practice: view.practice });
+    const { family, seed, objective, relevantTokenIds, practice } = view;
+    expect(setup).toEqual({ family, seed, objective, relevant_token_ids: relevantTokenIds, practice });
     for (const hidden of ['terminal', 'controls', 'params', 'paramsKey']) expect(setup[hidden]).toBeUndefined();
   });
 

@@ -206,7 +206,8 @@ describe('how an episode ends', () => {
 describe('the toolset', () => {
   it('offers the editor the toolset it is handed and nothing else: a call outside it is UNKNOWN_TOOL and never reaches the service', async () => {
     const readOnly = defineToolset(SERVICE_TOOLSET.tools.filter((t) => t.name === 'read_weights'));
-    api.script([{ calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [0], value: 1 }), metadata], usage: usage(100, 0, 10, 0) }, { text: 'done', usage: usage(1, 0, 1, 0) }]);
+    const write = call('write_weights', { op: 'fill', tensor: DOWN, slice: [0], value: 1 });
+    api.script([{ calls: [write, metadata], usage: usage(100, 0, 10, 0) }, { text: 'done', usage: usage(1, 0, 1, 0) }]);
     const editor = await service.episode();
     const result = await runEditor({ editor, config: config(), toolset: readOnly, traceDir: traceDir('read-only') });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 2, toolCalls: 2, toolErrors: 1 });
