@@ -8,7 +8,7 @@ import type { EditorConfig } from './config.ts';
 import type { EditorModel, SentRequest, ToolCall } from './model.ts';
 import type { Usage } from './trace.ts';
 
-export function chatTools(toolset: Toolset): ChatCompletionTool[] {
+function chatTools(toolset: Toolset): ChatCompletionTool[] {
   return toolset.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
 }
 

@@ -11,7 +11,7 @@ import type { EditorModel, SentRequest, ToolCall } from './model.ts';
 import type { Usage } from './trace.ts';
 
 // strict: false because the schemas use optional fields and anyOf, which strict mode refuses.
-export function responsesTools(toolset: Toolset): FunctionTool[] {
+function responsesTools(toolset: Toolset): FunctionTool[] {
   return toolset.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters, strict: false }));
 }
 

@@ -17,7 +17,7 @@ export type ToolOutcome = {
   budget?: BudgetState;
 };
 
-export type ToolCallContext = { turn: number; trace: Trace; budget: BudgetState; toolset: Toolset };
+type ToolCallContext = { turn: number; trace: Trace; budget: BudgetState; toolset: Toolset };
 
 export async function callTool(editor: EditorClient, call: ToolCall, context: ToolCallContext): Promise<ToolOutcome> {
   const started = performance.now();
