@@ -5,6 +5,7 @@
 import { ItemEvaluator } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { calibrate } from '../taskset/calibration.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import type { FamilyId } from '../taskset/types.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
 import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
@@ -43,7 +44,7 @@ export async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const result = await calibrate({
     evaluator,
-    tokenizer: evaluator.tokenizer,
+    taskset: new Taskset({ tokenizer: evaluator.tokenizer }),
     seeds: flags.seeds,
     eligiblePerFamily: flags['eligible-per-family'],
     families: families as FamilyId[],

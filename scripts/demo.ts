@@ -14,6 +14,7 @@ import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { writeReport } from '../taskset/report/index.ts';
 import { startServiceProcess } from '../taskset/service-process.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
@@ -75,7 +76,7 @@ export async function main(argv: string[]): Promise<void> {
     episodes,
     service,
     location: { modelDir },
-    tokenizer,
+    taskset: new Taskset({ tokenizer }),
     editor: config,
     editorLabel: label,
     outputDir,
@@ -111,7 +112,8 @@ async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: n
   if (JSON.stringify(calibration?.args) !== JSON.stringify(args)) {
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
-    calibration = await calibrate({ evaluator, tokenizer: evaluator.tokenizer, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
+    const taskset = new Taskset({ tokenizer: evaluator.tokenizer });
+    calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
     writeJsonAtomic(file, calibration);
   } else log(`resumed: calibration kept (${file})`);
   return families.map((family) => {

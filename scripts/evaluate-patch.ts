@@ -9,8 +9,8 @@ import { evaluateItems } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
-import { episodeSpec } from '../taskset/episode.ts';
 import { evaluateEpisode, type WorkerJob } from '../taskset/evaluation.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
@@ -61,9 +61,10 @@ export async function main(argv: string[]): Promise<void> {
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   checkpoint.close();
-  const spec = episodeSpec(flags.family!, flags.seed, { tokenizer, controlSeed: flags['control-seed'] >= 0 ? flags['control-seed'] : undefined });
+  const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
+  const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
-  const results = await evaluateEpisode({ location, spec, outputDir: flags['output-dir']!, patch, args: { command: 'evaluate-patch', ...flags } });
+  const results = await evaluateEpisode({ location, task, outputDir: flags['output-dir']!, patch, args: { command: 'evaluate-patch', ...flags } });
   process.stdout.write(JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n');
 }
 

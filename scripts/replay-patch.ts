@@ -5,8 +5,8 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../service/files.ts';
-import { episodeSpec } from '../taskset/episode.ts';
-import { RESULTS_FORMAT, evaluateEpisode, subsetSpec, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
+import { RESULTS_FORMAT, evaluateEpisode, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, openTarget } from './target-flags.ts';
 
@@ -54,15 +54,17 @@ export async function main(argv: string[]): Promise<void> {
   if (revision !== original.versions.revision) throw new Error(`${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`);
   const { family, seed, control_seed: originalSeed } = original.episode;
   const itemsPerKind = flags['items-per-kind'] || undefined;
-  const spec = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: flags['control-seed']! }), itemsPerKind);
-  const originalControls = subsetSpec(episodeSpec(family, seed, { tokenizer, controlSeed: originalSeed }), itemsPerKind).controls;
-  const newIds = new Set(spec.controls.map((c) => c.id));
+  const taskset = new Taskset({ tokenizer });
+  const task = taskset.task({ family, seed, controlSeed: flags['control-seed']! }).subset(itemsPerKind);
+  const newControls = task.spec.controls;
+  const originalControls = taskset.task({ family, seed, controlSeed: originalSeed }).subset(itemsPerKind).spec.controls;
+  const newIds = new Set(newControls.map((c) => c.id));
   const repeatedIds = new Set(originalControls.map((c) => c.id));
-  const merged = { ...spec, controls: [...spec.controls, ...originalControls.filter((c) => !newIds.has(c.id))] };
+  const merged = task.withControls([...newControls, ...originalControls.filter((c) => !newIds.has(c.id))]);
   const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
-  const results = await evaluateEpisode({ location, spec: merged, outputDir, patch, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
+  const results = await evaluateEpisode({ location, task: merged, outputDir, patch, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
   const controls = results.items.filter((i) => i.kind === 'control');
   const replay = {
     original: resultsFile,

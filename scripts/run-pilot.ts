@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import type { Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
@@ -53,7 +54,7 @@ export async function main(argv: string[]): Promise<void> {
     episodes: calibration.episodes,
     service,
     location: target.location,
-    tokenizer: target.tokenizer,
+    taskset: new Taskset({ tokenizer: target.tokenizer }),
     editor: config,
     editorLabel: label,
     outputDir,

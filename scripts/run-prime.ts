@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { runAttempt } from '../taskset/attempt.ts';
-import { episodeSpec } from '../taskset/episode.ts';
+import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, familyProblems, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
@@ -48,8 +48,8 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join('runs', 'prime', `${flags.family}-s${flags.seed}`);
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
-  const spec = episodeSpec(flags.family!, flags.seed!, { tokenizer: target.tokenizer, controlSeed: flags['control-seed'] });
-  process.stderr.write(`run-prime: ${spec.family} seed ${spec.seed} with ${label}\n`);
-  const { results, run } = await runAttempt({ spec, service, location: target.location, editor: config, editorLabel: label, dir: outputDir, itemsPerKind: flags['items-per-kind'] || undefined, args: { command: 'run-prime', ...flags } }).finally(stop);
+  const task = new Taskset({ tokenizer: target.tokenizer }).task({ family: flags.family!, seed: flags.seed!, controlSeed: flags['control-seed'] });
+  process.stderr.write(`run-prime: ${task.spec.family} seed ${task.spec.seed} with ${label}\n`);
+  const { results, run } = await runAttempt({ task, service, location: target.location, editor: config, editorLabel: label, dir: outputDir, itemsPerKind: flags['items-per-kind'] || undefined, args: { command: 'run-prime', ...flags } }).finally(stop);
   process.stdout.write(JSON.stringify({ results: path.join(outputDir, 'results.json'), stop_reason: run.stopReason, score: results.score }) + '\n');
 }

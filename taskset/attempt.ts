@@ -6,12 +6,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
 import { writeJsonAtomic } from '../service/files.ts';
-import { editorView } from './episode.ts';
-import { evaluateEpisode, subsetSpec, type ResultsFile } from './evaluation.ts';
+import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';
 import { AdminClient } from './service-client.ts';
 import type { ServiceEnv } from './service-process.ts';
-import type { EpisodeSpec } from './types.ts';
+import type { Task } from './taskset.ts';
 
 export type AttemptStatus = { status: 'complete'; id: string; family: string; seed: number; editor: string; reward: number; stop_reason: string; finished_at: string };
 
@@ -46,14 +45,14 @@ function isAlive(pid: number): boolean {
 }
 
 export type AttemptOptions = {
-  spec: EpisodeSpec;
+  task: Task;
   service: ServiceEnv;
   location: CheckpointLocation;
   editor: EditorConfig;
   editorLabel: string;
   dir: string;
   budgets?: Record<string, number>;
-  /** Evaluate only the first N items of each kind (smoke tests; see subsetSpec). */
+  /** Evaluate only the first N items of each kind (smoke tests; see Task.subset). */
   itemsPerKind?: number;
   /** Shared pristine outputs (see EvaluateOptions.pristineCacheDir). */
   pristineCacheDir?: string;
@@ -61,23 +60,14 @@ export type AttemptOptions = {
 };
 
 export async function runAttempt(options: AttemptOptions): Promise<{ results: ResultsFile; run: EditorRunResult }> {
-  const { spec, service, dir } = options;
+  const { task, service, dir } = options;
   mkdirSync(dir, { recursive: true });
   const admin = new AdminClient(service.url, service.adminToken);
-  const view = editorView(spec);
   const editor = await admin.createEpisode(
-    {
-      family: view.family,
-      seed: view.seed,
-      objective: view.objective,
-      relevant_token_ids: view.relevantTokenIds,
-      practice: view.practice,
-      label: `${options.editorLabel} ${path.basename(dir)}`,
-      ...(options.budgets ? { budgets: options.budgets } : {}),
-    },
+    { ...task.setup(), label: `${options.editorLabel} ${path.basename(dir)}`, ...(options.budgets ? { budgets: options.budgets } : {}) },
     service.editorToken,
   );
-  const run = await runEditor({ editor, config: options.editor, traceDir: dir });
+  const run = await runEditor({ editor, config: options.editor, toolset: task.toolset, traceDir: dir });
   const summary = await admin.episode(editor.episodeId);
   // The patch is copied next to its results, so the attempt folder stands alone; evaluation refuses the copy unless
   // it holds the patch id the service reported at submission.
@@ -86,7 +76,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const used = summary.budget.used;
   const results = await evaluateEpisode({
     location: options.location,
-    spec: subsetSpec(spec, options.itemsPerKind),
+    task: task.subset(options.itemsPerKind),
     pristineCacheDir: options.pristineCacheDir,
     outputDir: dir,
     patch,
@@ -105,8 +95,8 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const status: AttemptStatus = {
     status: 'complete',
     id: path.basename(dir),
-    family: spec.family,
-    seed: spec.seed,
+    family: task.spec.family,
+    seed: task.spec.seed,
     editor: options.editorLabel,
     reward: results.score.reward,
     stop_reason: run.stopReason,

@@ -3,10 +3,9 @@
 // parameter sets are skipped, not re-run. The result lists every examined seed with its measurements and reasons,
 // so a family that cannot be calibrated on a target says why.
 import type { ItemEvaluator } from '../service/evaluate.ts';
-import type { Tokenizer } from '../service/model/tokenizer.ts';
 import { PACKAGE_VERSION } from '../service/weights/patch.ts';
-import { episodeSpec } from './episode.ts';
-import { THRESHOLDS, eligibility } from './eligibility.ts';
+import { THRESHOLDS } from './eligibility.ts';
+import type { Taskset } from './taskset.ts';
 import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from './types.ts';
 
 export const CALIBRATION_FORMAT = 'iwibench-calibration/1';
@@ -29,7 +28,7 @@ export type Calibration = {
 
 export type CalibrateOptions = {
   evaluator: ItemEvaluator;
-  tokenizer: Tokenizer;
+  taskset: Taskset;
   seeds: number;
   eligiblePerFamily: number;
   families?: readonly FamilyId[];
@@ -45,7 +44,8 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
     const selected: { seed: number; params_key: string }[] = [];
     const firstSeedOf = new Map<string, number>();
     for (let seed = 0; seed < options.seeds && selected.length < options.eligiblePerFamily; seed++) {
-      const spec = episodeSpec(family, seed, { tokenizer: options.tokenizer });
+      const task = options.taskset.task({ family, seed });
+      const { spec } = task;
       const earlier = firstSeedOf.get(spec.paramsKey);
       if (earlier !== undefined) {
         examined.push({ seed, params_key: spec.paramsKey, eligible: false, reasons: [`same parameter set as seed ${earlier}`], measured: null, duplicate_of: earlier });
@@ -55,7 +55,7 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
       // Eligibility needs the terminal items only; the general controls are the evaluation's business.
       const items = [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override];
       const { outputs } = await options.evaluator.run(items.map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens })));
-      const verdict = eligibility(spec, Object.fromEntries(Object.entries(outputs).map(([id, o]) => [id, o.text])));
+      const verdict = task.eligibility(Object.fromEntries(Object.entries(outputs).map(([id, o]) => [id, o.text])));
       examined.push({ seed, params_key: spec.paramsKey, eligible: verdict.eligible, reasons: verdict.reasons, measured: verdict.measured });
       if (verdict.eligible) {
         selected.push({ seed, params_key: spec.paramsKey });

@@ -15,7 +15,8 @@ import { writeJsonAtomic } from '../service/files.ts';
 import { PACKAGE_VERSION, loadPatch, type PatchRef } from '../service/weights/patch.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
-import { scoreEpisode, type EpisodeScore } from './scoring.ts';
+import type { EpisodeScore } from './scoring.ts';
+import type { Task } from './taskset.ts';
 import { FAMILY_VERSION, type EpisodeSpec, type Item, type Verdict } from './types.ts';
 
 export const RESULTS_FORMAT = 'iwibench-results/1';
@@ -92,24 +93,13 @@ export async function runWorker(location: CheckpointLocation, items: EvaluationI
 /** The job file of one evaluation process (`evaluate-patch --worker --job FILE`). */
 export type WorkerJob = { location: CheckpointLocation; items: EvaluationItem[]; patch: PatchRef | null };
 
-/**
- * A smoke-test view of an episode: the first `n` items of each kind (target, preservation, override, controls).
- * Results made from it record `items_per_kind` in their args; published numbers use whole episodes.
- */
-export function subsetSpec(spec: EpisodeSpec, n: number | undefined): EpisodeSpec {
-  if (n === undefined) return spec;
-  if (!Number.isInteger(n) || n < 1) throw new Error(`items per kind must be a positive integer, got ${n}`);
-  const { target, preservation, override } = spec.terminal;
-  return { ...spec, terminal: { target: target.slice(0, n), preservation: preservation.slice(0, n), override: override.slice(0, n) }, controls: spec.controls.slice(0, n) };
-}
-
 export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
   return gradedItems(spec).map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens }));
 }
 
 export type EvaluateOptions = {
   location: CheckpointLocation;
-  spec: EpisodeSpec;
+  task: Task;
   outputDir: string;
   /** The patch to evaluate and the id it must hold (from the submission's records): any other is refused. */
   patch?: PatchRef;
@@ -125,11 +115,11 @@ export type EvaluateOptions = {
 
 /** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
 export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
-  const { spec, outputDir } = options;
+  const { task, outputDir } = options;
   // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process and
   // buildResults check again, from the bytes they read).
   if (options.patch) loadPatch(options.patch.dir, options.patch.id);
-  const items = evaluationItems(spec);
+  const items = evaluationItems(task.spec);
   const base = await pristineRun(options, items);
   const edited = options.patch ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch) : base;
   const results = buildResults(options, base, edited);
@@ -154,9 +144,10 @@ async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): P
 }
 
 export function buildResults(options: EvaluateOptions, base: EvaluationRun, edited: EvaluationRun): ResultsFile {
-  const { spec } = options;
+  const { task } = options;
+  const { spec } = task;
   const text = (run: EvaluationRun) => Object.fromEntries(Object.entries(run.outputs).map(([id, o]) => [id, o.text]));
-  const score = scoreEpisode(spec, text(base), text(edited));
+  const score = task.score(text(base), text(edited));
   const verdict = (item: Item, output: string) => {
     const v = runCheck(item.check, output);
     return { output, verdict: v, passed: v.behaviour && v.content };

@@ -4,20 +4,19 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
-import type { Tokenizer } from '../service/model/tokenizer.ts';
 import { writeJsonAtomic } from '../service/files.ts';
 import { PACKAGE_VERSION } from '../service/weights/patch.ts';
 import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
 import type { Calibration } from './calibration.ts';
-import { episodeSpec } from './episode.ts';
 import type { EditorConfig } from './harness/index.ts';
 import type { ServiceEnv } from './service-process.ts';
+import type { Taskset } from './taskset.ts';
 
 export type PilotOptions = {
   episodes: Calibration['episodes'];
   service: ServiceEnv;
   location: CheckpointLocation;
-  tokenizer: Tokenizer;
+  taskset: Taskset;
   editor: EditorConfig;
   editorLabel: string;
   outputDir: string;
@@ -34,36 +33,35 @@ export type PilotOptions = {
 export type PilotSummary = { format: 'iwibench-pilot/1'; package_version: string; args: Record<string, unknown>; attempts: (AttemptStatus | { status: 'failed'; id: string; error: string })[] };
 
 export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
-  const tasks = options.episodes.flatMap((episode) =>
+  const planned = options.episodes.flatMap((episode) =>
     Array.from({ length: options.attempts ?? 1 }, (_, index) => ({ ...episode, id: attemptId(episode.family, episode.seed, options.editorLabel, index) })),
   );
   const results = new Map<string, PilotSummary['attempts'][number]>();
   const attemptDir = (id: string) => path.join(options.outputDir, 'attempts', id);
-  options.onStart?.({ total: tasks.length, kept: tasks.filter((t) => completedAttempt(attemptDir(t.id))).length });
+  options.onStart?.({ total: planned.length, kept: planned.filter((t) => completedAttempt(attemptDir(t.id))).length });
   let done = 0;
   let skipped = 0;
   let next = 0;
   const worker = async () => {
-    while (next < tasks.length) {
-      const task = tasks[next++]!;
-      const dir = attemptDir(task.id);
+    while (next < planned.length) {
+      const attempt = planned[next++]!;
+      const dir = attemptDir(attempt.id);
       const complete = completedAttempt(dir);
       if (complete) {
-        results.set(task.id, complete);
+        results.set(attempt.id, complete);
         skipped++;
-        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, reward: complete.reward });
+        options.onProgress?.({ done: ++done, total: planned.length, skipped, attempt: attempt.id, reward: complete.reward });
         continue;
       }
       if (existsSync(dir)) await clearInterrupted(dir);
       try {
-        const spec = episodeSpec(task.family, task.seed, { tokenizer: options.tokenizer });
-        const { results: r } = await runAttempt({ spec, service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, pristineCacheDir: path.join(options.outputDir, 'pristine-cache'), args: options.args });
-        results.set(task.id, completedAttempt(dir)!);
-        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, reward: r.score.reward });
+        const { results: r } = await runAttempt({ task: options.taskset.task(attempt), service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, pristineCacheDir: path.join(options.outputDir, 'pristine-cache'), args: options.args });
+        results.set(attempt.id, completedAttempt(dir)!);
+        options.onProgress?.({ done: ++done, total: planned.length, skipped, attempt: attempt.id, reward: r.score.reward });
       } catch (error) {
         const message = (error as Error).message;
-        results.set(task.id, { status: 'failed', id: task.id, error: message });
-        options.onProgress?.({ done: ++done, total: tasks.length, skipped, attempt: task.id, error: message });
+        results.set(attempt.id, { status: 'failed', id: attempt.id, error: message });
+        options.onProgress?.({ done: ++done, total: planned.length, skipped, attempt: attempt.id, error: message });
       }
     }
   };
@@ -72,7 +70,7 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
     format: 'iwibench-pilot/1',
     package_version: PACKAGE_VERSION,
     args: options.args ?? {},
-    attempts: tasks.map((t) => results.get(t.id)!),
+    attempts: planned.map((t) => results.get(t.id)!),
   };
   writeJsonAtomic(path.join(options.outputDir, 'pilot.json'), summary);
   return summary;

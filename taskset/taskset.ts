@@ -1,37 +1,52 @@
-// Thin TypeScript counterparts of the Verifiers v1 interfaces: a Taskset loads Tasks for a list of (family, seed)
-// and declares its Toolset; a Task sets an episode up (the spec handed to the service) and scores it; the null
-// harness gives the editor the toolset's tools and nothing else (no extra tools, no hidden helpers). The concrete
-// tool schemas belong to the service (service/tools/schemas.ts) and come in as constructor input.
+// The taskset's front door, after the Verifiers v1 interfaces: a Taskset loads Tasks and declares its Toolset; a
+// Task sets its episode up on the service, scores the patched outputs against the pristine ones and decides
+// calibration's eligibility. calibrate, run-pilot, run-prime, replay-patch and evaluate-patch reach episodes only
+// through here, and the harness offers the editor the Task's Toolset and no tool of its own (design.md's "null"
+// harness: runEditor in harness/run.ts).
 import type { Tokenizer } from '../service/model/tokenizer.ts';
+import type { ToolDefinition } from '../service/api/index.ts';
+import { TOOL_DEFINITIONS } from '../service/tools/schemas.ts';
 import { eligibility, type Eligibility } from './eligibility.ts';
 import { editorView, episodeSpec } from './episode.ts';
 import { scoreEpisode, type EpisodeScore, type Outputs } from './scoring.ts';
-import type { EditorView, EpisodeSpec, FamilyId } from './types.ts';
+import type { EpisodeCreate } from './service-client.ts';
+import type { EpisodeSpec, FamilyId, Item } from './types.ts';
 
-export type JSONSchema = Record<string, unknown>;
-export type ToolDefinition = { name: string; description: string; parameters: JSONSchema };
-export type Toolset = { tools: readonly ToolDefinition[] };
+/** The tools an editor may call, as the editor's API is given them. */
+export type Toolset = { readonly tools: readonly ToolDefinition[] };
+
+/** A frozen toolset; a name declared twice or a tool without a description or parameter schema is refused. */
+export function defineToolset(tools: readonly ToolDefinition[]): Toolset {
+  const names = tools.map((t) => t.name);
+  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+  if (duplicate !== undefined) throw new Error(`toolset: tool "${duplicate}" is declared twice`);
+  for (const tool of tools) {
+    if (!tool.name || !tool.description || typeof tool.parameters !== 'object' || tool.parameters === null) {
+      throw new Error(`toolset: tool "${tool.name}" needs a name, a description and a JSON Schema for its parameters`);
+    }
+  }
+  return Object.freeze({ tools: Object.freeze([...tools]) });
+}
+
+/** The service's four tools, whose schemas the service validates every call against: the one place they enter the taskset. */
+export const SERVICE_TOOLSET: Toolset = defineToolset(TOOL_DEFINITIONS);
 
 export type EpisodeRef = { family: FamilyId | string; seed: number; controlSeed?: number };
 
+/** What POST /episodes gets of a task: the editor's view, never a grading input (the caller adds label and budgets). */
+export type EpisodeSetup = Pick<EpisodeCreate, 'family' | 'seed' | 'objective' | 'relevant_token_ids' | 'practice'>;
+
 export class Task {
   constructor(
+    /** The full spec: it holds the grading inputs, so it never goes to the service or the editor. */
     readonly spec: EpisodeSpec,
     readonly toolset: Toolset,
   ) {}
 
-  get id(): string {
-    return `${this.spec.family}/seed=${this.spec.seed}/control-seed=${this.spec.controlSeed}`;
-  }
-
-  /** The full spec, for the service (POST /episodes): it holds the grading inputs, so never show it to the editor. */
-  setup(): EpisodeSpec {
-    return this.spec;
-  }
-
-  /** What the editor may see of this task. */
-  editorView(): EditorView {
-    return editorView(this.spec);
+  /** The episode as the service sets it up for the editor. */
+  setup(): EpisodeSetup {
+    const view = editorView(this.spec);
+    return { family: view.family, seed: view.seed, objective: view.objective, relevant_token_ids: view.relevantTokenIds, practice: view.practice };
   }
 
   /** The score of the pristine (base) and patched (edited) outputs of every graded item. */
@@ -43,46 +58,37 @@ export class Task {
   eligibility(base: Outputs): Eligibility {
     return eligibility(this.spec, base);
   }
+
+  /**
+   * A smoke-test view: the first `n` items of each kind (target, preservation, override, controls); `undefined`
+   * keeps the whole task. Results made from it record `items_per_kind` in their args; published numbers use whole tasks.
+   */
+  subset(n: number | undefined): Task {
+    if (n === undefined) return this;
+    if (!Number.isInteger(n) || n < 1) throw new Error(`items per kind must be a positive integer, got ${n}`);
+    const { target, preservation, override } = this.spec.terminal;
+    const terminal = { target: target.slice(0, n), preservation: preservation.slice(0, n), override: override.slice(0, n) };
+    return new Task({ ...this.spec, terminal, controls: this.spec.controls.slice(0, n) }, this.toolset);
+  }
+
+  /** The same task graded on other general controls (replay-patch: new controls and the original ones). */
+  withControls(controls: Item[]): Task {
+    return new Task({ ...this.spec, controls }, this.toolset);
+  }
 }
 
 export class Taskset {
-  readonly toolset: Toolset;
+  readonly toolset: Toolset = SERVICE_TOOLSET;
   private readonly tokenizer: Tokenizer;
-  private readonly episodes: readonly EpisodeRef[];
 
-  constructor(options: { tokenizer: Tokenizer; toolset: Toolset; episodes: readonly EpisodeRef[] }) {
-    assertToolset(options.toolset);
-    this.toolset = options.toolset;
+  /** The tokenizer is the target's: it gives each task its relevant token ids. */
+  constructor(options: { tokenizer: Tokenizer }) {
     this.tokenizer = options.tokenizer;
-    this.episodes = options.episodes;
   }
 
-  /** One task per episode, in the order given; building is deterministic, so loading twice gives equal tasks. */
-  tasks(): Task[] {
-    return this.episodes.map((e) => this.task(e));
-  }
-
+  /** The task of (family, seed, control seed; the seed unless given): deterministic, so loading twice gives equal tasks. */
   task(episode: EpisodeRef): Task {
     const spec = episodeSpec(episode.family, episode.seed, { tokenizer: this.tokenizer, controlSeed: episode.controlSeed });
     return new Task(spec, this.toolset);
-  }
-}
-
-/** The editor's side of an episode under the null harness: the toolset's tools, nothing added, nothing removed. */
-export type Harness = { name: 'null'; tools: readonly ToolDefinition[] };
-
-export function nullHarness(toolset: Toolset): Harness {
-  assertToolset(toolset);
-  return Object.freeze({ name: 'null' as const, tools: Object.freeze([...toolset.tools]) });
-}
-
-function assertToolset(toolset: Toolset): void {
-  const names = toolset.tools.map((t) => t.name);
-  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
-  if (duplicate !== undefined) throw new Error(`toolset: tool "${duplicate}" is declared twice`);
-  for (const tool of toolset.tools) {
-    if (!tool.name || !tool.description || typeof tool.parameters !== 'object' || tool.parameters === null) {
-      throw new Error(`toolset: tool "${tool.name}" needs a name, a description and a JSON Schema for its parameters`);
-    }
   }
 }

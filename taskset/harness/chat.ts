@@ -2,16 +2,15 @@
 // reasoning the provider returned with them (REASONING_FIELDS), followed by one `role: tool` message per call.
 import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
+import type { Toolset } from '../taskset.ts';
 import { EditorReplyError } from './client.ts';
 import type { EditorConfig } from './config.ts';
 import type { EditorModel, SentRequest, ToolCall } from './model.ts';
 import type { Usage } from './trace.ts';
 
-export const CHAT_TOOLS: ChatCompletionTool[] = TOOL_DEFINITIONS.map((tool) => ({
-  type: 'function',
-  function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-}));
+function chatTools(toolset: Toolset): ChatCompletionTool[] {
+  return toolset.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+}
 
 /**
  * Reasoning continuations that Chat Completions providers return on the assistant message, outside OpenAI's schema:
@@ -22,13 +21,16 @@ export const REASONING_FIELDS = ['reasoning_content', 'reasoning', 'reasoning_de
 export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStreaming> {
   readonly api = 'chat';
   private readonly messages: ChatCompletionMessageParam[];
+  private readonly tools: ChatCompletionTool[];
 
   constructor(
     private readonly client: OpenAI,
     private readonly config: EditorConfig,
+    toolset: Toolset,
     system: string,
     firstMessage: string,
   ) {
+    this.tools = chatTools(toolset);
     this.messages = [
       { role: 'system', content: system },
       { role: 'user', content: firstMessage },
@@ -40,7 +42,7 @@ export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStre
     return {
       model: config.model,
       messages: [...this.messages],
-      tools: CHAT_TOOLS,
+      tools: this.tools,
       max_completion_tokens: config.maxOutputTokens,
       ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
       // Sent only when set: many Chat Completions providers refuse the field.

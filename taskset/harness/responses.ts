@@ -4,31 +4,30 @@
 // their encrypted content, the only way the model keeps its reasoning across turns when nothing is stored.
 import type OpenAI from 'openai';
 import type { FunctionTool, Response, ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai/resources/responses/responses';
-import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
+import type { Toolset } from '../taskset.ts';
 import { EditorReplyError } from './client.ts';
 import type { EditorConfig } from './config.ts';
 import type { EditorModel, SentRequest, ToolCall } from './model.ts';
 import type { Usage } from './trace.ts';
 
 // strict: false because the schemas use optional fields and anyOf, which strict mode refuses.
-export const RESPONSES_TOOLS: FunctionTool[] = TOOL_DEFINITIONS.map((tool) => ({
-  type: 'function',
-  name: tool.name,
-  description: tool.description,
-  parameters: tool.parameters,
-  strict: false,
-}));
+function responsesTools(toolset: Toolset): FunctionTool[] {
+  return toolset.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters, strict: false }));
+}
 
 export class ResponsesEditor implements EditorModel<ResponseCreateParamsNonStreaming> {
   readonly api = 'responses';
   private readonly input: ResponseInputItem[];
+  private readonly tools: FunctionTool[];
 
   constructor(
     private readonly client: OpenAI,
     private readonly config: EditorConfig,
+    toolset: Toolset,
     private readonly instructions: string,
     firstMessage: string,
   ) {
+    this.tools = responsesTools(toolset);
     this.input = [{ role: 'user', content: firstMessage }];
   }
 
@@ -39,7 +38,7 @@ export class ResponsesEditor implements EditorModel<ResponseCreateParamsNonStrea
       model: config.model,
       instructions: this.instructions,
       input: [...this.input],
-      tools: RESPONSES_TOOLS,
+      tools: this.tools,
       max_output_tokens: config.maxOutputTokens,
       ...(config.reasoningEffort !== undefined ? { reasoning: { effort: config.reasoningEffort } } : {}),
       store: false,

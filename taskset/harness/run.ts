@@ -5,6 +5,7 @@
 // is thrown without a submit, and editor.json records it.
 import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
 import { ServiceError, type EpisodeBrief, type EditorClient, type SubmitReply } from '../service-client.ts';
+import type { Toolset } from '../taskset.ts';
 import { FAMILY_VERSION } from '../types.ts';
 import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';
 import { ChatEditor } from './chat.ts';
@@ -42,13 +43,15 @@ export type Ending = Omit<EditorRunResult, 'submitted'>;
 export type RunEditorOptions = {
   editor: EditorClient;
   config: EditorConfig;
+  /** The tools the editor is offered: the Task's (harness/ adds none and knows none of its own). */
+  toolset: Toolset;
   /** The attempt's folder: trace.jsonl and editor.json go here. */
   traceDir: string;
   /** Extra `builtin:NAME` editors, next to BUILTIN_EDITORS. */
   builtins?: Record<string, BuiltinEditor>;
 };
 
-export async function runEditor({ editor, config, traceDir, builtins = {} }: RunEditorOptions): Promise<EditorRunResult> {
+export async function runEditor({ editor, config, toolset, traceDir, builtins = {} }: RunEditorOptions): Promise<EditorRunResult> {
   // Setup errors come before the episode is touched.
   const kind = editorKind(config.model);
   const builtin = kind === 'builtin' ? findBuiltin(builtinName(config.model), { ...BUILTIN_EDITORS, ...builtins }) : undefined;
@@ -59,7 +62,9 @@ export async function runEditor({ editor, config, traceDir, builtins = {} }: Run
   try {
     const brief = await editor.brief();
     trace.write({ type: 'brief', brief });
-    const ending = builtin ? await runBuiltin(builtin, editor, brief, trace) : await converse(openModel(config, brief, script), editor, config, brief, trace);
+    const ending = builtin
+      ? await runBuiltin(builtin, editor, brief, trace)
+      : await converse(openModel(config, toolset, brief, script), editor, config, toolset, brief, trace);
     trace.write({ type: 'stop', reason: ending.stopReason, ...(ending.error !== undefined ? { error: ending.error } : {}) });
     const submitted = await editor.submit();
     trace.write({ type: 'submit', result: submitted });
@@ -94,15 +99,15 @@ function findBuiltin(name: string, registry: Record<string, BuiltinEditor>): Bui
   return builtin;
 }
 
-function openModel(config: EditorConfig, brief: EpisodeBrief, script: EditorScript | undefined): EditorModel {
+function openModel(config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, script: EditorScript | undefined): EditorModel {
   if (script) return new ScriptEditor(script, scriptFile(config.model));
   const client = openaiClient(config);
   const system = systemPrompt(brief, config.maxTurns);
   const first = firstMessage(brief);
-  return config.api === 'responses' ? new ResponsesEditor(client, config, system, first) : new ChatEditor(client, config, system, first);
+  return config.api === 'responses' ? new ResponsesEditor(client, config, toolset, system, first) : new ChatEditor(client, config, toolset, system, first);
 }
 
-async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
+async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
   let budget = brief.budget;
   let usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
   let turns = 0;
@@ -140,7 +145,7 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
     const results: { callId: string; output: string }[] = [];
     let exhausted = false;
     for (const call of reply.toolCalls) {
-      const outcome = await callTool(editor, call, { turn, trace, budget });
+      const outcome = await callTool(editor, call, { turn, trace, budget, toolset });
       toolCalls++;
       if (!outcome.ok) toolErrors++;
       budget = outcome.budget ?? budget;

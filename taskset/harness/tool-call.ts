@@ -2,8 +2,8 @@
 // a schema violation, an exhausted budget) goes back to the editor as the tool result, as do arguments that are not
 // a JSON object and unknown tool names, which never reach the service (inspect_ai's ToolError). Anything else
 // (the service unreachable, a bug) is thrown: it ends the episode.
-import { TOOL_NAMES, type ToolName } from '../../service/api/index.ts';
 import { ServiceError, type BudgetState, type EditorClient } from '../service-client.ts';
+import type { Toolset } from '../taskset.ts';
 import type { ToolCall } from './model.ts';
 import type { Trace } from './trace.ts';
 
@@ -17,9 +17,11 @@ export type ToolOutcome = {
   budget?: BudgetState;
 };
 
-export async function callTool(editor: EditorClient, call: ToolCall, context: { turn: number; trace: Trace; budget: BudgetState }): Promise<ToolOutcome> {
+type ToolCallContext = { turn: number; trace: Trace; budget: BudgetState; toolset: Toolset };
+
+export async function callTool(editor: EditorClient, call: ToolCall, context: ToolCallContext): Promise<ToolOutcome> {
   const started = performance.now();
-  const outcome = await outcomeOf(editor, call, context.budget);
+  const outcome = await outcomeOf(editor, call, context.budget, context.toolset);
   context.trace.write({
     type: 'tool',
     turn: context.turn,
@@ -33,10 +35,11 @@ export async function callTool(editor: EditorClient, call: ToolCall, context: { 
   return outcome;
 }
 
-async function outcomeOf(editor: EditorClient, call: ToolCall, budget: BudgetState): Promise<ToolOutcome> {
+async function outcomeOf(editor: EditorClient, call: ToolCall, budget: BudgetState, toolset: Toolset): Promise<ToolOutcome> {
   // The harness's own two refusals, which cost no tool-call budget: UNKNOWN_TOOL and ARGUMENTS_INVALID.
-  if (!TOOL_NAMES.includes(call.name as ToolName)) {
-    return refused('UNKNOWN_TOOL', `no tool named ${JSON.stringify(call.name)} (tools: ${TOOL_NAMES.join(', ')})`, budget);
+  const names = toolset.tools.map((tool) => tool.name);
+  if (!names.some((name) => name === call.name)) {
+    return refused('UNKNOWN_TOOL', `no tool named ${JSON.stringify(call.name)} (tools: ${names.join(', ')})`, budget);
   }
   const args = parseArguments(call.arguments);
   if (typeof args === 'string') return refused('ARGUMENTS_INVALID', args, budget);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatEditor } from '../../../taskset/harness/chat.ts';
 import { openaiClient } from '../../../taskset/harness/client.ts';
 import { resolveEditorConfig, type EditorOptions } from '../../../taskset/harness/index.ts';
+import { SERVICE_TOOLSET } from '../../../taskset/taskset.ts';
 import { API_KEY, FakeEditorApi } from './fake-editor-api.ts';
 
 let api: FakeEditorApi;
@@ -16,7 +17,7 @@ afterAll(async () => api?.close());
 const usage = { input: 10, cached: 0, output: 5, reasoning: 3 };
 const editorFor = (options: EditorOptions) => {
   const config = resolveEditorConfig({ baseUrl: api.url, ...options }, { OPENAI_API_KEY: API_KEY });
-  return new ChatEditor(openaiClient(config), config, 'system text', 'the brief');
+  return new ChatEditor(openaiClient(config), config, SERVICE_TOOLSET, 'system text', 'the brief');
 };
 
 describe('Chat Completions fidelity', () => {

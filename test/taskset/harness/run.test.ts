@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_DEFINITIONS } from '../../../service/tools/schemas.ts';
 import { resolveEditorConfig, runEditor, type EditorOptions } from '../../../taskset/harness/index.ts';
+import { SERVICE_TOOLSET, defineToolset } from '../../../taskset/taskset.ts';
 import { API_KEY, FakeEditorApi, type FakeReply, type FakeUsage } from './fake-editor-api.ts';
 import { DOWN, lineTypes, readSummary, readTrace, SPEC, startService, traceDir, type TestService } from './helpers.ts';
 
@@ -53,7 +54,7 @@ describe('Chat Completions', () => {
     api.script(replies);
     const editor = await service.episode();
     const dir = traceDir('chat');
-    const result = await runEditor({ editor, config: config(), traceDir: dir });
+    const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
 
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 5, toolErrors: 2, finalReply: 'Two edits made.' });
     expect(result.usage).toEqual(totals(replies));
@@ -120,7 +121,7 @@ describe('Responses API', () => {
     api.script(replies);
     const editor = await service.episode();
     const dir = traceDir('responses');
-    const result = await runEditor({ editor, config: config({ model: 'gpt-6.1-sol' }), traceDir: dir });
+    const result = await runEditor({ editor, config: config({ model: 'gpt-6.1-sol' }), toolset: SERVICE_TOOLSET, traceDir: dir });
 
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 3, toolErrors: 1, finalReply: 'One edit.' });
     expect(result.usage).toEqual(totals(replies));
@@ -158,14 +159,14 @@ describe('how an episode ends', () => {
   it("ends at the service's turn budget, and at the harness's own turn limit", async () => {
     api.script(Array(5).fill({ calls: [metadata], usage: usage(100, 0, 10, 0) }));
     const small = await service.episode({ budgets: { turns: 3 } });
-    const byBudget = await runEditor({ editor: small, config: config(), traceDir: traceDir('turns') });
+    const byBudget = await runEditor({ editor: small, config: config(), toolset: SERVICE_TOOLSET, traceDir: traceDir('turns') });
     expect(byBudget).toMatchObject({ stopReason: 'turn_limit', turns: 3, toolCalls: 3 });
     expect(api.requests).toHaveLength(3);
     expect(byBudget.submitted.status).toBe('submitted');
 
     api.script(Array(5).fill({ calls: [metadata], usage: usage(100, 0, 10, 0) }));
     const editor = await service.episode();
-    const byLimit = await runEditor({ editor, config: config({ maxTurns: 2 }), traceDir: traceDir('max-turns') });
+    const byLimit = await runEditor({ editor, config: config({ maxTurns: 2 }), toolset: SERVICE_TOOLSET, traceDir: traceDir('max-turns') });
     expect(byLimit).toMatchObject({ stopReason: 'turn_limit', turns: 2 });
     expect(api.requests).toHaveLength(2);
     expect((await service.admin.episode(editor.episodeId)).budget.used.turns).toBe(2);
@@ -175,7 +176,7 @@ describe('how an episode ends', () => {
     api.script([{ calls: [metadata, metadata, metadata, metadata], usage: usage(100, 0, 10, 0) }, { text: 'never asked', usage: usage(1, 0, 1, 0) }]);
     const editor = await service.episode({ budgets: { tool_calls: 2 } });
     const dir = traceDir('tool-budget');
-    const result = await runEditor({ editor, config: config(), traceDir: dir });
+    const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
     expect(result).toMatchObject({ stopReason: 'budget', turns: 1, toolCalls: 3, toolErrors: 1 });
     expect(api.requests).toHaveLength(1);
     const tools = readTrace(dir).filter((l) => l.type === 'tool');
@@ -192,12 +193,29 @@ describe('how an episode ends', () => {
     ]);
     const editor = await service.episode();
     const dir = traceDir('editor-error');
-    const result = await runEditor({ editor, config: config({ maxRetries: 1 }), traceDir: dir });
+    const result = await runEditor({ editor, config: config({ maxRetries: 1 }), toolset: SERVICE_TOOLSET, traceDir: dir });
     expect(result).toMatchObject({ stopReason: 'editor_error', turns: 2, toolCalls: 1 });
     expect(result.error).toMatch(/^server 500: .*upstream exploded again/);
     expect(api.requests).toHaveLength(3); // the first try and one retry of turn 2
     expect(result.submitted.patch.ops).toBe(1);
     expect(readTrace(dir).find((l) => l.type === 'error').error).toMatchObject({ kind: 'server', status: 500 });
     expect(readSummary(dir)).toMatchObject({ stop_reason: 'editor_error', error: result.error });
+  });
+});
+
+describe('the toolset', () => {
+  it('offers the editor the toolset it is handed and nothing else: a call outside it is UNKNOWN_TOOL and never reaches the service', async () => {
+    const readOnly = defineToolset(SERVICE_TOOLSET.tools.filter((t) => t.name === 'read_weights'));
+    const write = call('write_weights', { op: 'fill', tensor: DOWN, slice: [0], value: 1 });
+    api.script([{ calls: [write, metadata], usage: usage(100, 0, 10, 0) }, { text: 'done', usage: usage(1, 0, 1, 0) }]);
+    const editor = await service.episode();
+    const result = await runEditor({ editor, config: config(), toolset: readOnly, traceDir: traceDir('read-only') });
+    expect(result).toMatchObject({ stopReason: 'final_reply', turns: 2, toolCalls: 2, toolErrors: 1 });
+    expect(api.requests[0]!.body.tools.map((t: any) => t.function.name)).toEqual(['read_weights']);
+    const [refused, answered] = api.requests[1]!.body.messages.slice(-2).map((m: any) => JSON.parse(m.content));
+    expect(refused.error).toEqual({ code: 'UNKNOWN_TOOL', message: 'no tool named "write_weights" (tools: read_weights)' });
+    expect(answered.error).toBeUndefined();
+    expect(result.submitted.patch.ops).toBe(0);
+    expect((await service.admin.episode(editor.episodeId)).budget.used.tool_calls).toBe(1);
   });
 });

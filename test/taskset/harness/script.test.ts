@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EditorConfigError, resolveEditorConfig, runEditor, type BuiltinEditor } from '../../../taskset/harness/index.ts';
+import { SERVICE_TOOLSET } from '../../../taskset/taskset.ts';
 import { DOWN, lineTypes, readSummary, readTrace, startService, traceDir, type TestService } from './helpers.ts';
 
 let service: TestService;
@@ -36,7 +37,7 @@ describe('script:FILE.json', () => {
     expect(config).not.toHaveProperty('apiKey');
     const editor = await service.episode();
     const dir = traceDir('steps');
-    const result = await runEditor({ editor, config, traceDir: dir });
+    const result = await runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir });
 
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 2, toolErrors: 0, finalReply: 'scripted edit done' });
     expect(result.usage).toEqual({ input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, requests: 3 });
@@ -64,7 +65,7 @@ describe('script:FILE.json', () => {
       final: 'not reached',
     });
     const editor = await service.episode({ budgets: { turns: 2 } });
-    const result = await runEditor({ editor, config: scripted(file), traceDir: traceDir('turns') });
+    const result = await runEditor({ editor, config: scripted(file), toolset: SERVICE_TOOLSET, traceDir: traceDir('turns') });
     expect(result).toMatchObject({ stopReason: 'turn_limit', turns: 2, toolCalls: 3, toolErrors: 1 });
     expect(result.finalReply).toBeUndefined();
     expect(result.submitted.patch.ops).toBe(1);
@@ -91,7 +92,7 @@ describe('builtin:NAME', () => {
   it('builtin:noop reads the brief, takes one turn, makes no edit and submits', async () => {
     const editor = await service.episode();
     const dir = traceDir('noop');
-    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:noop' }, {}), traceDir: dir });
+    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:noop' }, {}), toolset: SERVICE_TOOLSET, traceDir: dir });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 1, toolCalls: 0, toolErrors: 0 });
     expect(result.finalReply).toContain('no edit');
     expect(result.submitted.patch).toMatchObject({ ops: 0, changed_parameters: 0 });
@@ -106,7 +107,7 @@ describe('builtin:NAME', () => {
     const editor = await service.episode({ budgets: { tool_calls: 2 } });
     const dir = traceDir('fill');
     const config = resolveEditorConfig({ model: 'builtin:fill-forever' }, {});
-    const result = await runEditor({ editor, config, traceDir: dir, builtins: { 'fill-forever': fillForever } });
+    const result = await runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir, builtins: { 'fill-forever': fillForever } });
     expect(result).toMatchObject({ stopReason: 'budget', turns: 1, toolCalls: 3, toolErrors: 1 });
     expect(result.submitted.patch.ops).toBe(2);
     expect(readTrace(dir).filter((l) => l.type === 'tool').map((l) => l.ok)).toEqual([true, true, false]);
@@ -116,7 +117,7 @@ describe('builtin:NAME', () => {
     const editor = await service.episode();
     const dir = traceDir('unknown');
     const config = resolveEditorConfig({ model: 'builtin:nonexistent' }, {});
-    await expect(runEditor({ editor, config, traceDir: dir })).rejects.toThrow(/no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo, builtin:rank-one\)/);
+    await expect(runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir })).rejects.toThrow(/no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo, builtin:rank-one\)/);
     expect(existsSync(dir)).toBe(false);
     expect((await service.admin.episode(editor.episodeId)).status).toBe('active');
   });
@@ -124,7 +125,7 @@ describe('builtin:NAME', () => {
   it('builtin:demo uses all four tools and makes one rank-one edit to the tied embedding', async () => {
     const editor = await service.episode();
     const dir = traceDir('demo');
-    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:demo' }, {}), traceDir: dir });
+    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:demo' }, {}), toolset: SERVICE_TOOLSET, traceDir: dir });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 4, toolCalls: 6, toolErrors: 0 });
     expect(result.submitted.patch.ops).toBe(1);
     expect(readTrace(dir).filter((l) => l.type === 'tool').map((l) => l.name)).toEqual(['run_target', 'inspect_target', 'read_weights', 'read_weights', 'write_weights', 'run_target']);
