@@ -1,0 +1,28 @@
+// The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
+// `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE`. It reads the job, generates every item on
+// one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
+// to stderr; a failure is one line there and exit code 1.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { evaluateItems, type EvaluationJob } from './evaluate.ts';
+import { writeJsonAtomic } from './files.ts';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' } } });
+  if (!values.job || !values.out) throw new Error('usage: evaluate-worker.ts --job FILE --out FILE');
+  const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
+  const run = await evaluateItems(job.location, job.items, {
+    patch: job.patch ?? undefined,
+    onProgress: (done, total) => process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
+  });
+  process.stderr.write('\n');
+  writeJsonAtomic(values.out, run);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`iwibench evaluation process: ${error instanceof Error ? error.message : String(error)}\n`);
+  if (process.env.IWIBENCH_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  process.exitCode = 1;
+}
