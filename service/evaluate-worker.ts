@@ -1,7 +1,9 @@
 // The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
 // `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE`. It reads the job, generates every item on
 // one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
-// to stderr; a failure is one line there and exit code 1.
+// to stderr; a failure is one line there and exit code 1. It ends itself when the runner that started it ends
+// (killed, or ended by bin/iwibench.js's watch under npx): nobody would read its outputs, and a resumed run waits for
+// its pid before clearing the folder.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { evaluateItems, type EvaluationJob } from './evaluate.ts';
@@ -18,6 +20,9 @@ async function main(): Promise<void> {
   process.stderr.write('\n');
   writeJsonAtomic(values.out, run);
 }
+
+const runner = process.ppid;
+setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
 
 try {
   await main();

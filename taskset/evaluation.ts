@@ -67,7 +67,8 @@ async function runWorker(location: CheckpointLocation, items: EvaluationItem[], 
     return await evaluateInFreshProcess({ location, items, patch: patch ?? null }, outFile, {
       onStart: (child) => {
         pid = child.pid;
-        // A runner killed now leaves this process running; its successor waits for the pid before clearing the folder.
+        // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
+        // successor waits for the pid before clearing the folder.
         writeJsonAtomic(`${outFile}.pid`, child.pid);
       },
     });

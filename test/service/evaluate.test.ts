@@ -1,9 +1,12 @@
 // The evaluation entry (service/evaluate.ts): a fresh node process running its own worker file, not the CLI, that
 // hands back the outputs the in-process evaluator gives and the patch's id and stats as loadPatch reads them; a
-// failing or killed process is a clear error.
-import { mkdtempSync, rmSync } from 'node:fs';
+// failing or killed process is a clear error, and one whose runner is gone ends itself.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   EVALUATION_WORKER,
@@ -16,7 +19,7 @@ import {
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { loadPatch, writeEpisodePatch, type PatchRef } from '../../service/weights/patch.ts';
 import { WeightStore } from '../../service/weights/store.ts';
-import { fixtureCheckpoint } from '../fixtures.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 
 const MODEL = fixtureCheckpoint('tiny');
 const location = { modelDir: MODEL };
@@ -90,7 +93,29 @@ describe('evaluateInFreshProcess', () => {
     await expect(killed).rejects.toThrow(/^evaluation process \(pristine\) failed with SIGKILL/);
   });
 
+  it('ends itself when the runner that started it is killed, without writing its outputs', async () => {
+    const out = path.join(work, 'orphan.json');
+    const runner = spawn(process.execPath, ['--import', 'tsx/esm', path.join(REPO_ROOT, 'test/service/evaluate-runner-child.ts'), MODEL, out], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const pid = Number(await new Promise<string>((resolve) => createInterface({ input: runner.stdout! }).once('line', resolve)));
+    expect(isAlive(pid)).toBe(true);
+    runner.kill('SIGKILL');
+    while (isAlive(pid)) await sleep(100); // 400 items of 128 tokens: minutes, had it gone on
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('refuses a folder holding another patch in this process too (patchSummary)', () => {
     expect(() => patchSummary({ dir: other.dir, id: patch.id })).toThrow(`holds patch ${other.id}`);
   });
 });
+
+/** Running: not ended, and not a zombie waiting for a parent that may never reap it. */
+function isAlive(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
