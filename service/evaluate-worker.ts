@@ -1,5 +1,5 @@
 // The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
-// `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE`. It reads the job, generates every item on
+// `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE --runner PID`. It reads the job, generates every item on
 // one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
 // to stderr; a failure is one line there and exit code 1. It ends itself when the runner that started it ends
 // (killed, or ended by bin/iwibench.js's watch under npx): nobody would read its outputs, and a resumed run waits for
@@ -10,8 +10,11 @@ import { evaluateItems, type EvaluationJob } from './evaluate.ts';
 import { writeJsonAtomic } from './files.ts';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' } } });
-  if (!values.job || !values.out) throw new Error('usage: evaluate-worker.ts --job FILE --out FILE');
+  const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' }, runner: { type: 'string' } } });
+  if (!values.job || !values.out || !values.runner) throw new Error('usage: evaluate-worker.ts --job FILE --out FILE --runner PID');
+  // The runner's pid, not the parent's at start-up: the runner may be gone before this line runs.
+  const runner = Number(values.runner);
+  setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
   const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
   const run = await evaluateItems(job.location, job.items, {
     patch: job.patch ?? undefined,
@@ -20,9 +23,6 @@ async function main(): Promise<void> {
   process.stderr.write('\n');
   writeJsonAtomic(values.out, run);
 }
-
-const runner = process.ppid;
-setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
 
 try {
   await main();

@@ -163,7 +163,7 @@ export async function evaluateInFreshProcess(job: EvaluationJob, outFile: string
   const jobFile = `${outFile}.job.json`;
   writeJsonAtomic(jobFile, job);
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile, '--runner', String(process.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();

@@ -147,7 +147,7 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
   };
   // The patch as the evaluation process read it (its id checked against the one asked for, from the bytes it applied).
   const patch = options.patch ? edited.patch : null;
-  if (options.patch && !patch) throw new Error(`the edited run applied no patch, not ${options.patch.id}`);
+  if (options.patch && patch?.sha256 !== options.patch.id) throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${options.patch.id}`);
   return {
     format: RESULTS_FORMAT,
     versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, model_id: base.model.id, revision: base.model.revision },
