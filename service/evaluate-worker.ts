@@ -1,9 +1,9 @@
 // The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
 // `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE --runner PID`. It reads the job, generates every item on
 // one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
-// to stderr; a failure is one line there and exit code 1. It ends itself when the runner that started it ends
-// (killed, or ended by bin/iwibench.js's watch under npx): nobody would read its outputs, and a resumed run waits for
-// its pid before clearing the folder.
+// to stderr; a failure is one line there and exit code 1. It ends itself within half a second of its runner's end:
+// nobody would read its outputs, and a resumed run waits for its pid before clearing the folder (otherwise it would
+// go on until its next progress line met the closed pipe, a whole batch later).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { evaluateItems, type EvaluationJob } from './evaluate.ts';

@@ -102,7 +102,7 @@ describe('evaluateInFreshProcess', () => {
     const pid = Number(await new Promise<string>((resolve) => createInterface({ input: runner.stdout! }).once('line', resolve)));
     expect(isAlive(pid)).toBe(true);
     runner.kill('SIGKILL');
-    while (isAlive(pid)) await sleep(100); // 400 items of 128 tokens: minutes, had it gone on
+    while (isAlive(pid)) await sleep(100); // had it gone on, it would have written its outputs
     expect(existsSync(out)).toBe(false);
   });
 
