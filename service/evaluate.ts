@@ -158,12 +158,17 @@ const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm
  * is killed rejects with its exit code or signal and the last lines of its stderr; a patched run must report the
  * patch id asked for.
  */
-export async function evaluateInFreshProcess(job: EvaluationJob, outFile: string, options: { onStart?: (child: ChildProcess) => void } = {}): Promise<EvaluationRun> {
+export async function evaluateInFreshProcess(
+  job: EvaluationJob,
+  outFile: string,
+  options: { onStart?: (child: ChildProcess) => void } = {},
+): Promise<EvaluationRun> {
   const what = `evaluation process (${job.patch ? 'patched' : 'pristine'})`;
   const jobFile = `${outFile}.job.json`;
   writeJsonAtomic(jobFile, job);
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile, '--runner', String(process.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const args = ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile, '--runner', String(process.pid)];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();

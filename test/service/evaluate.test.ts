@@ -53,7 +53,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 describe('evaluateInFreshProcess', () => {
   it('runs its own worker file, not the CLI, and returns what the in-process evaluator gives with the patch stats loadPatch reads', async () => {
     let command: string[] = [];
-    const run = await evaluateInFreshProcess({ location, items, patch }, path.join(work, 'outputs-edited.json'), { onStart: (child) => (command = child.spawnargs) });
+    const out = path.join(work, 'outputs-edited.json');
+    const run = await evaluateInFreshProcess({ location, items, patch }, out, { onStart: (child) => (command = child.spawnargs) });
     expect(command).toContain(EVALUATION_WORKER);
     expect(command.join(' ')).not.toMatch(/iwibench\.js|cli\.ts|evaluate-patch/);
 
@@ -69,7 +70,8 @@ describe('evaluateInFreshProcess', () => {
       touched_tensors: [DOWN],
     });
     expect(loaded.json.ops).toHaveLength(2);
-    expect(patchSummary(patch)).toEqual({ dir: patch.dir, sha256: patch.id, changed_parameters: loaded.json.stats.changed_parameters, tensors: loaded.json.stats.tensors, ops: 2 });
+    const { stats } = loaded.json;
+    expect(patchSummary(patch)).toEqual({ dir: patch.dir, sha256: patch.id, changed_parameters: stats.changed_parameters, tensors: stats.tensors, ops: 2 });
 
     const inProcess = await evaluateItems(location, items, { patch });
     expect(run.outputs).toEqual(inProcess.outputs);
