@@ -1,15 +1,12 @@
 // npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT
 // Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal
 // items and general controls generated on pristine and patched weights, each in a fresh process, then checked and
-// scored; writes OUT/results.json and prints its score as JSON.
-// (`--worker --job FILE --out FILE` is the fresh process itself, started by the runners.)
-import { mkdirSync, readFileSync } from 'node:fs';
+// scored; writes OUT/results.json and prints its score as JSON. (The fresh process is service/evaluate-worker.ts.)
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { evaluateItems } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
-import { evaluateEpisode, type WorkerJob } from '../taskset/evaluation.ts';
+import { evaluateEpisode } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
@@ -22,9 +19,6 @@ const defaults = {
   patch: undefined as string | undefined,
   'patch-id': undefined as string | undefined, // the id the patch folder must hold
   'output-dir': undefined as string | undefined,
-  worker: false,
-  job: undefined as string | undefined,
-  out: undefined as string | undefined,
 };
 
 export const command = defineCommand({
@@ -41,16 +35,12 @@ export const command = defineCommand({
     patch: 'the patch folder (patch.json, patch.safetensors); none: pristine only',
     'patch-id': 'with --patch: the id the folder must hold (as submit reported it)',
     'output-dir': 'results.json',
-    worker: 'run as the fresh evaluation process (started by the runners)',
-    job: 'with --worker: the job file',
-    out: 'with --worker: where the raw outputs go',
   },
   numbers: ['seed', 'control-seed'],
 });
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  if (flags.worker) return worker(flags.job, flags.out);
   for (const name of ['model-dir', 'family', 'output-dir'] as const) if (!flags[name]) throw new Error(`--${name} is required`);
   if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');
   const patchId = flags['patch-id'];
@@ -68,14 +58,3 @@ export async function main(argv: string[]): Promise<void> {
   process.stdout.write(JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n');
 }
 
-/** The fresh process: read a job, generate every item on one weight set, write the raw outputs. */
-async function worker(job: string | undefined, out: string | undefined): Promise<void> {
-  if (!job || !out) throw new Error('--worker needs --job FILE and --out FILE');
-  const spec = JSON.parse(readFileSync(job, 'utf8')) as WorkerJob;
-  const run = await evaluateItems(spec.location, spec.items, {
-    patch: spec.patch ?? undefined,
-    onProgress: (done, total) => process.stderr.write(`\r${spec.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
-  });
-  process.stderr.write('\n');
-  writeJsonAtomic(out, run);
-}

@@ -1,20 +1,35 @@
-// Fresh-process evaluation: one node process loads the pristine checkpoint, optionally applies a patch (every
-// recorded digest verified), and generates the given items greedily with the fixed inference code. It knows nothing
-// of families or scoring: items in, raw outputs out. The runner starts one such process for the pristine weights and
-// one for the edited weights (`npx iwibench evaluate-patch`), never inside the service.
+// Fresh-process evaluation, the one entry the taskset uses: evaluateInFreshProcess starts a fresh node process
+// (evaluate-worker.ts, not the CLI) that loads the pristine checkpoint, optionally applies a patch (every recorded
+// digest verified), generates the given items greedily with the fixed inference code and hands back the raw
+// outputs with the patch's id and stats. It knows nothing of families or scoring: items in, raw outputs out. The
+// runner starts one such process for the pristine weights and one for the edited weights, never inside the service.
+// Beside it: what such a process needs in memory, the model a location names, and a patch's summary without a
+// process (to refuse a wrong folder before anything runs).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { writeJsonAtomic } from './files.ts';
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
-import { Gemma3Engine, MAX_BATCH, type Device } from './model/runtime.ts';
+import { Gemma3Engine, MAX_BATCH, callMemoryBytes, textWeightBytes, type Device } from './model/runtime.ts';
 import { checkpointSource, overlaySource, type WeightSource } from './model/weight-source.ts';
 import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
-import { replayPatch, type PatchRef } from './weights/patch.ts';
+import { loadPatch, replayPatch, type LoadedPatch, type PatchRef, type TensorStats } from './weights/patch.ts';
+
+export type { CheckpointLocation, PatchRef };
+/** The package version an evaluation records (results, calibrations). */
+export { PACKAGE_VERSION } from './weights/patch.ts';
 
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };
 
+/** A patch as results record it: its folder, its id (verified from the bytes read), its stats and number of ops. */
+export type PatchSummary = { dir: string; sha256: string; changed_parameters: number; tensors: Record<string, TensorStats>; ops: number };
+
 export type EvaluationRun = {
   weights: 'pristine' | 'patched';
   /** The patch applied: `sha256` is its id, recomputed from the files and equal to the one asked for. */
-  patch: { dir: string; sha256: string; sha256_verified: boolean; touched_tensors: string[] } | null;
+  patch: (PatchSummary & { sha256_verified: boolean; touched_tensors: string[] }) | null;
   model: { id: string; revision: string };
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
@@ -43,7 +58,7 @@ export class ItemEvaluator {
       // Refuses another id than the one asked for, a wrong base, a digest mismatch, a bad payload.
       const { patch: loaded, tensors } = replayPatch(checkpoint, options.patch.dir, options.patch.id);
       source = overlaySource(checkpointSource(checkpoint), tensors);
-      patch = { dir: loaded.dir, sha256: loaded.id, sha256_verified: true, touched_tensors: [...tensors.keys()] };
+      patch = { ...summarise(loaded), sha256_verified: true, touched_tensors: [...tensors.keys()] };
     }
     const engine = await Gemma3Engine.create({ checkpoint, source, device: options.device });
     return new ItemEvaluator(checkpoint, tokenizer, engine, patch);
@@ -100,4 +115,78 @@ export async function evaluateItems(
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
   };
+}
+
+function summarise(patch: LoadedPatch): PatchSummary {
+  const { stats, ops } = patch.json;
+  return { dir: patch.dir, sha256: patch.id, changed_parameters: stats.changed_parameters, tensors: stats.tensors, ops: ops.length };
+}
+
+/** The patch of id `ref.id` in `ref.dir`, read and checked in this process (any other id is refused: PATCH_ID_MISMATCH). */
+export function patchSummary(ref: PatchRef): PatchSummary {
+  return summarise(loadPatch(ref.dir, ref.id));
+}
+
+/** The model id and revision of the checkpoint at `location`, as an evaluation of it records them. */
+export function targetModel(location: CheckpointLocation): EvaluationRun['model'] {
+  const checkpoint = Checkpoint.open(location);
+  checkpoint.close();
+  return { id: checkpoint.modelId, revision: checkpoint.revision };
+}
+
+/** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
+const RUNTIME_BYTES = 2 ** 29;
+
+/** What one evaluation process holds at most: its BF16 weights, one batch of 8 items, and the runtime. */
+export function evaluationProcessBytes(location: CheckpointLocation): number {
+  const checkpoint = Checkpoint.open(location);
+  const { config } = checkpoint;
+  checkpoint.close();
+  return textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
+}
+
+/** The job file of one evaluation process: the checkpoint, the items, and the patch to apply (null: pristine weights). */
+export type EvaluationJob = { location: CheckpointLocation; items: EvaluationItem[]; patch: PatchRef | null };
+
+/** The fresh process's own file, run through tsx's loader as bin/iwibench.js runs the CLI. */
+export const EVALUATION_WORKER = fileURLToPath(new URL('./evaluate-worker.ts', import.meta.url));
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
+
+/**
+ * Evaluate `job` in a fresh node process: the job goes to `OUT.job.json`, the raw outputs come back through `OUT`.
+ * `onStart` sees the child once it is spawned (its pid, for memory accounting or a pid file). A child that fails or
+ * is killed rejects with its exit code or signal and the last lines of its stderr; a patched run must report the
+ * patch id asked for.
+ */
+export async function evaluateInFreshProcess(
+  job: EvaluationJob,
+  outFile: string,
+  options: { onStart?: (child: ChildProcess) => void } = {},
+): Promise<EvaluationRun> {
+  const what = `evaluation process (${job.patch ? 'patched' : 'pristine'})`;
+  const jobFile = `${outFile}.job.json`;
+  writeJsonAtomic(jobFile, job);
+  await new Promise<void>((resolve, reject) => {
+    const args = ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile, '--runner', String(process.pid)];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
+    });
+    child.once('error', reject);
+    // 'close', not 'exit': stderr is read to its end, so the error carries the child's last words.
+    child.once('close', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${what} failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`)),
+    );
+    if (child.pid !== undefined) options.onStart?.(child);
+  });
+  let run: EvaluationRun;
+  try {
+    run = JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
+  } catch (error) {
+    throw new Error(`${what} ended without writing its outputs to ${outFile}: ${(error as Error).message}`);
+  }
+  if (job.patch && run.patch?.sha256 !== job.patch.id) throw new Error(`${what} applied patch ${run.patch?.sha256 ?? 'none'}, not ${job.patch.id}`);
+  return run;
 }

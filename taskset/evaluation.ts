@@ -2,17 +2,22 @@
 // generated on the pristine weights and on the patched weights, each in a fresh `node` process running the fixed
 // inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
 // output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
-import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
-import { MAX_BATCH, callMemoryBytes, textWeightBytes } from '../service/model/runtime.ts';
-import { reserveMemory } from './memory-gate.ts';
+import {
+  PACKAGE_VERSION,
+  evaluateInFreshProcess,
+  evaluationProcessBytes,
+  patchSummary,
+  targetModel,
+  type CheckpointLocation,
+  type EvaluationItem,
+  type EvaluationRun,
+  type PatchRef,
+} from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../service/files.ts';
-import { PACKAGE_VERSION, loadPatch, type PatchRef } from '../service/weights/patch.ts';
+import { reserveMemory } from './memory-gate.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
 import type { EpisodeScore } from './scoring.ts';
@@ -20,7 +25,6 @@ import type { Task } from './taskset.ts';
 import { FAMILY_VERSION, type EpisodeSpec, type Item, type Verdict } from './types.ts';
 
 export const RESULTS_FORMAT = 'iwibench-results/1';
-const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
 
 /** What the editor spent, from the service's episode summary and the harness (absent for a bare patch). */
 export type Resources = {
@@ -56,42 +60,24 @@ export type ResultsFile = {
   created_at: string;
 };
 
-/** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
-const RUNTIME_BYTES = 2 ** 29;
-
-/** What one evaluation process holds at most: its BF16 weights, one batch of 8 items, and the runtime. */
-function evaluationProcessBytes(location: CheckpointLocation): number {
-  const checkpoint = Checkpoint.open(location);
-  const { config } = checkpoint;
-  checkpoint.close();
-  return textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
-}
-
-/** Run one fresh evaluation process (`evaluate-patch --worker`) and read back its outputs. */
-export async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patch?: PatchRef): Promise<EvaluationRun> {
-  const jobFile = `${outFile}.job.json`;
-  writeJsonAtomic(jobFile, { location, items, patch: patch ?? null } satisfies WorkerJob);
-  let child: ReturnType<typeof spawn> | undefined;
-  const release = await reserveMemory(evaluationProcessBytes(location), () => child?.pid, `evaluation process (${patch ? 'patched' : 'pristine'})`);
-  await new Promise<void>((resolve, reject) => {
-    child = spawn(process.execPath, [CLI, 'evaluate-patch', '--worker', '--job', jobFile, '--out', outFile], { stdio: ['ignore', 'ignore', 'pipe'] });
-    // A runner killed now leaves this process running; its successor waits for the pid before clearing the folder.
-    writeJsonAtomic(`${outFile}.pid`, child.pid);
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
+/** Run one fresh evaluation process once the memory gate lets it start, and read back its outputs. */
+async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patch?: PatchRef): Promise<EvaluationRun> {
+  let pid: number | undefined;
+  const release = await reserveMemory(evaluationProcessBytes(location), () => pid, `evaluation process (${patch ? 'patched' : 'pristine'})`);
+  try {
+    return await evaluateInFreshProcess({ location, items, patch: patch ?? null }, outFile, {
+      onStart: (child) => {
+        pid = child.pid;
+        // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
+        // successor waits for the pid before clearing the folder.
+        writeJsonAtomic(`${outFile}.pid`, child.pid);
+      },
     });
-    child.once('error', (error) => (release(), reject(error)));
-    child.once('exit', (code, signal) => (release(), code === 0 ? resolve() : reject(new Error(`evaluation process (${patch ? 'patched' : 'pristine'}) failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`))));
-  });
-  const run = JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
-  if (patch && run.patch?.sha256 !== patch.id) throw new Error(`evaluation process applied patch ${run.patch?.sha256 ?? 'none'}, not ${patch.id}`);
-  return run;
+  } finally {
+    release();
+  }
 }
 
-/** The job file of one evaluation process (`evaluate-patch --worker --job FILE`). */
-export type WorkerJob = { location: CheckpointLocation; items: EvaluationItem[]; patch: PatchRef | null };
 
 export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
   return gradedItems(spec).map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens }));
@@ -116,9 +102,9 @@ export type EvaluateOptions = {
 /** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
 export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
   const { task, outputDir } = options;
-  // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process and
-  // buildResults check again, from the bytes they read).
-  if (options.patch) loadPatch(options.patch.dir, options.patch.id);
+  // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process checks
+  // again, from the bytes it applies, and its id and stats are what results.json records).
+  if (options.patch) patchSummary(options.patch);
   const items = evaluationItems(task.spec);
   const base = await pristineRun(options, items);
   const edited = options.patch ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch) : base;
@@ -130,9 +116,8 @@ export async function evaluateEpisode(options: EvaluateOptions): Promise<Results
 async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): Promise<EvaluationRun> {
   const file = path.join(options.outputDir, 'outputs-pristine.json');
   if (!options.pristineCacheDir) return runWorker(options.location, items, file);
-  const checkpoint = Checkpoint.open(options.location);
-  const key = createHash('sha256').update(JSON.stringify([checkpoint.modelId, checkpoint.revision, items])).digest('hex');
-  checkpoint.close();
+  const model = targetModel(options.location);
+  const key = createHash('sha256').update(JSON.stringify([model.id, model.revision, items])).digest('hex');
   const cached = path.join(options.pristineCacheDir, `${key}.json`);
   if (existsSync(cached)) {
     copyFileSync(cached, file);
@@ -152,7 +137,9 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
     const v = runCheck(item.check, output);
     return { output, verdict: v, passed: v.behaviour && v.content };
   };
-  const patch = options.patch ? loadPatch(options.patch.dir, options.patch.id) : undefined; // the id checked once more
+  // The patch as the evaluation process read it (its id checked against the one asked for, from the bytes it applied).
+  const patch = options.patch ? edited.patch : null;
+  if (options.patch && patch?.sha256 !== options.patch.id) throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${options.patch.id}`);
   return {
     format: RESULTS_FORMAT,
     versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, model_id: base.model.id, revision: base.model.revision },
@@ -160,7 +147,7 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
     episode: { family: spec.family, seed: spec.seed, control_seed: spec.controlSeed, params_key: spec.paramsKey },
     editor: options.editor ?? null,
     patch: patch
-      ? { dir: patch.dir, sha256: patch.id, changed_parameters: patch.json.stats.changed_parameters, tensors: patch.json.stats.tensors, ops: patch.json.ops.length }
+      ? { dir: patch.dir, sha256: patch.sha256, changed_parameters: patch.changed_parameters, tensors: patch.tensors, ops: patch.ops }
       : null,
     score,
     resources: options.resources ?? null,

@@ -1,0 +1,33 @@
+// The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
+// `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE --runner PID`. It reads the job, generates every item on
+// one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
+// to stderr; a failure is one line there and exit code 1. It ends itself within half a second of its runner's end:
+// nobody would read its outputs, and a resumed run waits for its pid before clearing the folder (otherwise it would
+// go on until its next progress line met the closed pipe, a whole batch later).
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { evaluateItems, type EvaluationJob } from './evaluate.ts';
+import { writeJsonAtomic } from './files.ts';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' }, runner: { type: 'string' } } });
+  if (!values.job || !values.out || !values.runner) throw new Error('usage: evaluate-worker.ts --job FILE --out FILE --runner PID');
+  // The runner's pid, not the parent's at start-up: the runner may be gone before this line runs.
+  const runner = Number(values.runner);
+  setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
+  const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
+  const run = await evaluateItems(job.location, job.items, {
+    patch: job.patch ?? undefined,
+    onProgress: (done, total) => process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
+  });
+  process.stderr.write('\n');
+  writeJsonAtomic(values.out, run);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`iwibench evaluation process: ${error instanceof Error ? error.message : String(error)}\n`);
+  if (process.env.IWIBENCH_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,123 @@
+// The evaluation entry (service/evaluate.ts): a fresh node process running its own worker file, not the CLI, that
+// hands back the outputs the in-process evaluator gives and the patch's id and stats as loadPatch reads them; a
+// failing or killed process is a clear error, and one whose runner is gone ends itself.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  EVALUATION_WORKER,
+  evaluateInFreshProcess,
+  evaluateItems,
+  patchSummary,
+  targetModel,
+  type EvaluationItem,
+} from '../../service/evaluate.ts';
+import { Checkpoint } from '../../service/model/checkpoint.ts';
+import { loadPatch, writeEpisodePatch, type PatchRef } from '../../service/weights/patch.ts';
+import { WeightStore } from '../../service/weights/store.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
+
+const MODEL = fixtureCheckpoint('tiny');
+const location = { modelDir: MODEL };
+const DOWN = 'model.layers.1.mlp.down_proj.weight';
+const items: EvaluationItem[] = [
+  { id: 'a', messages: [{ role: 'user', content: 'Name a colour.' }], max_new_tokens: 4 },
+  { id: 'b', messages: [{ role: 'user', content: 'Hi' }], max_new_tokens: 6 },
+];
+
+let work: string;
+let patch: PatchRef;
+let other: PatchRef;
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-evaluate-'));
+  const checkpoint = Checkpoint.open(MODEL);
+  const store = new WeightStore(checkpoint);
+  const episode = store.createEpisode('e');
+  episode.write({ op: 'scale', tensor: DOWN, slice: [[0, 16]], factor: -2 });
+  episode.write({ op: 'fill', tensor: DOWN, slice: [[16, 20], [0, 8]], value: 0.5 });
+  const written = writeEpisodePatch(episode, path.join(work, 'patch'));
+  patch = { dir: written.dir, id: written.digest };
+  const second = store.createEpisode('f');
+  second.write({ op: 'scale', tensor: DOWN, slice: [[0, 4]], factor: 3 });
+  const otherWritten = writeEpisodePatch(second, path.join(work, 'other'));
+  other = { dir: otherWritten.dir, id: otherWritten.digest };
+  checkpoint.close();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('evaluateInFreshProcess', () => {
+  it('runs its own worker file, not the CLI, and returns what the in-process evaluator gives with the patch stats loadPatch reads', async () => {
+    let command: string[] = [];
+    const out = path.join(work, 'outputs-edited.json');
+    const run = await evaluateInFreshProcess({ location, items, patch }, out, { onStart: (child) => (command = child.spawnargs) });
+    expect(command).toContain(EVALUATION_WORKER);
+    expect(command.join(' ')).not.toMatch(/iwibench\.js|cli\.ts|evaluate-patch/);
+
+    const loaded = loadPatch(patch.dir, patch.id);
+    expect(run.weights).toBe('patched');
+    expect(run.patch).toEqual({
+      dir: patch.dir,
+      sha256: loaded.id,
+      changed_parameters: loaded.json.stats.changed_parameters,
+      tensors: loaded.json.stats.tensors,
+      ops: 2,
+      sha256_verified: true,
+      touched_tensors: [DOWN],
+    });
+    expect(loaded.json.ops).toHaveLength(2);
+    const { stats } = loaded.json;
+    expect(patchSummary(patch)).toEqual({ dir: patch.dir, sha256: patch.id, changed_parameters: stats.changed_parameters, tensors: stats.tensors, ops: 2 });
+
+    const inProcess = await evaluateItems(location, items, { patch });
+    expect(run.outputs).toEqual(inProcess.outputs);
+    expect(run.forward_tokens).toBe(inProcess.forward_tokens);
+    expect(run.model).toEqual(targetModel(location));
+  });
+
+  it('runs the pristine weights when the job names no patch', async () => {
+    const run = await evaluateInFreshProcess({ location, items, patch: null }, path.join(work, 'outputs-pristine.json'));
+    expect(run.weights).toBe('pristine');
+    expect(run.patch).toBeNull();
+    expect(run.outputs).toEqual((await evaluateItems(location, items)).outputs);
+  });
+
+  it("rejects with the child's exit code and last stderr line when it fails, and with the signal when it is killed", async () => {
+    const swapped = { dir: other.dir, id: patch.id }; // the folder holds another patch than the id asked for
+    await expect(evaluateInFreshProcess({ location, items, patch: swapped }, path.join(work, 'swapped.json'))).rejects.toThrow(
+      new RegExp(`^evaluation process \\(patched\\) failed with exit code 1: .*holds patch ${other.id}.*not the requested ${patch.id}`),
+    );
+    const killed = evaluateInFreshProcess({ location, items, patch: null }, path.join(work, 'killed.json'), { onStart: (child) => child.kill('SIGKILL') });
+    await expect(killed).rejects.toThrow(/^evaluation process \(pristine\) failed with SIGKILL/);
+  });
+
+  it('ends itself when the runner that started it is killed, without writing its outputs', async () => {
+    const out = path.join(work, 'orphan.json');
+    const runner = spawn(process.execPath, ['--import', 'tsx/esm', path.join(REPO_ROOT, 'test/service/evaluate-runner-child.ts'), MODEL, out], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const pid = Number(await new Promise<string>((resolve) => createInterface({ input: runner.stdout! }).once('line', resolve)));
+    expect(isAlive(pid)).toBe(true);
+    runner.kill('SIGKILL');
+    while (isAlive(pid)) await sleep(100); // had it gone on, it would have written its outputs
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('refuses a folder holding another patch in this process too (patchSummary)', () => {
+    expect(() => patchSummary({ dir: other.dir, id: patch.id })).toThrow(`holds patch ${other.id}`);
+  });
+});
+
+/** Running: not ended, and not a zombie waiting for a parent that may never reap it. */
+function isAlive(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
