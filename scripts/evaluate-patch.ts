@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { evaluateItems } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { episodeSpec } from '../taskset/episode.ts';

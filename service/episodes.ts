@@ -8,12 +8,12 @@ import path from 'node:path';
 import { BudgetLedger, resolveBudgets, type Budgets, type BudgetUse } from './budgets.ts';
 import { IwiError, quote } from './errors.ts';
 import { readOps, writeOp } from './episode-log.ts';
-import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from './files.ts';
-import type { ChatMessage } from './model/tokenizer.ts';
+import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from '../core/files.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import type { Target } from './target.ts';
 import type { ToolContext } from './tools/context.ts';
 import { patchDigest, writeEpisodePatch } from './weights/patch.ts';
-import type { Episode as WeightEpisode, WriteOutcome } from './weights/store.ts';
+import type { EpisodeWeights, WriteOutcome } from './weights/store.ts';
 
 /** What the taskset hands the service: only what the editor may see, plus budgets. Never terminal items. */
 export type EpisodeSpec = {
@@ -62,7 +62,7 @@ export class ServiceEpisode {
     readonly keySha256: Buffer,
     readonly spec: EpisodeSpec,
     readonly ledger: BudgetLedger,
-    readonly weights: WeightEpisode,
+    readonly weights: EpisodeWeights,
     readonly dir: string,
     readonly createdAt: string,
   ) {}

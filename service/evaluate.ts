@@ -5,7 +5,8 @@
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
 import { Gemma3Engine, MAX_BATCH, type Device } from './model/runtime.ts';
 import { checkpointSource, overlaySource, type WeightSource } from './model/weight-source.ts';
-import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
+import { Tokenizer } from './model/tokenizer.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import { replayPatch, type PatchRef } from './weights/patch.ts';
 
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };

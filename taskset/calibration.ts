@@ -4,7 +4,7 @@
 // so a family that cannot be calibrated on a target says why.
 import type { ItemEvaluator } from '../service/evaluate.ts';
 import type { Tokenizer } from '../service/model/tokenizer.ts';
-import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { episodeSpec } from './episode.ts';
 import { THRESHOLDS, eligibility } from './eligibility.ts';
 import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from './types.ts';

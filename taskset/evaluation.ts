@@ -11,8 +11,9 @@ import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint
 import type { EvaluationItem, EvaluationRun } from '../service/evaluate.ts';
 import { MAX_BATCH, callMemoryBytes, textWeightBytes } from '../service/model/runtime.ts';
 import { reserveMemory } from './memory-gate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
-import { PACKAGE_VERSION, loadPatch, type PatchRef } from '../service/weights/patch.ts';
+import { writeJsonAtomic } from '../core/files.ts';
+import { loadPatch, type PatchRef } from '../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
 import { scoreEpisode, type EpisodeScore } from './scoring.ts';

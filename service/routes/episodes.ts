@@ -13,7 +13,7 @@ import { inspectTarget, type InspectTargetArgs } from '../tools/inspect-target.t
 import { runTarget, type RunTargetArgs } from '../tools/run-target.ts';
 import { TOOL_DEFINITIONS, type ToolName } from '../tools/schemas.ts';
 import { TENSOR_KINDS, type TensorKind } from '../weights/manifest.ts';
-import { PACKAGE_VERSION } from '../weights/patch.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 
 export type EpisodeRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 

@@ -6,7 +6,7 @@ export { WRITE_OPS, type ArrayOperand, type WriteOp, type WriteOpName } from './
 export { READ_OPS, type NestedNumbers, type ReadResult } from './reads.ts';
 export { NORM_QUANTILES, type Summary } from './summary.ts';
 export { HandleStore, type ArrayHandle, type HandleInfo } from './handles.ts';
-export { Episode, WeightStore, type WriteOutcome } from './store.ts';
+export { EpisodeWeights, WeightStore, type WriteOutcome } from './store.ts';
 export {
   PATCH_FORMAT,
   applyPatch,

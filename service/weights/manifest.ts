@@ -3,8 +3,8 @@
 import type { Checkpoint } from '../model/checkpoint.ts';
 import type { DType } from '../model/safetensors.ts';
 import { numel } from '../model/safetensors.ts';
-import { IwiError, quote } from '../errors.ts';
-import { expectedTextTensors, isVisionTensor, layerOf, tiedAliases } from './names.ts';
+import { IwiError, quote } from '../../core/errors.ts';
+import { expectedTextTensors, isVisionTensor, layerOf, tiedAliases } from '../model/names.ts';
 
 export const TENSOR_KINDS = ['embedding', 'attention', 'mlp', 'norm', 'vision', 'other'] as const;
 export type TensorKind = (typeof TENSOR_KINDS)[number];

@@ -3,7 +3,7 @@
 // without a tool call, the turn limit, a call refused for an exhausted budget, or an editor API failure after the
 // SDK's retries; in each case the current patch is submitted, once. Anything else (the service unreachable, a bug)
 // is thrown without a submit, and editor.json records it.
-import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 import { ServiceError, type Brief, type EditorClient, type SubmitResult } from '../service-client.ts';
 import { FAMILY_VERSION } from '../types.ts';
 import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';

@@ -1,7 +1,7 @@
 // Checkpoint tensor names of the Gemma 3 text decoder, built here and nowhere else (gemma3.md §2).
 // 1B: "model.*"; 4B: "language_model.model.*" (the hub's pre-v4.52 names). The LM head is tied to embed_tokens
 // and is not stored.
-import type { Gemma3TextConfig } from '../model/config.ts';
+import type { Gemma3TextConfig } from './config.ts';
 
 export type LayerTensorNames = {
   input_layernorm: string;
