@@ -6,7 +6,8 @@
 import { PACKAGE_VERSION } from '../../core/version.ts';
 import { ServiceError, type Brief, type EditorClient, type SubmitResult } from '../service-client.ts';
 import { FAMILY_VERSION } from '../types.ts';
-import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';
+import type { BuiltinEditor } from './builtin.ts';
+import { BUILTIN_EDITORS, runBuiltin } from './builtin-editors.ts';
 import { ChatEditor } from './chat.ts';
 import { editorApiFailure, openaiClient } from './client.ts';
 import { builtinName, editorKind, publicConfig, scriptFile, type EditorConfig } from './config.ts';
@@ -15,29 +16,11 @@ import { firstMessage, systemPrompt } from './prompt.ts';
 import { ResponsesEditor } from './responses.ts';
 import { loadScript, ScriptEditor, type EditorScript } from './script.ts';
 import { callTool } from './tool-call.ts';
-import { addUsage, Trace, ZERO_USAGE, type Usage } from './trace.ts';
+import { Tally, type Ending } from './tally.ts';
+import { Trace } from './trace.ts';
 
-export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
-export type EditorUsage = Usage & { requests: number };
-
-export type EditorRunResult = {
-  stopReason: StopReason;
-  /** Turns taken; each one was counted by the service. */
-  turns: number;
-  /** Tool calls answered, refused ones included (calls after a budget refusal are not run). */
-  toolCalls: number;
-  /** Tool calls answered with an error. */
-  toolErrors: number;
-  submitted: SubmitResult;
-  usage: EditorUsage;
-  /** The text of the reply without a tool call ('final_reply'). */
-  finalReply?: string;
-  /** What failed ('editor_error'). */
-  error?: string;
-};
-
-/** How the editor's part ended, before the submit. */
-export type Ending = Omit<EditorRunResult, 'submitted'>;
+/** How the editor's part ended (tally.ts), and what the submit answered. */
+export type EditorRunResult = Ending & { submitted: SubmitResult };
 
 export type RunEditorOptions = {
   editor: EditorClient;
@@ -104,21 +87,17 @@ function openModel(config: EditorConfig, brief: Brief, script: EditorScript | un
 
 async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, brief: Brief, trace: Trace): Promise<Ending> {
   let budget = brief.budget;
-  let usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
-  let turns = 0;
-  let toolCalls = 0;
-  let toolErrors = 0;
-  const end = (stopReason: StopReason, extra: Partial<Ending> = {}): Ending => ({ stopReason, turns, toolCalls, toolErrors, usage, ...extra });
+  const tally = new Tally();
 
   for (;;) {
-    if (turns >= config.maxTurns) return end('turn_limit');
+    if (tally.turns >= config.maxTurns) return tally.end('turn_limit');
     try {
       budget = (await editor.turn()).budget;
     } catch (error) {
-      if (error instanceof ServiceError && error.isBudget) return end('turn_limit');
+      if (error instanceof ServiceError && error.isBudget) return tally.end('turn_limit');
       throw error;
     }
-    const turn = ++turns;
+    const turn = tally.turn();
 
     const request = model.nextRequest();
     trace.write({ type: 'request', turn, api: model.api, body: request });
@@ -130,19 +109,19 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
       const failure = editorApiFailure(error);
       if (!failure) throw error;
       trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
-      return end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
+      return tally.end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
     }
     const { reply } = sent;
-    usage = { ...addUsage(usage, reply.usage), requests: usage.requests + 1 };
+    tally.request(reply.usage);
     trace.write({ type: 'response', turn, duration_ms: elapsed(sentAt), request_id: sent.requestId, body: sent.response, usage: reply.usage, tool_calls: reply.toolCalls, truncated: reply.truncated });
-    if (reply.toolCalls.length === 0) return end('final_reply', { finalReply: reply.text });
+    if (reply.toolCalls.length === 0) return tally.end('final_reply', { finalReply: reply.text });
 
     const results: { callId: string; output: string }[] = [];
     let exhausted = false;
     for (const call of reply.toolCalls) {
       const outcome = await callTool(editor, call, { turn, trace, budget });
-      toolCalls++;
-      if (!outcome.ok) toolErrors++;
+      tally.toolCall();
+      if (!outcome.ok) tally.toolError();
       budget = outcome.budget ?? budget;
       results.push({ callId: call.id, output: outcome.output });
       exhausted = outcome.budgetExhausted;
@@ -150,7 +129,7 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
     }
     model.addToolResults(results);
     // A refusal for an exhausted budget ends the episode: its result is recorded, and no request follows.
-    if (exhausted) return end('budget');
+    if (exhausted) return tally.end('budget');
   }
 }
 
