@@ -1,9 +1,9 @@
 // Atomic writes, the one implementation: a temp file (or folder) beside the target, filled, then renamed into place.
 // A killed process leaves the old file or the new one, never a torn one; the temp file it may leave behind is
 // removed by `removeAtomicLeftovers` at start.
-//   file    <file>.tmp-<pid>-<n>          (writeFileAtomic, writeJsonAtomic: fsync unless asked not to, then rename)
+//   file    <file>.tmp-<pid>-<random>     (writeFileAtomic, writeJsonAtomic: fsync unless asked not to, then rename)
 //   folder  <dir>.partial-<pid>-<hex>     (writeFolderAtomic: the caller fills it, then one rename)
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
@@ -11,8 +11,6 @@ import path from 'node:path';
 export const SECRET_FILE_MODE = 0o600;
 
 const WRITE_CHUNK = 1 << 30; // writeSync takes at most 2 GiB − 1 at once
-
-let written = 0; // numbers the temp files of this process: two writes of one file never share a temp name
 
 /**
  * `data` is the whole file, or its pieces in order (a safetensors header and each tensor's bytes, so a large file
@@ -23,7 +21,7 @@ let written = 0; // numbers the temp files of this process: two writes of one fi
  */
 export function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], durable = true, mode = 0o666): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.tmp-${process.pid}-${++written}`;
+  const temp = `${file}.tmp-${process.pid}-${randomInt(2 ** 47)}`; // random: worker threads share the pid
   const pieces = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : data instanceof Uint8Array ? [data] : data;
   const fd = openSync(temp, 'w', mode);
   try {
@@ -76,7 +74,7 @@ export function writeFolderAtomic<T>(dir: string, fill: (temp: string) => T | Pr
   }
 }
 
-/** `<file>.tmp-<pid>-<n>` (above) or `<file>.tmp-<pid>` (safetensors files of earlier versions): temp files of atomic writes. */
+/** `<file>.tmp-<pid>-<random>` (above) or `<file>.tmp-<pid>` (safetensors files of earlier versions): temp files of atomic writes. */
 const LEFTOVER = /\.tmp-(\d+)(?:-\d+)?$/;
 
 /**
