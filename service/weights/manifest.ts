@@ -103,7 +103,7 @@ export class Manifest {
   }
 }
 
-/** Kind of a tensor from its checkpoint name (names.ts builds the names; this only classifies them). */
+/** Kind of a tensor from its checkpoint name (service/model/names.ts builds the names; this only classifies them). */
 export function kindOf(name: string): TensorKind {
   if (isVisionTensor(name)) return 'vision';
   if (name.endsWith('embed_tokens.weight')) return 'embedding';
