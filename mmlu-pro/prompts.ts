@@ -1,11 +1,10 @@
 // The three prompt styles of chigkim/Ollama-MMLU-Pro's run_openai.py (format_example, multi_chat_prompt,
 // single_chat_prompt, no_chat_prompt), which keep TIGER-Lab's example format. Strings must match it byte for byte.
+import type { ChatMessage } from '../core/chat.ts';
 import type { Question } from './data.ts';
 
 export const STYLES = ['multi_chat', 'single_chat', 'no_chat'] as const;
 export type Style = (typeof STYLES)[number];
-
-export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 
 /** What goes over the wire: chat messages for /v1/chat/completions, or text for /v1/completions. */
 export type Prompt = { kind: 'chat'; messages: ChatMessage[] } | { kind: 'text'; text: string };

@@ -8,8 +8,8 @@ import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from
 import path from 'node:path';
 import type { Usage } from './client.ts';
 import type { Question } from './data.ts';
-import type { ChatMessage } from './prompts.ts';
-import { writeFileAtomic } from '../service/files.ts';
+import type { ChatMessage } from '../core/chat.ts';
+import { writeFileAtomic } from '../core/files.ts';
 
 export type ResultRecord = Question & {
   /** Present when log_prompt is on: the chat messages, or the completion text (no_chat), as the reference logs it. */

@@ -2,6 +2,7 @@
 // requests in flight, extract and score, then write summaries and the report. See mmlu-pro/README.md.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { createCompletionClient, FatalServerError, type Usage } from './client.ts';
 import { modelFolderName, type MmluProConfig } from './config.ts';
 import { examplesByCategory, loadDataset, resolveDataDir, selectQuestions, type Category, type DataFile, type Question } from './data.ts';
@@ -11,7 +12,6 @@ import { categoryScore, markdownTable, overallScore, reportText, tokenStats, typ
 import { questionKey, ResultStore, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
 import { originalSummary, scoreOne, tally, type Rates, type ScoringProfile, type Tally } from './score.ts';
 
-export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 /** What a run reports; printed as JSON by the CLI and saved as summary.json. */
 export type RunSummary = {

@@ -3,7 +3,7 @@
 // family. Writes F (every examined seed with its measurements and reasons) even when it fails; fails, naming the
 // families, when any has fewer than N.
 import { ItemEvaluator } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { calibrate } from '../taskset/calibration.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import type { FamilyId } from '../taskset/types.ts';

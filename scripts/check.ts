@@ -3,7 +3,7 @@
 // Prints the verdict of one graded item (terminal item or general control) for a response, exactly as scoring
 // computes it: the check as data, behaviour, content, passed (= behaviour && content) and a readable detail.
 import { readFileSync } from 'node:fs';
-import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { passes, runCheck } from '../taskset/checks/index.ts';
 import { episodeSpecFromArgs, itemById } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';

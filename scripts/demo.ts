@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ItemEvaluator } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';

@@ -2,7 +2,7 @@
 // npx iwibench episode --family lexical_inhibition --seed 3 --control-seed 11 --view editor
 // Prints an episode spec as JSON, for audits: the admin view (everything graded: terminal items with their checks,
 // and the general controls) or the editor view (what the editor is shown: objective, relevant token ids, practice).
-import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { editorView, episodeSpecFromArgs } from '../taskset/episode.ts';
 import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
 import { FAMILY_VERSION } from '../taskset/types.ts';

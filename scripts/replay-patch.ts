@@ -4,7 +4,7 @@
 // patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { RESULTS_FORMAT, evaluateEpisode, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';

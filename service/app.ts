@@ -5,11 +5,11 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOpt
 import { addApiSchemas } from './api/index.ts';
 import { Authenticator, type Tokens } from './auth.ts';
 import { EpisodeRegistry } from './episodes.ts';
-import { IwiError, boundedMessage, describeValidation, isIwiError } from './errors.ts';
+import { IwiError, boundedMessage, describeValidation, errorReply, httpStatus, isIwiError } from './errors.ts';
 import { episodeRoutes, requestEpisodes } from './routes/episodes.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import type { Target } from './target.ts';
-import { PACKAGE_VERSION } from './weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 
 export type AppOptions = {
   target: Target;
@@ -49,7 +49,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
       return;
     }
     const episode = requestEpisodes.get(request);
-    reply.code(iwi.statusCode).send({ ...iwi.toReply(), ...(episode ? { budget: episode.ledger.state() } : {}) });
+    reply.code(httpStatus(iwi)).send({ ...errorReply(iwi), ...(episode ? { budget: episode.ledger.state() } : {}) });
   });
 
   app.get('/health', async () => ({

@@ -133,8 +133,8 @@ export class BudgetExceededError extends IwiError {
   }
 
   /** The reply names the budget as data, so a harness can tell a per-call limit (retry smaller) from exhaustion. */
-  override toReply() {
+  override details() {
     const { kind, scope, value, limit, remaining } = this;
-    return { ...super.toReply(), budget_exceeded: { kind, scope, value, limit, remaining } };
+    return { budget_exceeded: { kind, scope, value, limit, remaining } };
   }
 }

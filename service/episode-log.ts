@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SafetensorsFile, writeSafetensors, type TensorToWrite } from './model/safetensors.ts';
 import type { ArrayOperand, WriteOp } from './weights/ops.ts';
-import { writeJsonAtomic } from './files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 
 const ARRAY_FIELDS = ['values', 'u', 'v'] as const;
 

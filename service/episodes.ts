@@ -9,11 +9,11 @@ import type { EpisodeCreate, EpisodeStatus, EpisodeSummary, SubmittedPatch } fro
 import { BudgetLedger, resolveBudgets, type Budgets, type BudgetUse } from './budgets.ts';
 import { IwiError, quote } from './errors.ts';
 import { readOps, writeOp } from './episode-log.ts';
-import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from './files.ts';
+import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from '../core/files.ts';
 import type { Target } from './target.ts';
 import type { ToolContext } from './tools/context.ts';
 import { patchDigest, writeEpisodePatch } from './weights/patch.ts';
-import type { Episode as WeightEpisode, WriteOutcome } from './weights/store.ts';
+import type { EpisodeWeights, WriteOutcome } from './weights/store.ts';
 
 type StateFile = {
   id: string;
@@ -49,7 +49,7 @@ export class EpisodeSession {
     readonly keySha256: Buffer,
     readonly spec: EpisodeCreate,
     readonly ledger: BudgetLedger,
-    readonly weights: WeightEpisode,
+    readonly weights: EpisodeWeights,
     readonly dir: string,
     readonly createdAt: string,
   ) {}

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { evaluateItems, type EvaluationJob } from './evaluate.ts';
-import { writeJsonAtomic } from './files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' }, runner: { type: 'string' } } });

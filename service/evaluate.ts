@@ -9,16 +9,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { writeJsonAtomic } from './files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
 import { Gemma3Engine, MAX_BATCH, callMemoryBytes, textWeightBytes, type Device } from './model/runtime.ts';
 import { checkpointSource, overlaySource, type WeightSource } from './model/weight-source.ts';
-import { Tokenizer, type ChatMessage } from './model/tokenizer.ts';
+import { Tokenizer } from './model/tokenizer.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import { loadPatch, replayPatch, type LoadedPatch, type PatchRef, type TensorStats } from './weights/patch.ts';
 
 export type { CheckpointLocation, PatchRef };
-/** The package version an evaluation records (results, calibrations). */
-export { PACKAGE_VERSION } from './weights/patch.ts';
 
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };

@@ -5,11 +5,11 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { tokensFromEnv } from './auth.ts';
-import { writeJsonAtomic } from './files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import type { CheckpointLocation } from './model/checkpoint.ts';
 import type { Device } from './model/runtime.ts';
 import { Target } from './target.ts';
-import { PACKAGE_VERSION } from './weights/patch.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 
 export type ServiceOptions = CheckpointLocation & {
   outputDir: string;

@@ -5,7 +5,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
 import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';
 import { AdminClient } from './service-client.ts';

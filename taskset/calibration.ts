@@ -2,7 +2,8 @@
 // distinct eligible parameter sets (eligibility.ts: capability and headroom, thresholds in one place). Duplicated
 // parameter sets are skipped, not re-run. The result lists every examined seed with its measurements and reasons,
 // so a family that cannot be calibrated on a target says why.
-import { PACKAGE_VERSION, type ItemEvaluator } from '../service/evaluate.ts';
+import type { ItemEvaluator } from '../service/evaluate.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { THRESHOLDS } from './eligibility.ts';
 import type { Taskset } from './taskset.ts';
 import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from './types.ts';

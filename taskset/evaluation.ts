@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  PACKAGE_VERSION,
   evaluateInFreshProcess,
   evaluationProcessBytes,
   patchSummary,
@@ -16,7 +15,8 @@ import {
   type EvaluationRun,
   type PatchRef,
 } from '../service/evaluate.ts';
-import { writeJsonAtomic } from '../service/files.ts';
+import { writeJsonAtomic } from '../core/files.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { reserveMemory } from './memory-gate.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { removeAtomicLeftovers, writeJsonAtomic } from '../service/files.ts';
+import { removeAtomicLeftovers, writeJsonAtomic } from '../core/files.ts';
 import { isRunning, processIdentity, withFileLock, type ProcessIdentity } from './file-lock.ts';
 
 export const MEMORY_GATE_FORMAT = 'iwibench-memory-gate/1';

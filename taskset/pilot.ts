@@ -4,8 +4,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
-import { writeJsonAtomic } from '../service/files.ts';
-import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { writeJsonAtomic } from '../core/files.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
 import type { Calibration } from './calibration.ts';
 import type { EditorConfig } from './harness/index.ts';

@@ -1,7 +1,5 @@
 // The data contracts of the taskset: items, checks (as data), verdicts and the episode spec (families.md).
-import type { ChatMessage } from '../service/model/tokenizer.ts';
-
-export type { ChatMessage };
+import type { ChatMessage } from '../core/chat.ts';
 
 /** The version of the ten families, their data and their checks. Every data file carries it. */
 export const FAMILY_VERSION = '0.2.2' as const;

@@ -9,7 +9,8 @@ import type { Tokenizer } from '../service/model/tokenizer.ts';
 import { episodeSpec } from '../taskset/episode.ts';
 import { messagesOf } from '../taskset/families/define.ts';
 import { familyById } from '../taskset/families/index.ts';
-import { FAMILY_IDS, FAMILY_VERSION, type ChatMessage, type FamilyId } from '../taskset/types.ts';
+import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from '../taskset/types.ts';
+import type { ChatMessage } from '../core/chat.ts';
 
 /** Distinct parameter sets per family in the corpus: calibration needs three, one more is the margin. */
 export const PARAMETER_SETS_PER_FAMILY = 4;

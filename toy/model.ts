@@ -4,7 +4,7 @@
 // layer differs from a global one only in its RoPE base. The weights are tf.Variables under the checkpoint's names.
 import * as tf from '@tensorflow/tfjs-core';
 import type { Gemma3TextConfig } from '../service/model/config.ts';
-import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../service/weights/names.ts';
+import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../service/model/names.ts';
 
 export type ToyWeights = Map<string, tf.Variable>;
 

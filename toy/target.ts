@@ -2,7 +2,7 @@
 // Hugging Face transformers both load: corpus → BPE tokenizer → chat-formatted sequences → training → BF16
 // safetensors, config.json, tokenizer files, the loss curve and a training record. Deterministic from the seed.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { version_core as tfjsVersion } from '@tensorflow/tfjs-core';
@@ -11,8 +11,9 @@ import { parseGemma3Config } from '../service/model/config.ts';
 import { writeSafetensors, type TensorToWrite } from '../service/model/safetensors.ts';
 import { GENERATION_CONFIG } from '../service/model/tiny-checkpoint.ts';
 import { Tokenizer, gemma3TokenizerDir } from '../service/model/tokenizer.ts';
-import { expectedTextTensors } from '../service/weights/names.ts';
-import { PACKAGE_VERSION } from '../service/weights/patch.ts';
+import { expectedTextTensors } from '../service/model/names.ts';
+import { writeFolderAtomic } from '../core/files.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { tokenizerConfig, trainBpe } from './bpe.ts';
 import { buildCorpus, corpusTexts, type Corpus } from './corpus.ts';
 import { trainToy, type StepRecord, type TrainOptions, type TrainingSequence } from './train.ts';
@@ -85,46 +86,42 @@ export async function makeToyTarget(options: MakeToyOptions): Promise<ToyTargetR
   const log = options.log ?? (() => {});
   if (!Number.isSafeInteger(options.seed) || options.seed < 0) throw new Error(`seed must be a non-negative integer, got ${options.seed}`);
   assertReplaceable(options.out);
-  const temp = `${path.resolve(options.out)}.partial-${process.pid}`;
-  rmSync(temp, { recursive: true, force: true });
-  mkdirSync(temp, { recursive: true });
+  return writeFolderAtomic(options.out, async (temp) => {
+    // The corpus uses the Gemma tokenizer only for the episode specs' relevant token ids, which it does not keep.
+    const corpus = buildCorpus(await Tokenizer.load(gemma3TokenizerDir()));
+    const tokenizerJson = JSON.stringify(trainBpe(corpusTexts(corpus), { vocabSize: TOY_VOCAB_SIZE }));
+    writeFileSync(path.join(temp, 'tokenizer.json'), tokenizerJson);
+    writeFileSync(path.join(temp, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig(), null, 2) + '\n');
+    const tokenizer = await Tokenizer.load(temp);
+    log(`corpus: ${corpus.examples.length} chats; tokenizer: ${tokenizer.vocabSize} tokens`);
 
-  // The corpus uses the Gemma tokenizer only for the episode specs' relevant token ids, which it does not keep.
-  const corpus = buildCorpus(await Tokenizer.load(gemma3TokenizerDir()));
-  const tokenizerJson = JSON.stringify(trainBpe(corpusTexts(corpus), { vocabSize: TOY_VOCAB_SIZE }));
-  writeFileSync(path.join(temp, 'tokenizer.json'), tokenizerJson);
-  writeFileSync(path.join(temp, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig(), null, 2) + '\n');
-  const tokenizer = await Tokenizer.load(temp);
-  log(`corpus: ${corpus.examples.length} chats; tokenizer: ${tokenizer.vocabSize} tokens`);
+    const sequences = trainingSequences(corpus, tokenizer);
+    const config = parseGemma3Config({ ...TOY_CONFIG });
+    const { tensors, steps } = await trainToy(config, sequences, { seed: options.seed, ...TOY_TRAINING, maxSteps: options.maxSteps, onStep: options.onStep });
 
-  const sequences = trainingSequences(corpus, tokenizer);
-  const config = parseGemma3Config({ ...TOY_CONFIG });
-  const { tensors, steps } = await trainToy(config, sequences, { seed: options.seed, ...TOY_TRAINING, maxSteps: options.maxSteps, onStep: options.onStep });
-
-  const shapes = expectedTextTensors(config);
-  const toWrite: TensorToWrite[] = [...tensors].map(([name, values]) => ({ name, dtype: 'BF16', shape: shapes.get(name)!, data: f32ToBf16(values) }));
-  writeSafetensors(path.join(temp, 'model.safetensors'), toWrite, { format: 'pt', producer: `iwibench make-toy-target --seed ${options.seed}` });
-  writeFileSync(path.join(temp, 'config.json'), JSON.stringify(TOY_CONFIG, null, 2) + '\n');
-  writeFileSync(path.join(temp, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
-  writeFileSync(path.join(temp, 'loss.csv'), lossCsv(steps));
-  const last = steps.at(-1)!;
-  const record: ToyTargetRecord = {
-    format: TOY_FORMAT,
-    versions: { package: PACKAGE_VERSION, family_version: corpus.familyVersion, tfjs: tfjsVersion },
-    args: { seed: options.seed, max_steps: options.maxSteps ?? null },
-    training: { ...TOY_TRAINING, backend: 'wasm (one thread)' },
-    corpus: {
-      examples: corpus.examples.length,
-      sequences_tokens: sequences.reduce((n, s) => n + s.ids.length, 0),
-      answer_tokens: sequences.reduce((n, s) => n + s.ids.length - s.answerStart, 0),
-      seeds: corpus.seeds,
-      sha256: sha256(JSON.stringify(corpus.examples)),
-    },
-    tokenizer: { vocab_size: tokenizer.vocabSize, sha256: sha256(tokenizerJson) },
-    result: { steps: steps.length, seconds: Math.round(last.seconds), final_loss: last.loss, final_token_accuracy: last.tokenAccuracy },
-  };
-  writeFileSync(path.join(temp, 'training.json'), JSON.stringify(record, null, 2) + '\n');
-  rmSync(options.out, { recursive: true, force: true });
-  renameSync(temp, options.out);
-  return record;
+    const shapes = expectedTextTensors(config);
+    const toWrite: TensorToWrite[] = [...tensors].map(([name, values]) => ({ name, dtype: 'BF16', shape: shapes.get(name)!, data: f32ToBf16(values) }));
+    writeSafetensors(path.join(temp, 'model.safetensors'), toWrite, { format: 'pt', producer: `iwibench make-toy-target --seed ${options.seed}` });
+    writeFileSync(path.join(temp, 'config.json'), JSON.stringify(TOY_CONFIG, null, 2) + '\n');
+    writeFileSync(path.join(temp, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
+    writeFileSync(path.join(temp, 'loss.csv'), lossCsv(steps));
+    const last = steps.at(-1)!;
+    const record: ToyTargetRecord = {
+      format: TOY_FORMAT,
+      versions: { package: PACKAGE_VERSION, family_version: corpus.familyVersion, tfjs: tfjsVersion },
+      args: { seed: options.seed, max_steps: options.maxSteps ?? null },
+      training: { ...TOY_TRAINING, backend: 'wasm (one thread)' },
+      corpus: {
+        examples: corpus.examples.length,
+        sequences_tokens: sequences.reduce((n, s) => n + s.ids.length, 0),
+        answer_tokens: sequences.reduce((n, s) => n + s.ids.length - s.answerStart, 0),
+        seeds: corpus.seeds,
+        sha256: sha256(JSON.stringify(corpus.examples)),
+      },
+      tokenizer: { vocab_size: tokenizer.vocabSize, sha256: sha256(tokenizerJson) },
+      result: { steps: steps.length, seconds: Math.round(last.seconds), final_loss: last.loss, final_token_accuracy: last.tokenAccuracy },
+    };
+    writeFileSync(path.join(temp, 'training.json'), JSON.stringify(record, null, 2) + '\n');
+    return record;
+  });
 }

@@ -17,7 +17,8 @@ import { resolveConfig } from '../../mmlu-pro/config.ts';
 import { examplesByCategory, loadDataset, resolveDataDir } from '../../mmlu-pro/data.ts';
 import { startFakeServer } from '../../mmlu-pro/fake-server.ts';
 import { buildPrompt, systemPromptFor } from '../../mmlu-pro/prompts.ts';
-import { PACKAGE_VERSION, runMmluPro } from '../../mmlu-pro/runner.ts';
+import { runMmluPro } from '../../mmlu-pro/runner.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 import { parseFlags, parseIntList } from '../args.ts';
 
 // --- flags --------------------------------------------------------------------------------------------------------

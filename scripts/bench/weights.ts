@@ -19,7 +19,7 @@ import vm from 'node:vm';
 import { f32ToBf16Bits } from '../../service/model/bf16.ts';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { makeTinyCheckpoint } from '../../service/model/tiny-checkpoint.ts';
-import { layerTensorNames, embedTokensName } from '../../service/weights/names.ts';
+import { layerTensorNames, embedTokensName } from '../../service/model/names.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { parseFlags } from '../args.ts';
 

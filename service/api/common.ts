@@ -2,6 +2,7 @@
 // Each is TypeBox (JSON Schema as data, its TypeScript type derived); the Fastify app registers those with an `$id`
 // (index.ts) and routes point at them with `ref`.
 import Type, { type Static, type TSchema, type TUnsafe } from 'typebox';
+import type { ChatMessage as CoreChatMessage } from '../../core/chat.ts';
 import { LIMITS } from './limits.ts';
 
 /** A schema by reference (`{"$ref": id}`) that keeps the referenced schema's type for the route's handler. */
@@ -17,7 +18,10 @@ export const ChatMessage = Type.Object(
   { role: Type.Enum(['system', 'user', 'assistant']), content: Type.String({ maxLength: LIMITS.messageChars }) },
   { additionalProperties: false },
 );
-export type ChatMessage = Static<typeof ChatMessage>;
+export type ChatMessage = CoreChatMessage;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** tsc holds the schema's type equal to core's ChatMessage, the one chat-message type of every layer. */
+export const CHAT_MESSAGE_IS_CORE: Same<Static<typeof ChatMessage>, CoreChatMessage> = true;
 
 const counts = Type.Record(Type.String(), Type.Number());
 

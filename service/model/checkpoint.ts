@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
 import { bf16ToF32, f16ToF32 } from './bf16.ts';
 import { SafetensorsFile, SafetensorsError, numel, type TensorInfo } from './safetensors.ts';
-import { expectedTextTensors, tiedAliases } from '../weights/names.ts';
+import { expectedTextTensors, tiedAliases } from './names.ts';
 
 export class CheckpointError extends Error {
   constructor(message: string) {

@@ -8,7 +8,7 @@ import type { Checkpoint } from './checkpoint.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import type { GenerateOptions, GenerateResult, InspectRequest, InspectResult, CallControl } from './runtime.ts';
 import type { WeightSource } from './weight-source.ts';
-import { expectedTextTensors } from '../weights/names.ts';
+import { expectedTextTensors } from './names.ts';
 
 export type WorkerInit = { dir: string; threads?: number; chunkRows?: number };
 

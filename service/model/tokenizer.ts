@@ -4,10 +4,9 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { ChatMessage } from '../../core/chat.ts';
 
 env.allowRemoteModels = false; // never fetch: a missing file is an error
-
-export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 
 /** Stop ids of Gemma 3 instruct decoding: `<eos>` and `<end_of_turn>` (gemma3.md §4). */
 export const STOP_IDS: readonly number[] = [1, 106];

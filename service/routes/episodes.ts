@@ -32,7 +32,7 @@ import type { Target } from '../target.ts';
 import { inspectTarget } from '../tools/inspect-target.ts';
 import { runTarget } from '../tools/run-target.ts';
 import { parseRevert } from '../weights/ops.ts';
-import { PACKAGE_VERSION } from '../weights/patch.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 
 export type EpisodeRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 

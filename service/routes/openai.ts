@@ -12,10 +12,10 @@ import { LIMITS } from '../api/limits.ts';
 import type { Authenticator } from '../auth.ts';
 import { disconnectSignal } from '../disconnect.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
-import { IwiError, boundedMessage, isIwiError, quote } from '../errors.ts';
+import { IwiError, boundedMessage, httpStatus, isIwiError, quote } from '../errors.ts';
 import { GenerationLogprobs, promptLogprobs, type TokenLogprob } from '../logprobs.ts';
 import type { GenerateResult } from '../model/runtime.ts';
-import type { ChatMessage } from '../model/tokenizer.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import { overlaySource, type WeightSource } from '../model/weight-source.ts';
 import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';
@@ -69,7 +69,7 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   app.addHook('onRequest', async (request) => void auth.require(request.headers.authorization, ['admin']));
   app.setErrorHandler((error: FastifyError | IwiError, request, reply) => {
     const invalid = !isIwiError(error) && error.validation !== undefined;
-    const status = isIwiError(error) ? error.statusCode : invalid ? 400 : (error.statusCode ?? 500);
+    const status = isIwiError(error) ? httpStatus(error) : invalid ? 400 : ((error as FastifyError).statusCode ?? 500);
     if (status >= 500) request.log.error(error);
     const type = status === 401 ? 'authentication_error' : status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
     const { message, param } = invalid

@@ -2,11 +2,11 @@
 import type { BudgetLedger } from '../budgets.ts';
 import { IwiError } from '../errors.ts';
 import type { WeightSource } from '../model/weight-source.ts';
-import type { ChatMessage } from '../model/tokenizer.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import type { SequenceInput } from '../target.ts';
-import type { Episode as WeightEpisode } from '../weights/store.ts';
+import type { EpisodeWeights } from '../weights/store.ts';
 
-export type ToolContext = { ledger: BudgetLedger; weights: WeightSource; store: WeightEpisode };
+export type ToolContext = { ledger: BudgetLedger; weights: WeightSource; store: EpisodeWeights };
 
 /** A sequence is messages or a prompt, never both or neither (the schema allows both keys). */
 export function checkSequence(sequence: Partial<{ messages: ChatMessage[]; prompt: string }>): SequenceInput {

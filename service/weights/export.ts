@@ -5,12 +5,12 @@
 // adapter in OUT/peft/ (not at the top level: transformers would then load OUT as an adapter). The adapter is the
 // exact float32 sum of the ops' α·U·Vᵀ; the patched checkpoint rounds after every op, so the two agree up to BF16
 // rounding, not bit for bit.
-import { closeSync, copyFileSync, cpSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { closeSync, copyFileSync, cpSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Checkpoint } from '../model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../model/safetensors.ts';
-import { IwiError } from '../errors.ts';
+import { IwiError } from '../../core/errors.ts';
+import { writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { Manifest } from './manifest.ts';
 import type { WriteOp } from './ops.ts';
 import { PATCH_JSON, PATCH_PROVENANCE, replayPatch, type PatchRef } from './patch.ts';
@@ -36,9 +36,7 @@ export function exportPatched(options: { checkpoint: Checkpoint; patch: PatchRef
   const manifest = Manifest.fromCheckpoint(checkpoint);
   const adapter = options.peft ? peftAdapter(checkpoint, manifest, ops) : undefined; // refuse before writing anything
 
-  mkdirSync(path.dirname(outDir), { recursive: true });
-  const temp = `${outDir}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
+  return writeFolderAtomic(outDir, (temp) => {
     // HF cache snapshots hold symlinks into blobs/: copy the content, not the links.
     cpSync(checkpoint.dir, temp, { recursive: true, dereference: true });
     const shards = new Set<string>();
@@ -59,17 +57,12 @@ export function exportPatched(options: { checkpoint: Checkpoint; patch: PatchRef
     if (adapter) {
       const dir = path.join(temp, 'peft');
       mkdirSync(dir);
-      writeFileSync(path.join(dir, 'adapter_config.json'), JSON.stringify(adapter.config, null, 2) + '\n');
+      writeJsonAtomic(path.join(dir, 'adapter_config.json'), adapter.config);
       writeSafetensors(path.join(dir, 'adapter_model.safetensors'), adapter.tensors, { format: 'pt' });
       peft = { dir: path.join(outDir, 'peft'), rank: adapter.rank, modules: adapter.modules };
     }
-    if (existsSync(outDir)) rmSync(outDir, { recursive: true }); // only reached with overwrite
-    renameSync(temp, outDir);
     return { outDir, patchId: patch.id, tensors: [...tensors.keys()], shards: [...shards].sort(), ...(peft ? { peft } : {}) };
-  } catch (error) {
-    rmSync(temp, { recursive: true, force: true });
-    throw error;
-  }
+  });
 }
 
 /** Shard files of the checkpoint that store a tensor of this exact name (a stored tied head is not in checkpoint.tensors). */

@@ -3,7 +3,7 @@
 // handle past a bound evicts that episode's least recently used handles, which then answer HANDLE_EXPIRED. Ids are
 // issued from one counter per store, so an id from another episode is recognised as foreign, not as unknown.
 // A handle's array is never written after creation: ops and the op log may keep references to it.
-import { IwiError, quote } from '../errors.ts';
+import { IwiError, quote } from '../../core/errors.ts';
 import { numel } from '../model/safetensors.ts';
 import { LIMITS } from '../api/limits.ts';
 

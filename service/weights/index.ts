@@ -5,7 +5,7 @@ export { type ArrayOperand, type WriteOp } from './ops.ts';
 export { type NestedNumbers, type ReadResult } from './reads.ts';
 export { NORM_QUANTILES, type Summary } from './summary.ts';
 export { HandleStore, type ArrayHandle, type HandleInfo } from './handles.ts';
-export { Episode, WeightStore, type WriteOutcome } from './store.ts';
+export { EpisodeWeights, WeightStore, type WriteOutcome } from './store.ts';
 export {
   PATCH_FORMAT,
   applyPatch,

@@ -3,11 +3,11 @@
 import type { Checkpoint } from '../model/checkpoint.ts';
 import type { DType } from '../model/safetensors.ts';
 import { numel } from '../model/safetensors.ts';
-import { IwiError, quote } from '../errors.ts';
-import { expectedTextTensors, isVisionTensor, layerOf, tiedAliases } from './names.ts';
+import { IwiError, quote } from '../../core/errors.ts';
+import { TENSOR_KINDS, expectedTextTensors, isVisionTensor, kindOf, layerOf, tiedAliases, type TensorKind } from '../model/names.ts';
 
-export const TENSOR_KINDS = ['embedding', 'attention', 'mlp', 'norm', 'vision', 'other'] as const;
-export type TensorKind = (typeof TENSOR_KINDS)[number];
+export { TENSOR_KINDS, type TensorKind };
+
 
 export type ManifestRow = {
   name: string;
@@ -103,15 +103,6 @@ export class Manifest {
   }
 }
 
-/** Kind of a tensor from its checkpoint name (names.ts builds the names; this only classifies them). */
-export function kindOf(name: string): TensorKind {
-  if (isVisionTensor(name)) return 'vision';
-  if (name.endsWith('embed_tokens.weight')) return 'embedding';
-  if (/(layernorm|_norm|\.norm)\.weight$/.test(name)) return 'norm';
-  if (name.includes('.self_attn.')) return 'attention';
-  if (name.includes('.mlp.')) return 'mlp';
-  return 'other';
-}
 
 function validateFilter(filter: unknown): { name?: string; layer?: number[]; kind?: TensorKind[]; writable?: boolean } {
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) throw new IwiError('OP_INVALID', `a manifest filter must be an object, got ${JSON.stringify(filter)}`);

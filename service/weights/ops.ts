@@ -11,7 +11,7 @@
 // Tensors are BF16 bits; plan decodes the elements it reads. Arithmetic is float64 (Δ_ij = Σ_k (α·U_ik)·V_jk, k
 // ascending) and each result is rounded once to BF16, nearest, ties to even. Array operands are float32: inline
 // numbers are converted once, when the op is parsed, so a patch stores exactly what the live store used.
-import { IwiError } from '../errors.ts';
+import { IwiError } from '../../core/errors.ts';
 import { bf16Value } from '../model/bf16.ts';
 import { numel } from '../model/safetensors.ts';
 import { LIMITS } from '../api/limits.ts';

@@ -15,19 +15,21 @@
 // the result of low_rank_add. A tensor's SHA-256 is over its BF16 bytes, little-endian, in row-major order — the
 // bytes a safetensors file stores, and the bytes the weight store holds.
 //
-// applyPatch replays the ops with the live store's own code (ops.ts through an Episode) on the pristine
+// applyPatch replays the ops with the live store's own code (ops.ts through an EpisodeWeights) on the pristine
 // checkpoint, after checking the base, and refuses the patch unless every recorded digest and stat is reproduced
 // bit for bit.
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import type { Checkpoint } from '../model/checkpoint.ts';
 import { bf16Value } from '../model/bf16.ts';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../model/safetensors.ts';
-import { IwiError } from '../errors.ts';
+import { IwiError } from '../../core/errors.ts';
+import { writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 import { checkFinite, parseWriteOp, type ArrayOperand, type WriteOp } from './ops.ts';
-import { WeightStore, type Episode } from './store.ts';
+import { WeightStore, type EpisodeWeights } from './store.ts';
 
 export const PATCH_FORMAT = 'iwibench-patch/2';
 export const PATCH_JSON = 'patch.json';
@@ -51,8 +53,6 @@ export type PatchRef = { dir: string; id: string };
 /** provenance.json: who made the patch of id `patch_id`. Unsigned: anyone can edit it, so nothing relies on it. */
 export type Provenance = { patch_id: string; created_by: { package: string; package_version: string } & Record<string, unknown> };
 
-export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
-
 // ---------------------------------------------------------------------------------------------------------------
 // Writing
 
@@ -62,7 +62,7 @@ export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../pa
  * `<model>+patch:<sha256>`).
  */
 export function writeEpisodePatch(
-  episode: Episode,
+  episode: EpisodeWeights,
   dir: string,
   options: { createdBy?: Record<string, unknown>; overwrite?: boolean } = {},
 ): { dir: string; digest: string; patch: PatchJson; provenance: Provenance } {
@@ -79,22 +79,13 @@ export function writeEpisodePatch(
     result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.bits(name))])),
     stats: tensorStats(touched, (name) => episode.store.pristineBits(name), (name) => episode.bits(name)),
   };
-  let provenance: Provenance;
-
-  mkdirSync(path.dirname(target), { recursive: true });
-  const temp = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
-  mkdirSync(temp);
-  try {
+  const provenance = writeFolderAtomic(target, (temp) => {
     writeSafetensors(path.join(temp, PATCH_ARRAYS), arrays, { format: PATCH_FORMAT });
-    writeDurably(path.join(temp, PATCH_JSON), JSON.stringify(patch, null, 2) + '\n');
-    provenance = { patch_id: patchDigest(temp), created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION } };
-    writeDurably(path.join(temp, PATCH_PROVENANCE), JSON.stringify(provenance, null, 2) + '\n');
-    if (existsSync(target)) rmSync(target, { recursive: true }); // only reached with overwrite
-    renameSync(temp, target);
-  } catch (error) {
-    rmSync(temp, { recursive: true, force: true });
-    throw error;
-  }
+    writeJsonAtomic(path.join(temp, PATCH_JSON), patch);
+    const written: Provenance = { patch_id: patchDigest(temp), created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION } };
+    writeJsonAtomic(path.join(temp, PATCH_PROVENANCE), written);
+    return written;
+  });
   return { dir: target, digest: provenance.patch_id, patch, provenance };
 }
 
@@ -140,16 +131,6 @@ function tensorStats(touched: string[], pristine: (name: string) => Uint16Array,
     changedParameters += changed;
   }
   return { changed_parameters: changedParameters, tensors };
-}
-
-function writeDurably(file: string, text: string): void {
-  const fd = openSync(file, 'w');
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

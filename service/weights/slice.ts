@@ -6,7 +6,7 @@
 // Negative indices count from the end and negative steps walk backwards, exactly as in NumPy. Unlike NumPy, a
 // bound beyond ±n is refused rather than clamped, and so is a slice that selects nothing: a typo should never edit
 // another region than the one asked for.
-import { IwiError } from '../errors.ts';
+import { IwiError } from '../../core/errors.ts';
 
 export type SliceDim = number | null | [number | null, number | null] | [number | null, number | null, number | null];
 export type SliceSpec = SliceDim[];

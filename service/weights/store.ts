@@ -9,14 +9,17 @@
 // write is visible to the next run with no rebuild. Writes mutate the episode's own arrays in place, so a caller
 // must not write while a run of the same episode is in flight (the service's single queue guarantees it).
 import type { Checkpoint } from '../model/checkpoint.ts';
+import { bf16ToF32 } from '../model/bf16.ts';
+import { expectedTextTensors } from '../model/names.ts';
 import { copyBf16, readBf16, type WeightSource } from '../model/weight-source.ts';
-import { IwiError } from '../errors.ts';
+import { IwiError } from '../../core/errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
 import { LIMITS } from '../api/limits.ts';
-import { Manifest } from './manifest.ts';
-import { expectedTextTensors } from './names.ts';
+import { Manifest, type ManifestFilter } from './manifest.ts';
 import { checkFinite, commitWrite, inlineOperand, parseWriteOp, planWrite, type ArrayOperand, type WriteOp } from './ops.ts';
-import { readWeights, type ReadResult } from './reads.ts';
+import { checkReadRequest, nest, type ReadResult } from './reads.ts';
+import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
+import { summarize } from './summary.ts';
 
 export type WriteOutcome = {
   tensor: string;
@@ -36,7 +39,7 @@ export class WeightStore {
   readonly pristineSource: WeightSource;
   private readonly pristine = new Map<string, Uint16Array>();
   private readonly textTensors: ReadonlySet<string>;
-  private readonly episodes = new Map<string, Episode>();
+  private readonly episodes = new Map<string, EpisodeWeights>();
 
   constructor(
     readonly checkpoint: Checkpoint,
@@ -69,14 +72,14 @@ export class WeightStore {
     for (const name of this.textTensors) this.pristineBits(name);
   }
 
-  createEpisode(id: string): Episode {
+  createEpisode(id: string): EpisodeWeights {
     if (this.episodes.has(id)) throw new Error(`episode "${id}" already exists in the weight store`);
-    const episode = new Episode(id, this);
+    const episode = new EpisodeWeights(id, this);
     this.episodes.set(id, episode);
     return episode;
   }
 
-  episode(id: string): Episode {
+  episode(id: string): EpisodeWeights {
     const episode = this.episodes.get(id);
     if (!episode) throw new IwiError('EPISODE_NOT_FOUND', `no episode "${id}" in the weight store`);
     return episode;
@@ -102,7 +105,8 @@ export class WeightStore {
   }
 }
 
-export class Episode {
+/** One episode's weights in the store: its overlay, op log and handles (the service's episode, service/episodes.ts, holds one). */
+export class EpisodeWeights {
   /** The engine's view of this episode's weights: edited tensors from the overlay, the rest pristine. */
   readonly source: WeightSource;
   private readonly overlay = new Map<string, Uint16Array>();
@@ -133,9 +137,37 @@ export class Episode {
     return this.overlay.get(name) ?? this.store.pristineBits(name);
   }
 
-  /** read_weights: metadata, slice or summary (see reads.ts). */
+  /**
+   * read_weights: metadata, slice or summary (reads.ts). Values are the episode's current ones, exact BF16 for
+   * tensors: only the selection is decoded from the bits, and a summary streams over them. A read changes nothing but
+   * the episode's handles.
+   */
   read(request: unknown): ReadResult {
-    return readWeights(this, request);
+    const r = checkReadRequest(request);
+    const { op } = r;
+    if (op === 'metadata') {
+      const tensors = this.manifest.filter((r.filter ?? {}) as ManifestFilter); // validated by filter()
+      return { op, count: tensors.length, tensors };
+    }
+    const source = this.readTarget(r);
+    if (r.slice !== undefined && r.slice !== null && !Array.isArray(r.slice)) {
+      throw new IwiError('SLICE_INVALID', `slice of ${source.label} must be a list with one entry per dimension, got ${JSON.stringify(r.slice)}`);
+    }
+    if (r.as_handle !== undefined && typeof r.as_handle !== 'boolean') throw new IwiError('OP_INVALID', `slice: as_handle must be true or false, got ${JSON.stringify(r.as_handle)}`);
+    const spec = (r.slice ?? []) as SliceSpec;
+    const selection = resolveSlice(spec, source.shape, source.label);
+    const base = { target: source.label, slice: formatSlice(spec), shape: selection.shape };
+    if (op === 'summary') {
+      // A summary only reads: a whole tensor needs no copy (and a tensor's selection is gathered as bits, not values).
+      const whole = selection.numel === source.data.length && isIdentity(selection);
+      return { op, ...base, ...summarize(whole ? source.data : gather(source.data, source.shape, selection), selection.shape) };
+    }
+    const values = () => decoded(gather(source.data, source.shape, selection));
+    if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements) return { op, ...base, values: nest(values(), selection.shape) };
+    // A handle holds a float32 copy (it must never change) and is refused before copying if it could never fit.
+    const origin = `slice ${source.label}${base.slice}`;
+    this.store.handles.checkFits(selection.numel * Float32Array.BYTES_PER_ELEMENT, selection.shape, origin);
+    return { op, ...base, handle: this.createHandle(values(), selection.shape, origin) };
   }
 
   /** write_weights: validate everything, then apply. A refused op throws an IwiError and changes nothing. */
@@ -190,6 +222,19 @@ export class Episode {
     return bits;
   }
 
+  /** What a slice or summary reads: a tensor's BF16 bits or a handle's float32 values. */
+  private readTarget(r: Record<string, unknown>): ReadTarget {
+    if ((r.tensor === undefined) === (r.handle === undefined)) {
+      throw new IwiError('OP_INVALID', `${String(r.op)}: give exactly one of "tensor" (a name from the manifest) or "handle" (an array handle id)`);
+    }
+    if (r.handle !== undefined) {
+      const handle = this.store.handles.get(this.id, r.handle);
+      return { label: `handle ${handle.id}`, shape: handle.shape, data: handle.data };
+    }
+    const row = this.manifest.resolve(r.tensor);
+    return { label: row.name, shape: row.shape, data: this.bits(row.name) };
+  }
+
   /** A write operand: inline nested numbers, or `{handle: "h12"}`. */
   private operand(ref: unknown, what: string): ArrayOperand {
     if (typeof ref === 'object' && ref !== null && !Array.isArray(ref)) {
@@ -200,4 +245,15 @@ export class Episode {
     }
     return inlineOperand(ref, what);
   }
+}
+
+type ReadTarget = { label: string; shape: readonly number[]; data: Elements };
+
+function decoded(elements: Elements): Float32Array {
+  return elements instanceof Uint16Array ? bf16ToF32(elements) : elements;
+}
+
+/** Every element in storage order: no dim reversed, strided or indexed away. */
+function isIdentity(selection: Selection): boolean {
+  return selection.dims.every((d) => d.start === 0 && d.step === 1 && d.keep);
 }

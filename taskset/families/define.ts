@@ -5,7 +5,8 @@ import type { Tokenizer } from '../../service/model/tokenizer.ts';
 import { readData } from '../data.ts';
 import { Rng } from '../random.ts';
 import { onSide, type Split } from '../split.ts';
-import type { ChatMessage, Check, EpisodeSpec, FamilyId, Item, Modulation, Objective, PracticeExample } from '../types.ts';
+import type { Check, EpisodeSpec, FamilyId, Item, Modulation, Objective, PracticeExample } from '../types.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import { FAMILY_VERSION } from '../types.ts';
 
 /** Default sizes of an episode (families.md). */

@@ -3,7 +3,7 @@
 // still accepts a correction when the user points out its own earlier mistake (multi-turn).
 import { readData } from '../data.ts';
 import { onSide, type Split } from '../split.ts';
-import type { ChatMessage } from '../types.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import { type Candidate, capitalise, defineFamily, fill } from './define.ts';
 import { facts, type Fact } from './world.ts';
 

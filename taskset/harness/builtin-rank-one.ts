@@ -15,6 +15,7 @@
 //
 // Editing the last layer keeps every position independent (no later layer reads it), so one teacher-forced pass
 // finds every wrong token at once. It is a baseline: it edits what the practice examples show and nothing more.
+import type { ChatMessage } from '../../core/chat.ts';
 import type { BuiltinEditor, EpisodeHandle } from './builtin.ts';
 
 const TARGET_NOTE = 'the requested behaviour';
@@ -28,7 +29,7 @@ const RIDGE_SHARE = 0.05; // λ of the key whitening, as a share of the mean eig
 type Row = number[];
 type InspectPosition = { position: number; next: { id: number } | null; top_k: { id: number }[] };
 type InspectResult = { sequences: { positions: InspectPosition[]; hidden: Record<string, { id: string; shape: number[] }> }[] };
-type Example = { messages: { role: 'system' | 'user' | 'assistant'; content: string }[]; response: string };
+type Example = { messages: ChatMessage[]; response: string };
 type Mismatch = { sequence: number; row: number; want: number; got: number };
 
 export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {

@@ -1,5 +1,6 @@
 // The editor harness's public surface: resolve the editor's settings once, then `runEditor` per attempt.
-export { BUILTIN_EDITORS, noop, type BuiltinContext, type BuiltinEditor, type EpisodeHandle } from './builtin.ts';
+export type { BuiltinContext, BuiltinEditor, EpisodeHandle } from './builtin.ts';
+export { BUILTIN_EDITORS, noop } from './builtin-editors.ts';
 export { editorApiFailure, openaiClient, EditorReplyError, type EditorApiFailure, type EditorApiFailureKind } from './client.ts';
 export {
   EDITOR_APIS,
@@ -15,6 +16,7 @@ export {
   type Effort,
 } from './config.ts';
 export { firstMessage, systemPrompt } from './prompt.ts';
-export { runEditor, type EditorRunResult, type EditorUsage, type RunEditorOptions, type StopReason } from './run.ts';
+export { runEditor, type EditorRunResult, type RunEditorOptions } from './run.ts';
+export type { EditorUsage, StopReason } from './tally.ts';
 export { loadScript, parseScript, ScriptError, type EditorScript, type ScriptCall } from './script.ts';
 export { Trace, type TraceLine, type Usage } from './trace.ts';

@@ -3,11 +3,12 @@
 // without a tool call, the turn limit, a call refused for an exhausted budget, or an editor API failure after the
 // SDK's retries; in each case the current patch is submitted, once. Anything else (the service unreachable, a bug)
 // is thrown without a submit, and editor.json records it.
-import { PACKAGE_VERSION } from '../../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
 import { ServiceError, type EpisodeBrief, type EditorClient, type SubmitReply } from '../service-client.ts';
 import type { Toolset } from '../taskset.ts';
 import { FAMILY_VERSION } from '../types.ts';
-import { BUILTIN_EDITORS, runBuiltin, type BuiltinEditor } from './builtin.ts';
+import type { BuiltinEditor } from './builtin.ts';
+import { BUILTIN_EDITORS, runBuiltin } from './builtin-editors.ts';
 import { ChatEditor } from './chat.ts';
 import { editorApiFailure, openaiClient } from './client.ts';
 import { builtinName, editorKind, publicConfig, scriptFile, type EditorConfig } from './config.ts';
@@ -16,29 +17,11 @@ import { firstMessage, systemPrompt } from './prompt.ts';
 import { ResponsesEditor } from './responses.ts';
 import { loadScript, ScriptEditor, type EditorScript } from './script.ts';
 import { callTool } from './tool-call.ts';
-import { addUsage, Trace, ZERO_USAGE, type Usage } from './trace.ts';
+import { Tally, type Ending } from './tally.ts';
+import { Trace } from './trace.ts';
 
-export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
-export type EditorUsage = Usage & { requests: number };
-
-export type EditorRunResult = {
-  stopReason: StopReason;
-  /** Turns taken; each one was counted by the service. */
-  turns: number;
-  /** Tool calls answered, refused ones included (calls after a budget refusal are not run). */
-  toolCalls: number;
-  /** Tool calls answered with an error. */
-  toolErrors: number;
-  submitted: SubmitReply;
-  usage: EditorUsage;
-  /** The text of the reply without a tool call ('final_reply'). */
-  finalReply?: string;
-  /** What failed ('editor_error'). */
-  error?: string;
-};
-
-/** How the editor's part ended, before the submit. */
-export type Ending = Omit<EditorRunResult, 'submitted'>;
+/** How the editor's part ended (tally.ts), and what the submit answered. */
+export type EditorRunResult = Ending & { submitted: SubmitReply };
 
 export type RunEditorOptions = {
   editor: EditorClient;
@@ -109,21 +92,17 @@ function openModel(config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, 
 
 async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
   let budget = brief.budget;
-  let usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
-  let turns = 0;
-  let toolCalls = 0;
-  let toolErrors = 0;
-  const end = (stopReason: StopReason, extra: Partial<Ending> = {}): Ending => ({ stopReason, turns, toolCalls, toolErrors, usage, ...extra });
+  const tally = new Tally();
 
   for (;;) {
-    if (turns >= config.maxTurns) return end('turn_limit');
+    if (tally.turns >= config.maxTurns) return tally.end('turn_limit');
     try {
       budget = (await editor.turn()).budget;
     } catch (error) {
-      if (error instanceof ServiceError && error.isBudget) return end('turn_limit');
+      if (error instanceof ServiceError && error.isBudget) return tally.end('turn_limit');
       throw error;
     }
-    const turn = ++turns;
+    const turn = tally.turn();
 
     const request = model.nextRequest();
     trace.write({ type: 'request', turn, api: model.api, body: request });
@@ -135,19 +114,19 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
       const failure = editorApiFailure(error);
       if (!failure) throw error;
       trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
-      return end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
+      return tally.end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
     }
     const { reply } = sent;
-    usage = { ...addUsage(usage, reply.usage), requests: usage.requests + 1 };
+    tally.request(reply.usage);
     trace.write({ type: 'response', turn, duration_ms: elapsed(sentAt), request_id: sent.requestId, body: sent.response, usage: reply.usage, tool_calls: reply.toolCalls, truncated: reply.truncated });
-    if (reply.toolCalls.length === 0) return end('final_reply', { finalReply: reply.text });
+    if (reply.toolCalls.length === 0) return tally.end('final_reply', { finalReply: reply.text });
 
     const results: { callId: string; output: string }[] = [];
     let exhausted = false;
     for (const call of reply.toolCalls) {
       const outcome = await callTool(editor, call, { turn, trace, budget, toolset });
-      toolCalls++;
-      if (!outcome.ok) toolErrors++;
+      tally.toolCall();
+      if (!outcome.ok) tally.toolError();
       budget = outcome.budget ?? budget;
       results.push({ callId: call.id, output: outcome.output });
       exhausted = outcome.budgetExhausted;
@@ -155,7 +134,7 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
     }
     model.addToolResults(results);
     // A refusal for an exhausted budget ends the episode: its result is recorded, and no request follows.
-    if (exhausted) return end('budget');
+    if (exhausted) return tally.end('budget');
   }
 }
 

@@ -5,7 +5,7 @@
 // line each (name, outcome, budget left) and the page says so.
 import { resolveSlice, formatSlice, type SliceSpec } from '../../service/weights/slice.ts';
 import type { ItemResult, ResultsFile } from '../evaluation.ts';
-import type { EditorUsage } from '../harness/run.ts';
+import type { EditorUsage } from '../harness/tally.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';

@@ -4,7 +4,7 @@
 import { bf16ToF32 } from '../../service/model/bf16.ts';
 import type { Checkpoint } from '../../service/model/checkpoint.ts';
 import { checkpointSource, type WeightSource } from '../../service/model/weight-source.ts';
-import { embedTokensName, finalNormName, layerTensorNames } from '../../service/weights/names.ts';
+import { embedTokensName, finalNormName, layerTensorNames } from '../../service/model/names.ts';
 
 /** y[t, o] = Σ_i x[t, i] · W[o, i]  (Linear, W stored [out, in]). */
 function linear(x: Float32Array, T: number, inDim: number, W: Float32Array, outDim: number): Float32Array {

@@ -3,7 +3,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERRORS, IwiError, isIwiError, type ErrorCode } from '../../service/errors.ts';
+import { ERROR_CODES, IwiError, isIwiError, type ErrorCode } from '../../core/errors.ts';
+import { HTTP_STATUS, errorReply } from '../../service/errors.ts';
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -14,17 +15,19 @@ function sources(dir: string): string[] {
 
 describe('service/errors', () => {
   it('has UPPER_SNAKE codes with a 4xx/5xx status and a meaning', () => {
-    for (const [code, row] of Object.entries(ERRORS)) {
+    expect(Object.keys(HTTP_STATUS)).toEqual(Object.keys(ERROR_CODES));
+    for (const [code, meaning] of Object.entries(ERROR_CODES)) {
+      const status = HTTP_STATUS[code as ErrorCode];
       expect(code).toMatch(/^[A-Z][A-Z0-9_]+$/);
-      expect(row.status >= 400 && row.status < 600, code).toBe(true);
-      expect(row.meaning.length).toBeGreaterThan(10);
+      expect(status >= 400 && status < 600, code).toBe(true);
+      expect(meaning.length).toBeGreaterThan(10);
     }
   });
 
   it('renders {statusCode, code, error, message}', () => {
     const error = new IwiError('WEIGHT_NOT_FOUND', 'no tensor named "x"');
-    expect(error.toReply()).toEqual({ statusCode: 404, code: 'WEIGHT_NOT_FOUND', error: 'Not Found', message: 'no tensor named "x"' });
-    expect(new IwiError('HANDLE_LIMIT', 'm').toReply().error).toBe('Too Many Requests');
+    expect(errorReply(error)).toEqual({ statusCode: 404, code: 'WEIGHT_NOT_FOUND', error: 'Not Found', message: 'no tensor named "x"' });
+    expect(errorReply(new IwiError('HANDLE_LIMIT', 'm')).error).toBe('Too Many Requests');
     expect(isIwiError(error, 'WEIGHT_NOT_FOUND')).toBe(true);
     expect(isIwiError(error, 'SHAPE_MISMATCH')).toBe(false);
     expect(isIwiError(new Error('x'))).toBe(false);
@@ -39,7 +42,7 @@ describe('service/errors', () => {
       text += source;
       for (const match of source.matchAll(/new IwiError\(\s*'([A-Z_0-9]+)'/g)) thrown.add(match[1]!);
     }
-    const table = Object.keys(ERRORS) as ErrorCode[];
+    const table = Object.keys(ERROR_CODES) as ErrorCode[];
     expect([...thrown].filter((c) => !table.includes(c as ErrorCode))).toEqual([]);
     expect(table.filter((c) => !text.includes(`'${c}'`))).toEqual([]);
   });

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeJsonAtomic } from '../../service/files.ts';
+import { writeJsonAtomic } from '../../core/files.ts';
 import { ADMIN, TOKENS, harness, type Harness } from './helpers.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');

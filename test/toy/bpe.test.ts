@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gemma3TokenizerDir, Tokenizer, type ChatMessage } from '../../service/model/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../service/model/tokenizer.ts';
+import type { ChatMessage } from '../../core/chat.ts';
 import { encodeWith, trainBpe, tokenizerConfig, type TokenizerJson } from '../../toy/bpe.ts';
 
 /** 200 generated Q/A sentences, a few accented ones, and some layout (newlines, double and edge spaces). */

@@ -5,7 +5,7 @@ import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { EngineHost } from '../../../service/model/engine-host.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { checkpointSource, copyBf16, overlaySource } from '../../../service/model/weight-source.ts';
-import { layerTensorNames } from '../../../service/weights/names.ts';
+import { layerTensorNames } from '../../../service/model/names.ts';
 import { fixtureCheckpoint } from '../../fixtures.ts';
 
 const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107, 105, 4368];

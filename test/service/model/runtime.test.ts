@@ -4,7 +4,7 @@ import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { checkpointSource, overlaySource } from '../../../service/model/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../../service/model/bf16.ts';
 import { Tokenizer } from '../../../service/model/tokenizer.ts';
-import { finalNormName, layerTensorNames } from '../../../service/weights/names.ts';
+import { finalNormName, layerTensorNames } from '../../../service/model/names.ts';
 import { referenceForward } from '../../reference/gemma3-forward.ts';
 import { fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
 

@@ -7,7 +7,7 @@ import { isIwiError } from '../../../service/errors.ts';
 import { bf16ToF32, bf16Value } from '../../../service/model/bf16.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import type { SliceDim } from '../../../service/weights/slice.ts';
-import { WeightStore, type Episode } from '../../../service/weights/store.ts';
+import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';
 import { referenceBf16, referenceIndices, referenceOffsets, tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const K = 'language_model.model.layers.1.self_attn.k_proj.weight'; // [32, 64]
@@ -30,9 +30,9 @@ afterAll(() => fixture.cleanup());
 
 /** Float32 values of BF16 bits (exact), to compare with the reference's values. */
 const pristineValues = (name: string) => bf16ToF32(store.pristineBits(name));
-const currentValues = (episode: Episode, name: string) => bf16ToF32(episode.bits(name));
+const currentValues = (episode: EpisodeWeights, name: string) => bf16ToF32(episode.bits(name));
 
-function freshEpisode(): Episode {
+function freshEpisode(): EpisodeWeights {
   return store.createEpisode(`e${episodes++}`);
 }
 

@@ -12,7 +12,7 @@ import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson, type Provenance } from '../../../service/weights/patch.ts';
-import { WeightStore, type Episode } from '../../../service/weights/store.ts';
+import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const P = 'language_model.model.';
@@ -25,14 +25,14 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 let fixture: TinyFixture;
 let store: WeightStore;
-let episode: Episode;
+let episode: EpisodeWeights;
 let work: string;
 let patchDir: string;
 let lightDir: string; // the refusal tests' patch: no embedding, so each replay is quick
 let lightId: string;
 
 /** The ops of the round-trip episode: all five, strided and negative slices, a handle, the tied-head alias, a revert. */
-function record(e: Episode): void {
+function record(e: EpisodeWeights): void {
   e.write({ op: 'scale', tensor: DOWN, slice: [[null, null, -3], [5, -5, 2]], factor: -1.75 });
   const handle = e.read({ op: 'slice', tensor: Q, slice: [[0, 40]] }) as { handle: { id: string } };
   e.write({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { handle: handle.handle.id } });

@@ -5,14 +5,14 @@ import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import { LIMITS } from '../../../service/api/limits.ts';
 import { nest } from '../../../service/weights/reads.ts';
-import { WeightStore, type Episode } from '../../../service/weights/store.ts';
+import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';
 import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const GATE = 'model.layers.1.mlp.gate_proj.weight'; // [128, 64]
 
 let fixture: TinyFixture;
 let store: WeightStore;
-let episode: Episode;
+let episode: EpisodeWeights;
 let stored: Float32Array; // decoded straight from the file's bytes
 
 beforeAll(() => {

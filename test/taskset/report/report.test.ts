@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readCsvRecords } from '../../../taskset/report/csv.ts';
-import { PACKAGE_VERSION } from '../../../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../../../core/version.ts';
 import { REPO_ROOT } from '../../fixtures.ts';
 import { GRID, MODEL, attemptFolderName, tempDir, writeGrid, writeRuns } from './fixtures.ts';
 

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Usage } from '../../../taskset/harness/trace.ts';
 import { readCsvRecords } from '../../../taskset/report/csv.ts';
 import { findAttempts, readTraceUsage, tokenEfficiency, writeReport, type ResultsCsvRecord } from '../../../taskset/report/index.ts';
-import { PACKAGE_VERSION } from '../../../service/weights/patch.ts';
+import { PACKAGE_VERSION } from '../../../core/version.ts';
 import { REPO_ROOT } from '../../fixtures.ts';
 import { GRID, attemptFolderName, tempDir, writeGrid, writeTrace } from './fixtures.ts';
 

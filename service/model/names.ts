@@ -1,7 +1,7 @@
 // Checkpoint tensor names of the Gemma 3 text decoder, built here and nowhere else (gemma3.md §2).
 // 1B: "model.*"; 4B: "language_model.model.*" (the hub's pre-v4.52 names). The LM head is tied to embed_tokens
 // and is not stored.
-import type { Gemma3TextConfig } from '../model/config.ts';
+import type { Gemma3TextConfig } from './config.ts';
 
 export type LayerTensorNames = {
   input_layernorm: string;
@@ -87,4 +87,18 @@ export function layerOf(name: string): number | undefined {
 /** Vision tower and projector of the 4B: listed in the manifest, never written. */
 export function isVisionTensor(name: string): boolean {
   return name.startsWith('vision_tower.') || name.startsWith('multi_modal_projector.');
+}
+
+/** The kinds of tensor the manifest names. */
+export const TENSOR_KINDS = ['embedding', 'attention', 'mlp', 'norm', 'vision', 'other'] as const;
+export type TensorKind = (typeof TENSOR_KINDS)[number];
+
+/** Kind of a tensor from its checkpoint name (what the manifest's `kind` column and filter say). */
+export function kindOf(name: string): TensorKind {
+  if (isVisionTensor(name)) return 'vision';
+  if (name.endsWith('embed_tokens.weight')) return 'embedding';
+  if (/(layernorm|_norm|\.norm)\.weight$/.test(name)) return 'norm';
+  if (name.includes('.self_attn.')) return 'attention';
+  if (name.includes('.mlp.')) return 'mlp';
+  return 'other';
 }

@@ -1,0 +1,54 @@
+// How the editor's part of an episode is counted, once, for the loop (run.ts) and the built-ins (builtin-editors.ts)
+// alike: turns the service counted, tool calls answered (refused ones included) and those answered with an error,
+// the editor API's usage, and how it ended.
+import { addUsage, ZERO_USAGE, type Usage } from './trace.ts';
+
+export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
+export type EditorUsage = Usage & { requests: number };
+
+/** How the editor's part ended, before the submit. */
+export type Ending = {
+  stopReason: StopReason;
+  /** Turns taken; each one was counted by the service. */
+  turns: number;
+  /** Tool calls answered, refused ones included (calls after a budget refusal are not run). */
+  toolCalls: number;
+  /** Tool calls answered with an error. */
+  toolErrors: number;
+  usage: EditorUsage;
+  /** The text of the reply without a tool call ('final_reply'). */
+  finalReply?: string;
+  /** What failed ('editor_error'). */
+  error?: string;
+};
+
+export class Tally {
+  turns = 0;
+  toolCalls = 0;
+  toolErrors = 0;
+  usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
+
+  /** A turn the service counted; returns its number (from 1). */
+  turn(): number {
+    return ++this.turns;
+  }
+
+  /** A tool call sent; returns its number (from 1). */
+  toolCall(): number {
+    return ++this.toolCalls;
+  }
+
+  /** The last tool call was answered with an error. */
+  toolError(): void {
+    this.toolErrors++;
+  }
+
+  /** One request to the editor's API and the usage it reported. */
+  request(usage: Usage): void {
+    this.usage = { ...addUsage(this.usage, usage), requests: this.usage.requests + 1 };
+  }
+
+  end(stopReason: StopReason, extra: Pick<Ending, 'finalReply' | 'error'> = {}): Ending {
+    return { stopReason, turns: this.turns, toolCalls: this.toolCalls, toolErrors: this.toolErrors, usage: this.usage, ...extra };
+  }
+}
