@@ -27,7 +27,8 @@ export const ERROR_CODES = {
   FORBIDDEN: 'the token is right but its role may not use this route or episode',
   REQUEST_INVALID: 'the request body does not match the route schema',
   QUEUE_FULL: 'too many requests are waiting for the execution queue; retry later',
-  CALL_TIME_LIMIT: "a call ran longer than the service's per-call time limit and was stopped; its reservation was charged",
+  CALL_TIME_LIMIT:
+    "a call ran longer than the service's per-call time limit and was stopped; its reservation was charged",
   MODEL_NOT_FOUND: 'no served model (pristine id or submitted patch digest) of that name',
   UNSUPPORTED_PARAMETER: 'a request parameter the target runtime does not support (e.g. sampling)',
   // Patches (service/weights/patch.ts, export.ts)
@@ -69,7 +70,8 @@ export const QUOTE_LIMIT = 200;
  * a 1 MB model name or tensor name does not come back as a 1 MB message. Every message that quotes input uses this.
  */
 export function quote(value: unknown, limit = QUOTE_LIMIT): string {
-  if (typeof value === 'string' && value.length > limit) return `${JSON.stringify(value.slice(0, limit))}… (${value.length} characters)`;
+  if (typeof value === 'string' && value.length > limit)
+    return `${JSON.stringify(value.slice(0, limit))}… (${value.length} characters)`;
   const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
   return text.length > limit ? `${text.slice(0, limit)}… (${text.length} characters)` : text;
 }

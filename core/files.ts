@@ -4,7 +4,18 @@
 //   file    <file>.tmp-<pid>-<random>     (writeFileAtomic, writeJsonAtomic: fsync unless asked not to, then rename)
 //   folder  <dir>.partial-<pid>-<hex>     (writeFolderAtomic: the caller fills it, then one rename)
 import { randomBytes, randomInt } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 
 /** Mode of a file that holds anything secret (an episode key's hash): owner read/write only. */
@@ -19,7 +30,12 @@ const WRITE_CHUNK = 1 << 30; // writeSync takes at most 2 GiB − 1 at once
  * file's (before umask); the temp file is created with it, so the file is never readable by others, not even for a
  * moment.
  */
-export function writeFileAtomic(file: string, data: string | Uint8Array | readonly Uint8Array[], durable = true, mode = 0o666): void {
+export function writeFileAtomic(
+  file: string,
+  data: string | Uint8Array | readonly Uint8Array[],
+  durable = true,
+  mode = 0o666,
+): void {
   mkdirSync(path.dirname(file), { recursive: true });
   const temp = `${file}.tmp-${process.pid}-${randomInt(2 ** 47)}`; // random: worker threads share the pid
   const pieces = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : data instanceof Uint8Array ? [data] : data;

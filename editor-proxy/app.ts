@@ -1,6 +1,12 @@
 // The editor proxy as a Fastify app factory: `buildProxy(options)` returns an app that forwards Chat Completions,
 // Responses and model-list requests to the upstream with the proxy's own key; the caller decides where it listens.
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { ProxyError, streamFailure } from './errors.ts';
 import { readChatCompletionStream } from './sse.ts';
 import { callUpstream, type UpstreamConfig, type UpstreamReply } from './upstream.ts';
@@ -35,7 +41,15 @@ const BODY_LIMIT_BYTES = 64 * 1024 * 1024; // 64 MiB
 /** Client headers worth passing on; everything else (Authorization above all) stays here. */
 const FORWARDED_REQUEST_HEADERS = ['openai-organization', 'openai-project', 'openai-beta'];
 /** Upstream headers that describe the upstream connection, not the content (fetch has already decoded the body). */
-const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-encoding', 'content-length', 'date', 'server']);
+const DROPPED_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-encoding',
+  'content-length',
+  'date',
+  'server',
+]);
 
 const objectBodySchema = { body: { type: 'object', properties: { stream: { type: 'boolean' } } } } as const;
 
@@ -49,7 +63,11 @@ export function buildProxy(options: ProxyOptions): FastifyInstance {
 
   /** Answer with the upstream's reply as it is: a string, or a stream written chunk by chunk as it arrives. */
   async function passThrough(request: FastifyRequest, reply: FastifyReply, body?: JsonObject) {
-    const answer = await callUpstream(upstream, upstreamRequest(request, reply, body, body?.stream === true), request.log);
+    const answer = await callUpstream(
+      upstream,
+      upstreamRequest(request, reply, body, body?.stream === true),
+      request.log,
+    );
     reply.code(answer.status).headers(responseHeaders(answer.headers));
     return reply.send(bodyOf(answer));
   }
@@ -71,7 +89,9 @@ export function buildProxy(options: ProxyOptions): FastifyInstance {
 
   app.get('/health', async () => ({ status: 'ok', upstream: upstream.baseUrl, bufferChat }));
   app.get('/v1/models', (request, reply) => passThrough(request, reply));
-  app.post('/v1/responses', { schema: objectBodySchema }, (request, reply) => passThrough(request, reply, request.body as JsonObject));
+  app.post('/v1/responses', { schema: objectBodySchema }, (request, reply) =>
+    passThrough(request, reply, request.body as JsonObject),
+  );
   app.post('/v1/chat/completions', { schema: objectBodySchema }, (request, reply) => {
     const body = request.body as JsonObject;
     // A client that asks for a stream gets the stream, buffering or not.
@@ -80,11 +100,22 @@ export function buildProxy(options: ProxyOptions): FastifyInstance {
 
   app.setNotFoundHandler((request, reply) => {
     const routes = 'POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /health';
-    sendError(reply, new ProxyError(404, 'invalid_request_error', `editor proxy: no route ${request.method} ${request.url} (routes: ${routes})`, 'not_found'));
+    sendError(
+      reply,
+      new ProxyError(
+        404,
+        'invalid_request_error',
+        `editor proxy: no route ${request.method} ${request.url} (routes: ${routes})`,
+        'not_found',
+      ),
+    );
   });
   app.setErrorHandler((error: FastifyError | ProxyError, request, reply) => {
     const proxyError = error instanceof ProxyError ? error : fromFastifyError(error);
-    request.log[proxyError.status >= 500 ? 'error' : 'warn']({ status: proxyError.status, code: proxyError.code }, proxyError.message);
+    request.log[proxyError.status >= 500 ? 'error' : 'warn'](
+      { status: proxyError.status, code: proxyError.code },
+      proxyError.message,
+    );
     sendError(reply, proxyError);
   });
   return app;
@@ -150,10 +181,13 @@ export function upstreamBaseUrl(url: string): string {
 /** The upstream config, or an error listing every problem with the options at once. */
 function checkConfig(config: UpstreamConfig & { upstreamUrl: string }): UpstreamConfig {
   const problems: string[] = [];
-  if (!/^https?:\/\/[^/]/.test(config.upstreamUrl) || !URL.canParse(config.upstreamUrl)) problems.push(`upstreamUrl must be an http(s) URL, got "${config.upstreamUrl}"`);
+  if (!/^https?:\/\/[^/]/.test(config.upstreamUrl) || !URL.canParse(config.upstreamUrl))
+    problems.push(`upstreamUrl must be an http(s) URL, got "${config.upstreamUrl}"`);
   if (config.apiKey === '') problems.push('apiKey is empty');
-  if (!Number.isInteger(config.timeoutMs) || config.timeoutMs <= 0) problems.push(`timeoutMs must be a positive integer, got ${config.timeoutMs}`);
-  if (!Number.isInteger(config.maxRetries) || config.maxRetries < 0) problems.push(`maxRetries must be an integer ≥ 0, got ${config.maxRetries}`);
+  if (!Number.isInteger(config.timeoutMs) || config.timeoutMs <= 0)
+    problems.push(`timeoutMs must be a positive integer, got ${config.timeoutMs}`);
+  if (!Number.isInteger(config.maxRetries) || config.maxRetries < 0)
+    problems.push(`maxRetries must be an integer ≥ 0, got ${config.maxRetries}`);
   if (!(config.retryBaseDelayMs >= 0)) problems.push(`retryBaseDelayMs must be ≥ 0, got ${config.retryBaseDelayMs}`);
   if (problems.length > 0) throw new Error(`editor proxy options:\n  - ${problems.join('\n  - ')}`);
   const { baseUrl, apiKey, timeoutMs, maxRetries, retryBaseDelayMs } = config;

@@ -21,7 +21,12 @@ export class ProxyError extends Error {
 }
 
 /** What an upstream error body says: OpenAI's shape when it has one, else the start of the text. */
-export function describeUpstreamError(text: string): { message: string; type: string | null; code: string | null; param: string | null } {
+export function describeUpstreamError(text: string): {
+  message: string;
+  type: string | null;
+  code: string | null;
+  param: string | null;
+} {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -31,7 +36,12 @@ export function describeUpstreamError(text: string): { message: string; type: st
   const error = (parsed as { error?: unknown } | undefined)?.error;
   if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
     const { message, type, code, param } = error as Record<string, unknown>;
-    return { message: message as string, type: stringOrNull(type), code: stringOrNull(code), param: stringOrNull(param) };
+    return {
+      message: message as string,
+      type: stringOrNull(type),
+      code: stringOrNull(code),
+      param: stringOrNull(param),
+    };
   }
   if (typeof error === 'string') return { message: error, type: null, code: null, param: null };
   const excerpt = text.trim().slice(0, 500);
@@ -44,10 +54,21 @@ export function streamFailure(error: unknown, url: string): ProxyError {
   if (error instanceof APIError) {
     // The openai SSE decoder raises APIError for an `error` event inside the stream.
     const type = stringOrNull(error.type) ?? 'upstream_error';
-    return new ProxyError(502, type, `upstream ${url} reported an error mid-stream: ${error.message}`, stringOrNull(error.code), stringOrNull(error.param));
+    return new ProxyError(
+      502,
+      type,
+      `upstream ${url} reported an error mid-stream: ${error.message}`,
+      stringOrNull(error.code),
+      stringOrNull(error.param),
+    );
   }
   const message = error instanceof Error ? error.message : String(error);
-  return new ProxyError(502, 'upstream_stream_error', `upstream ${url} stream failed: ${message}`, 'upstream_stream_error');
+  return new ProxyError(
+    502,
+    'upstream_stream_error',
+    `upstream ${url} stream failed: ${message}`,
+    'upstream_stream_error',
+  );
 }
 
 function stringOrNull(value: unknown): string | null {

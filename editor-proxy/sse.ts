@@ -2,7 +2,12 @@
 // `chat.completion` object the upstream would have returned without streaming. SSE framing and `[DONE]` are left
 // to the openai package's decoder; this file only knows how chunks add up.
 import { Stream } from 'openai/streaming';
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessage, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionMessage,
+  ChatCompletionMessageFunctionToolCall,
+} from 'openai/resources/chat/completions';
 
 /** Reasoning text that providers stream next to `content` (vLLM/DeepSeek `reasoning_content`, OpenRouter `reasoning`). */
 type ReasoningFields = { reasoning_content?: string | null; reasoning?: string | null };
@@ -29,7 +34,13 @@ export async function readChatCompletionStream(body: ReadableStream<Uint8Array>)
 export function assembleChatCompletion(chunks: ChatCompletionChunk[]): ChatCompletion {
   const first = chunks[0];
   if (first === undefined) throw new IncompleteStreamError('the stream carried no chunks');
-  const completion: ChatCompletion = { id: first.id, object: 'chat.completion', created: first.created, model: first.model, choices: [] };
+  const completion: ChatCompletion = {
+    id: first.id,
+    object: 'chat.completion',
+    created: first.created,
+    model: first.model,
+    choices: [],
+  };
   const choices = new Map<number, ChoiceSoFar>();
 
   for (const chunk of chunks) {
@@ -39,7 +50,12 @@ export function assembleChatCompletion(chunks: ChatCompletionChunk[]): ChatCompl
     for (const piece of chunk.choices) {
       let choice = choices.get(piece.index);
       if (choice === undefined) {
-        choice = { message: { role: 'assistant', content: null, refusal: null }, toolCalls: new Map(), logprobs: null, finishReason: null };
+        choice = {
+          message: { role: 'assistant', content: null, refusal: null },
+          toolCalls: new Map(),
+          logprobs: null,
+          finishReason: null,
+        };
         choices.set(piece.index, choice);
       }
       addDelta(choice, piece.delta ?? {}); // some providers leave `delta` out of the final chunk
@@ -54,9 +70,11 @@ export function assembleChatCompletion(chunks: ChatCompletionChunk[]): ChatCompl
 
   if (choices.size === 0) throw new IncompleteStreamError('the stream carried no choices');
   for (const [index, choice] of [...choices.entries()].sort(([a], [b]) => a - b)) {
-    if (choice.finishReason === null) throw new IncompleteStreamError(`the stream ended before choice ${index} finished (no finish_reason)`);
+    if (choice.finishReason === null)
+      throw new IncompleteStreamError(`the stream ended before choice ${index} finished (no finish_reason)`);
     const message = choice.message;
-    if (choice.toolCalls.size > 0) message.tool_calls = [...choice.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    if (choice.toolCalls.size > 0)
+      message.tool_calls = [...choice.toolCalls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
     completion.choices.push({ index, finish_reason: choice.finishReason, logprobs: choice.logprobs, message });
   }
   return completion;
@@ -76,7 +94,11 @@ function addDelta(choice: ChoiceSoFar, delta: Delta): void {
   }
   for (const part of delta.tool_calls ?? []) {
     // As in openai-node's ChatCompletionStream: id, type and name arrive once; arguments arrive in pieces.
-    const call = choice.toolCalls.get(part.index) ?? { id: '', type: 'function', function: { name: '', arguments: '' } };
+    const call = choice.toolCalls.get(part.index) ?? {
+      id: '',
+      type: 'function',
+      function: { name: '', arguments: '' },
+    };
     if (part.id) call.id = part.id;
     if (part.function?.name) call.function.name = part.function.name;
     if (part.function?.arguments) call.function.arguments += part.function.arguments;

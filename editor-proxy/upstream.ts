@@ -40,15 +40,26 @@ export type UpstreamReply =
   | { status: number; headers: Headers; stream: ReadableStream<Uint8Array> };
 
 /** One upstream exchange, retried per the policy above; any non-2xx answer in the end is thrown as a ProxyError. */
-export async function callUpstream(config: UpstreamConfig, request: UpstreamRequest, log: FastifyBaseLogger): Promise<UpstreamReply> {
+export async function callUpstream(
+  config: UpstreamConfig,
+  request: UpstreamRequest,
+  log: FastifyBaseLogger,
+): Promise<UpstreamReply> {
   const url = config.baseUrl + request.path;
   const init = {
     method: request.method,
-    headers: { ...request.headers, authorization: `Bearer ${config.apiKey}`, ...(request.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...request.headers,
+      authorization: `Bearer ${config.apiKey}`,
+      ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: request.body === undefined ? undefined : JSON.stringify(request.body),
   };
   for (let attempt = 1; ; attempt++) {
-    const deadline = idleDeadline(config.timeoutMs, `upstream ${url} sent nothing for ${config.timeoutMs} ms (timeout; not retried)`);
+    const deadline = idleDeadline(
+      config.timeoutMs,
+      `upstream ${url} sent nothing for ${config.timeoutMs} ms (timeout; not retried)`,
+    );
     let failure: ProxyError;
     let retryable: boolean;
     let retryAfterMs: number | undefined;
@@ -64,8 +75,14 @@ export async function callUpstream(config: UpstreamConfig, request: UpstreamRequ
     } catch (error) {
       deadline.clear();
       if (error instanceof ProxyError || request.signal.aborted) throw error; // the timeout, or the client left
-      const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error); // fetch hides the socket error in `cause`
-      failure = new ProxyError(502, 'upstream_connection_error', `could not reach upstream ${url}: ${cause}${gaveUp(attempt)}`, 'upstream_unreachable');
+      const cause =
+        error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error); // fetch hides the socket error in `cause`
+      failure = new ProxyError(
+        502,
+        'upstream_connection_error',
+        `could not reach upstream ${url}: ${cause}${gaveUp(attempt)}`,
+        'upstream_unreachable',
+      );
       retryable = true;
     }
     if (!retryable || attempt > config.maxRetries) throw failure;
@@ -78,7 +95,13 @@ export async function callUpstream(config: UpstreamConfig, request: UpstreamRequ
 /** The upstream's own error, kept in its type/code/param so the client's error classes still apply. */
 function answeredWithError(url: string, status: number, text: string, attempt: number): ProxyError {
   const upstream = describeUpstreamError(text);
-  return new ProxyError(status, upstream.type ?? 'upstream_error', `upstream ${url} answered ${status}: ${upstream.message}${gaveUp(attempt)}`, upstream.code, upstream.param);
+  return new ProxyError(
+    status,
+    upstream.type ?? 'upstream_error',
+    `upstream ${url} answered ${status}: ${upstream.message}${gaveUp(attempt)}`,
+    upstream.code,
+    upstream.param,
+  );
 }
 
 /** Only a final message is shown; it says how many tries it took. */
@@ -95,7 +118,9 @@ export function parseRetryAfter(headers: Headers, now = Date.now()): number | un
     const seconds = Number(after);
     delayMs = after.trim() !== '' && Number.isFinite(seconds) ? seconds * 1000 : Date.parse(after) - now;
   }
-  return delayMs !== undefined && Number.isFinite(delayMs) && delayMs >= 0 && delayMs <= MAX_RETRY_AFTER_MS ? delayMs : undefined;
+  return delayMs !== undefined && Number.isFinite(delayMs) && delayMs >= 0 && delayMs <= MAX_RETRY_AFTER_MS
+    ? delayMs
+    : undefined;
 }
 
 /** Exponential backoff: base · 2^(attempt−1), capped, minus up to 25 % jitter so parallel clients spread out. */
@@ -110,7 +135,10 @@ export function backoffMs(attempt: number, baseMs: number, random = Math.random(
  */
 function idleDeadline(ms: number, message: string) {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new ProxyError(504, 'upstream_timeout', message, 'upstream_timeout')), ms);
+  const timer = setTimeout(
+    () => controller.abort(new ProxyError(504, 'upstream_timeout', message, 'upstream_timeout')),
+    ms,
+  );
   timer.unref();
   const clear = () => clearTimeout(timer);
   const guard = (body: ReadableStream<Uint8Array>) =>

@@ -73,12 +73,19 @@ export function createCompletionClient(settings: Pick<MmluProConfig, 'server' | 
 
 function failureOf(error: unknown, url: string): CompletionResult {
   // Order matters: the timeout class extends the connection class, which extends APIError.
-  if (error instanceof APIConnectionTimeoutError) return { ok: false, failure: { kind: 'timeout', status: null, message: 'request timed out' } };
-  if (error instanceof APIConnectionError) throw new FatalServerError(`cannot reach ${url}: ${error.message}`, { cause: error });
-  if (error instanceof AuthenticationError || error instanceof PermissionDeniedError || error instanceof NotFoundError) {
+  if (error instanceof APIConnectionTimeoutError)
+    return { ok: false, failure: { kind: 'timeout', status: null, message: 'request timed out' } };
+  if (error instanceof APIConnectionError)
+    throw new FatalServerError(`cannot reach ${url}: ${error.message}`, { cause: error });
+  if (
+    error instanceof AuthenticationError ||
+    error instanceof PermissionDeniedError ||
+    error instanceof NotFoundError
+  ) {
     throw new FatalServerError(`${url} refused the request (${error.status}): ${error.message}`, { cause: error });
   }
-  if (error instanceof APIError) return { ok: false, failure: { kind: 'http', status: error.status ?? null, message: error.message } };
+  if (error instanceof APIError)
+    return { ok: false, failure: { kind: 'http', status: error.status ?? null, message: error.message } };
   if (error instanceof OpenAIError || error instanceof SyntaxError) return badResponse(error.message);
   throw error;
 }

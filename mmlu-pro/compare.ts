@@ -49,7 +49,8 @@ export function loadOutcomes(dir: string): Map<Category, Map<string, boolean>> {
   for (const name of readdirSync(dir)) {
     for (const suffix of SUFFIXES) {
       const category = name.endsWith(suffix) ? name.slice(0, -suffix.length) : null;
-      if (category !== null && (CATEGORIES as readonly string[]).includes(category)) categories.add(category as Category);
+      if (category !== null && (CATEGORIES as readonly string[]).includes(category))
+        categories.add(category as Category);
     }
   }
   if (categories.size === 0) throw new Error(`compare: no <category>_result.json in ${dir}`);
@@ -66,8 +67,11 @@ export function loadOutcomes(dir: string): Map<Category, Map<string, boolean>> {
 export function scoringOf(dir: string): ScoringProfile {
   const file = path.join(dir, 'run.json');
   if (!existsSync(file)) return 'original';
-  const scoring = (JSON.parse(readFileSync(file, 'utf8')) as { config?: { test?: { scoring?: unknown } } }).config?.test?.scoring ?? 'lenient';
-  if (!isScoringProfile(scoring)) throw new Error(`compare: ${file} names an unknown scoring profile ${JSON.stringify(scoring)}`);
+  const scoring =
+    (JSON.parse(readFileSync(file, 'utf8')) as { config?: { test?: { scoring?: unknown } } }).config?.test?.scoring ??
+    'lenient';
+  if (!isScoringProfile(scoring))
+    throw new Error(`compare: ${file} names an unknown scoring profile ${JSON.stringify(scoring)}`);
   return scoring; // run.json without a profile: written before profiles existed, by the lenient rules
 }
 
@@ -144,7 +148,9 @@ function settingsDifferences(a: string, b: string): string[] {
   const [sa, sb] = [settings(a), settings(b)];
   if (!sa || !sb) return ['no readable run.json in one folder: settings not compared'];
   const keys = [...new Set([...Object.keys(sa), ...Object.keys(sb)])];
-  return keys.filter((k) => JSON.stringify(sa[k]) !== JSON.stringify(sb[k])).map((k) => `${k}: ${JSON.stringify(sa[k])} vs ${JSON.stringify(sb[k])}`);
+  return keys
+    .filter((k) => JSON.stringify(sa[k]) !== JSON.stringify(sb[k]))
+    .map((k) => `${k}: ${JSON.stringify(sa[k])} vs ${JSON.stringify(sb[k])}`);
 }
 
 /** The comparison as a markdown table for people (percentages rounded here only). */
@@ -152,7 +158,8 @@ export function comparisonTable(c: Comparison): string {
   const pct = (x: number | null) => (x === null ? 'n/a' : (x * 100).toFixed(2));
   const signed = (x: number | null) => (x === null ? 'n/a' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}`);
   const rows = [...c.categories, c.overall].map(
-    (s) => `| ${s.category} | ${s.paired} | ${pct(s.a_accuracy)} | ${pct(s.b_accuracy)} | ${signed(s.difference)} | ${s.a_only_correct} | ${s.b_only_correct} | ${s.p_value.toPrecision(3)} |`,
+    (s) =>
+      `| ${s.category} | ${s.paired} | ${pct(s.a_accuracy)} | ${pct(s.b_accuracy)} | ${signed(s.difference)} | ${s.a_only_correct} | ${s.b_only_correct} | ${s.p_value.toPrecision(3)} |`,
   );
   return [
     `A: ${c.a} (scoring ${c.scoring.a})`,

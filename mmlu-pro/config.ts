@@ -13,7 +13,14 @@ export type MmluProConfig = {
   /** Free text copied into the report (the reference's top-level `comment`). */
   comment: string;
   server: { url: string; api_key: string; model: string; model_note: string; timeout: number; max_retries: number };
-  inference: { temperature: number; top_p: number; max_tokens: number; stop: string[]; system_prompt: string; style: Style };
+  inference: {
+    temperature: number;
+    top_p: number;
+    max_tokens: number;
+    stop: string[];
+    system_prompt: string;
+    style: Style;
+  };
   test: {
     categories: Category[];
     parallel: number;
@@ -65,13 +72,30 @@ export const DEFAULTS = {
 
 type Kind = 'string' | 'number' | 'integer' | 'boolean' | 'strings' | 'string or strings';
 const SCHEMA: Record<'server' | 'inference' | 'test' | 'log', Record<string, Kind>> = {
-  server: { url: 'string', api_key: 'string', model: 'string', model_note: 'string', timeout: 'number', max_retries: 'integer' },
+  server: {
+    url: 'string',
+    api_key: 'string',
+    model: 'string',
+    model_note: 'string',
+    timeout: 'number',
+    max_retries: 'integer',
+  },
   inference: {
-    temperature: 'number', top_p: 'number', max_tokens: 'integer', stop: 'string or strings', system_prompt: 'string',
+    temperature: 'number',
+    top_p: 'number',
+    max_tokens: 'integer',
+    stop: 'string or strings',
+    system_prompt: 'string',
     style: 'string',
   },
   test: {
-    categories: 'strings', parallel: 'integer', cot: 'boolean', language: 'string', scoring: 'string', subset: 'integer', data_dir: 'string',
+    categories: 'strings',
+    parallel: 'integer',
+    cot: 'boolean',
+    language: 'string',
+    scoring: 'string',
+    subset: 'integer',
+    data_dir: 'string',
   },
   log: { verbosity: 'integer', log_prompt: 'boolean', output_dir: 'string' },
 };
@@ -106,7 +130,13 @@ export class ConfigError extends Error {
   }
 }
 
-type Raw = { comment: unknown; server: Record<string, unknown>; inference: Record<string, unknown>; test: Record<string, unknown>; log: Record<string, unknown> };
+type Raw = {
+  comment: unknown;
+  server: Record<string, unknown>;
+  inference: Record<string, unknown>;
+  test: Record<string, unknown>;
+  log: Record<string, unknown>;
+};
 
 /** Parses a config.toml; unknown sections and keys, and values of the wrong type, are errors. */
 export function readConfigFile(file: string): Partial<Raw> {
@@ -129,7 +159,11 @@ export function readConfigFile(file: string): Partial<Raw> {
       continue;
     }
     if (!Object.hasOwn(SCHEMA, section)) {
-      problems.push(`${file}: unknown ${isTable(value) ? 'section' : 'key'} "${section}" (known: comment, ${Object.keys(SCHEMA).map((s) => `[${s}]`).join(', ')})`);
+      problems.push(
+        `${file}: unknown ${isTable(value) ? 'section' : 'key'} "${section}" (known: comment, ${Object.keys(SCHEMA)
+          .map((s) => `[${s}]`)
+          .join(', ')})`,
+      );
       continue;
     }
     if (!isTable(value)) {
@@ -139,8 +173,10 @@ export function readConfigFile(file: string): Partial<Raw> {
     const kinds = SCHEMA[section as keyof typeof SCHEMA];
     for (const [key, v] of Object.entries(value)) {
       const kind = Object.hasOwn(kinds, key) ? kinds[key] : undefined;
-      if (!kind) problems.push(`${file}: unknown key "${key}" in [${section}] (known: ${Object.keys(kinds).join(', ')})`);
-      else if (!hasKind(v, kind)) problems.push(`${file}: [${section}] ${key} must be ${article(kind)}, got ${JSON.stringify(v)}`);
+      if (!kind)
+        problems.push(`${file}: unknown key "${key}" in [${section}] (known: ${Object.keys(kinds).join(', ')})`);
+      else if (!hasKind(v, kind))
+        problems.push(`${file}: [${section}] ${key} must be ${article(kind)}, got ${JSON.stringify(v)}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -180,39 +216,94 @@ function check(raw: Raw): MmluProConfig {
     if (!ok) problems.push(message);
   };
   const { server, inference, test, log } = raw;
-  const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+  const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER) =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
 
-  need(typeof server.url === 'string' && /^https?:\/\/[^\s]+$/.test(server.url), `server.url (--url) must be an http(s) URL, got ${JSON.stringify(server.url)}`);
+  need(
+    typeof server.url === 'string' && /^https?:\/\/[^\s]+$/.test(server.url),
+    `server.url (--url) must be an http(s) URL, got ${JSON.stringify(server.url)}`,
+  );
   need(typeof server.api_key === 'string', 'server.api_key (--api) must be a string');
   need(typeof server.model === 'string' && server.model.trim() !== '', 'server.model (--model) must not be empty');
   need(typeof server.model_note === 'string', 'server.model_note (--model_note) must be a string');
-  need(typeof server.timeout === 'number' && server.timeout > 0, `server.timeout (--timeout) must be a positive number of seconds, got ${JSON.stringify(server.timeout)}`);
-  need(isInt(server.max_retries, 0, 20), `server.max_retries must be an integer from 0 to 20, got ${JSON.stringify(server.max_retries)}`);
+  need(
+    typeof server.timeout === 'number' && server.timeout > 0,
+    `server.timeout (--timeout) must be a positive number of seconds, got ${JSON.stringify(server.timeout)}`,
+  );
+  need(
+    isInt(server.max_retries, 0, 20),
+    `server.max_retries must be an integer from 0 to 20, got ${JSON.stringify(server.max_retries)}`,
+  );
 
-  need(typeof inference.temperature === 'number' && inference.temperature >= 0, 'inference.temperature must be a number ≥ 0');
-  need(typeof inference.top_p === 'number' && inference.top_p > 0 && inference.top_p <= 1, 'inference.top_p must be in (0, 1]');
+  need(
+    typeof inference.temperature === 'number' && inference.temperature >= 0,
+    'inference.temperature must be a number ≥ 0',
+  );
+  need(
+    typeof inference.top_p === 'number' && inference.top_p > 0 && inference.top_p <= 1,
+    'inference.top_p must be in (0, 1]',
+  );
   need(isInt(inference.max_tokens, 1), 'inference.max_tokens must be a positive integer');
   const stop = typeof inference.stop === 'string' ? [inference.stop] : inference.stop;
-  need(Array.isArray(stop) && stop.every((s) => typeof s === 'string' && s !== ''), 'inference.stop must be a non-empty string or a list of them');
-  need(inference.system_prompt === undefined || typeof inference.system_prompt === 'string', 'inference.system_prompt must be a string');
-  need((STYLES as readonly unknown[]).includes(inference.style), `inference.style (--style) must be one of ${STYLES.join(', ')}, got ${JSON.stringify(inference.style)}`);
+  need(
+    Array.isArray(stop) && stop.every((s) => typeof s === 'string' && s !== ''),
+    'inference.stop must be a non-empty string or a list of them',
+  );
+  need(
+    inference.system_prompt === undefined || typeof inference.system_prompt === 'string',
+    'inference.system_prompt must be a string',
+  );
+  need(
+    (STYLES as readonly unknown[]).includes(inference.style),
+    `inference.style (--style) must be one of ${STYLES.join(', ')}, got ${JSON.stringify(inference.style)}`,
+  );
 
   const categories = test.categories as unknown[];
   const unknown = Array.isArray(categories) ? categories.filter((c) => typeof c !== 'string' || !isCategory(c)) : [];
-  need(Array.isArray(categories) && categories.length > 0, 'test.categories (--category) must name at least one category');
-  need(unknown.length === 0, `unknown categor${unknown.length > 1 ? 'ies' : 'y'} ${unknown.map((c) => JSON.stringify(c)).join(', ')} (known: ${CATEGORIES.join(', ')})`);
-  need(!Array.isArray(categories) || new Set(categories).size === categories.length, 'test.categories (--category) names a category twice');
-  need(isInt(test.parallel, 1, 1024), `test.parallel (--parallel) must be an integer from 1 to 1024, got ${JSON.stringify(test.parallel)}`);
+  need(
+    Array.isArray(categories) && categories.length > 0,
+    'test.categories (--category) must name at least one category',
+  );
+  need(
+    unknown.length === 0,
+    `unknown categor${unknown.length > 1 ? 'ies' : 'y'} ${unknown.map((c) => JSON.stringify(c)).join(', ')} (known: ${CATEGORIES.join(', ')})`,
+  );
+  need(
+    !Array.isArray(categories) || new Set(categories).size === categories.length,
+    'test.categories (--category) names a category twice',
+  );
+  need(
+    isInt(test.parallel, 1, 1024),
+    `test.parallel (--parallel) must be an integer from 1 to 1024, got ${JSON.stringify(test.parallel)}`,
+  );
   need(typeof test.cot === 'boolean', 'test.cot (--cot) must be true or false');
   const language = typeof test.language === 'string' ? test.language.toLowerCase() : test.language;
-  need(typeof language === 'string' && isLanguageCode(language), `test.language (--language) must be one of ${LANGUAGE_CODES.join(', ')}, got ${JSON.stringify(test.language)}`);
-  need(isScoringProfile(test.scoring), `test.scoring (--scoring) must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(test.scoring)}`);
-  need(test.subset === undefined || isInt(test.subset, 1), `test.subset (--subset) must be a positive integer, got ${JSON.stringify(test.subset)}`);
-  need(test.data_dir === undefined || (typeof test.data_dir === 'string' && test.data_dir !== ''), 'test.data_dir (--data_dir) must be a folder');
+  need(
+    typeof language === 'string' && isLanguageCode(language),
+    `test.language (--language) must be one of ${LANGUAGE_CODES.join(', ')}, got ${JSON.stringify(test.language)}`,
+  );
+  need(
+    isScoringProfile(test.scoring),
+    `test.scoring (--scoring) must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(test.scoring)}`,
+  );
+  need(
+    test.subset === undefined || isInt(test.subset, 1),
+    `test.subset (--subset) must be a positive integer, got ${JSON.stringify(test.subset)}`,
+  );
+  need(
+    test.data_dir === undefined || (typeof test.data_dir === 'string' && test.data_dir !== ''),
+    'test.data_dir (--data_dir) must be a folder',
+  );
 
-  need(isInt(log.verbosity, 0, 2), `log.verbosity (--verbosity) must be 0, 1 or 2, got ${JSON.stringify(log.verbosity)}`);
+  need(
+    isInt(log.verbosity, 0, 2),
+    `log.verbosity (--verbosity) must be 0, 1 or 2, got ${JSON.stringify(log.verbosity)}`,
+  );
   need(typeof log.log_prompt === 'boolean', 'log.log_prompt must be true or false');
-  need(log.output_dir === undefined || (typeof log.output_dir === 'string' && log.output_dir !== ''), 'log.output_dir (--output_dir) must be a folder');
+  need(
+    log.output_dir === undefined || (typeof log.output_dir === 'string' && log.output_dir !== ''),
+    'log.output_dir (--output_dir) must be a folder',
+  );
   need(typeof raw.comment === 'string', 'comment must be a string');
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -284,5 +375,11 @@ function hasKind(value: unknown, kind: Kind): boolean {
 }
 
 function article(kind: Kind): string {
-  return kind === 'strings' ? 'a list of strings' : kind === 'string or strings' ? 'a string or a list of strings' : kind === 'integer' ? 'an integer' : `a ${kind}`;
+  return kind === 'strings'
+    ? 'a list of strings'
+    : kind === 'string or strings'
+      ? 'a string or a list of strings'
+      : kind === 'integer'
+        ? 'an integer'
+        : `a ${kind}`;
 }

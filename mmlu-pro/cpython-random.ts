@@ -13,7 +13,8 @@ export class CPythonRandom {
 
   /** `random.seed(seed)` for an integer seed 0 ≤ seed < 2^53. */
   constructor(seed: number) {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`CPythonRandom: seed must be a non-negative safe integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw new Error(`CPythonRandom: seed must be a non-negative safe integer, got ${seed}`);
     const key: number[] = [];
     for (let rest = seed; rest > 0; rest = Math.floor(rest / 2 ** 32)) key.push(rest % 2 ** 32);
     this.initByArray(key.length > 0 ? key : [0]);
@@ -21,14 +22,16 @@ export class CPythonRandom {
 
   /** `random.getrandbits(k)` for 1 ≤ k ≤ 32. */
   getrandbits(k: number): number {
-    if (!Number.isInteger(k) || k < 1 || k > 32) throw new Error(`CPythonRandom: getrandbits supports 1 to 32 bits, got ${k}`);
+    if (!Number.isInteger(k) || k < 1 || k > 32)
+      throw new Error(`CPythonRandom: getrandbits supports 1 to 32 bits, got ${k}`);
     return this.nextUint32() >>> (32 - k);
   }
 
   /** `random.randint(a, b)`: a ≤ result ≤ b, for b - a + 1 < 2^32. */
   randint(a: number, b: number): number {
     const n = b - a + 1;
-    if (!Number.isInteger(n) || n < 1 || n >= 2 ** 32) throw new Error(`CPythonRandom: randint(${a}, ${b}) is not supported`);
+    if (!Number.isInteger(n) || n < 1 || n >= 2 ** 32)
+      throw new Error(`CPythonRandom: randint(${a}, ${b}) is not supported`);
     const k = 32 - Math.clz32(n); // n.bit_length()
     let r = this.getrandbits(k);
     while (r >= n) r = this.getrandbits(k);

@@ -9,8 +9,20 @@ import { LANGUAGES, type LanguageCode } from './languages.ts';
 
 /** The 14 categories, in the order of the reference config.toml (and so of the markdown table). */
 export const CATEGORIES = [
-  'biology', 'business', 'chemistry', 'computer science', 'economics', 'engineering', 'health',
-  'history', 'law', 'math', 'philosophy', 'physics', 'psychology', 'other',
+  'biology',
+  'business',
+  'chemistry',
+  'computer science',
+  'economics',
+  'engineering',
+  'health',
+  'history',
+  'law',
+  'math',
+  'philosophy',
+  'physics',
+  'psychology',
+  'other',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
@@ -60,7 +72,9 @@ export function resolveDataDir(dataDir?: string): string {
     if (existsSync(path.join(repo, 'snapshots'))) return snapshotOf(repo);
   }
   if (dataDir === undefined) {
-    throw new Error(`no MMLU-Pro data in the Hugging Face cache (${start}): pass --data_dir with the parquet or JSON-lines files`);
+    throw new Error(
+      `no MMLU-Pro data in the Hugging Face cache (${start}): pass --data_dir with the parquet or JSON-lines files`,
+    );
   }
   if (!existsSync(start) || !statSync(start).isDirectory()) throw new Error(`--data_dir ${start} is not a folder`);
   return start;
@@ -142,7 +156,9 @@ async function parseQuestionFile(file: string, padding: string[]): Promise<Loade
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const rows = file.endsWith('.parquet') ? await parquetRows(bytes) : jsonRows(bytes.toString('utf8'), file);
   const problems: string[] = [];
-  const questions = rows.map((row, i) => toQuestion(row, padding, (message) => problems.push(`row ${i + 1}: ${message}`)));
+  const questions = rows.map((row, i) =>
+    toQuestion(row, padding, (message) => problems.push(`row ${i + 1}: ${message}`)),
+  );
   if (problems.length > 0) {
     const more = problems.length > 5 ? ` (and ${problems.length - 5} more)` : '';
     throw new Error(`${file}: ${problems.slice(0, 5).join('; ')}${more}`);
@@ -186,10 +202,12 @@ function toQuestion(value: unknown, padding: string[], problem: (m: string) => v
   const options = row.options;
   if (!Number.isInteger(id)) problem('question_id is not an integer');
   if (typeof row.question !== 'string') problem('question is not a string');
-  if (!Array.isArray(options) || !options.every((o) => typeof o === 'string')) problem('options is not a list of strings');
+  if (!Array.isArray(options) || !options.every((o) => typeof o === 'string'))
+    problem('options is not a list of strings');
   if (typeof row.answer !== 'string' || !/^[A-J]$/.test(row.answer)) problem('answer is not a letter A-J');
   if (!Number.isInteger(answerIndex)) problem('answer_index is not an integer');
-  if (typeof row.category !== 'string' || !isCategory(row.category)) problem(`unknown category ${JSON.stringify(row.category)}`);
+  if (typeof row.category !== 'string' || !isCategory(row.category))
+    problem(`unknown category ${JSON.stringify(row.category)}`);
   return {
     question_id: id as number,
     question: row.question as string,
@@ -206,7 +224,11 @@ function toQuestion(value: unknown, padding: string[], problem: (m: string) => v
  * The questions to ask, per category in the given order. Within a category: ascending question_id, and with
  * `subset` only the first `subset` of them (deterministic, as the reference's "first N per category").
  */
-export function selectQuestions(test: Question[], categories: readonly Category[], subset?: number): Map<Category, Question[]> {
+export function selectQuestions(
+  test: Question[],
+  categories: readonly Category[],
+  subset?: number,
+): Map<Category, Question[]> {
   const selected = new Map<Category, Question[]>();
   for (const category of categories) {
     const all = test.filter((q) => q.category === category).sort((a, b) => a.question_id - b.question_id);

@@ -78,7 +78,11 @@ const TIGER_ANSWER_IS = /answer is \(?([A-J])\)?/;
 const TIGER_ANSWER_COLON = new RegExp(`[aA]nswer:${PY_SPACE}*([A-J])`, 'gu');
 
 function extractTiger(text: string): string | null {
-  return TIGER_ANSWER_IS.exec(text)?.[1] ?? lastOnFirstLine(TIGER_ANSWER_COLON, text, (m) => m[1]!) ?? lastStandaloneCapital(text);
+  return (
+    TIGER_ANSWER_IS.exec(text)?.[1] ??
+    lastOnFirstLine(TIGER_ANSWER_COLON, text, (m) => m[1]!) ??
+    lastStandaloneCapital(text)
+  );
 }
 
 // --- lenient --------------------------------------------------------------------------------------------------------
@@ -115,7 +119,11 @@ function standaloneLetter(text: string): string | null {
  * `re.search(r'.*<pattern>', text)` without dot-all: the greedy `.*` picks the last match on the first line that
  * has one. Found by one linear scan (a global `pattern`) instead of backtracking; `letterOf` may reject a match.
  */
-function lastOnFirstLine(pattern: RegExp, text: string, letterOf: (match: RegExpMatchArray) => string | null): string | null {
+function lastOnFirstLine(
+  pattern: RegExp,
+  text: string,
+  letterOf: (match: RegExpMatchArray) => string | null,
+): string | null {
   let line = -1;
   let letter: string | null = null;
   for (const match of text.matchAll(pattern)) {

@@ -53,9 +53,14 @@ export async function startFakeServer(
   let serial = 0;
 
   async function handle(endpoint: FakeRequest['endpoint'], body: Record<string, unknown>) {
-    const promptText = endpoint === 'chat' ? chatText(body.messages) : typeof body.prompt === 'string' ? body.prompt : null;
+    const promptText =
+      endpoint === 'chat' ? chatText(body.messages) : typeof body.prompt === 'string' ? body.prompt : null;
     if (typeof body.model !== 'string' || promptText === null) {
-      return { status: 400, headers: {}, payload: apiError('model and messages (or prompt) are required', 'invalid_request_error') };
+      return {
+        status: 400,
+        headers: {},
+        payload: apiError('model and messages (or prompt) are required', 'invalid_request_error'),
+      };
     }
     const question = endpoint === 'chat' ? lastQuestion(lastMessage(body.messages)) : lastQuestion(promptText);
     const key = question ?? '';
@@ -77,17 +82,45 @@ export async function startFakeServer(
       });
     }
     const status = reply.status ?? 200;
-    if (status >= 400) return { status, headers: reply.headers ?? {}, payload: apiError(reply.content || `fake error ${status}`, 'server_error') };
+    if (status >= 400)
+      return {
+        status,
+        headers: reply.headers ?? {},
+        payload: apiError(reply.content || `fake error ${status}`, 'server_error'),
+      };
     const usage = { prompt_tokens: countWords(promptText), completion_tokens: countWords(reply.content) };
-    const common = { id: `fake-${++serial}`, created: 1_700_000_000, model: body.model, usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } };
+    const common = {
+      id: `fake-${++serial}`,
+      created: 1_700_000_000,
+      model: body.model,
+      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+    };
     const payload =
       endpoint === 'chat'
-        ? { ...common, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: reply.content, refusal: null }, logprobs: null, finish_reason: 'stop' }] }
-        : { ...common, object: 'text_completion', choices: [{ index: 0, text: reply.content, logprobs: null, finish_reason: 'stop' }] };
+        ? {
+            ...common,
+            object: 'chat.completion',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: reply.content, refusal: null },
+                logprobs: null,
+                finish_reason: 'stop',
+              },
+            ],
+          }
+        : {
+            ...common,
+            object: 'text_completion',
+            choices: [{ index: 0, text: reply.content, logprobs: null, finish_reason: 'stop' }],
+          };
     return { status, headers: reply.headers ?? {}, payload };
   }
 
-  for (const [route, endpoint] of [['/v1/chat/completions', 'chat'], ['/v1/completions', 'completions']] as const) {
+  for (const [route, endpoint] of [
+    ['/v1/chat/completions', 'chat'],
+    ['/v1/completions', 'completions'],
+  ] as const) {
     app.post(route, async (req, res) => {
       const { status, headers, payload } = await handle(endpoint, (req.body ?? {}) as Record<string, unknown>);
       return res.code(status).headers(headers).send(payload);

@@ -24,7 +24,11 @@ export function systemPromptFor(template: string, category: string): string {
  * One question as the reference writes it: "Question: …\nOptions: A. …\nB. …" (trimmed), and its answer text:
  * the CoT without its leading "A: " (the Chinese file writes "A："), or "Let's think step by step." when none.
  */
-export function formatExample(question: string, options: string[], cotContent = ''): { example: string; answer: string } {
+export function formatExample(
+  question: string,
+  options: string[],
+  cotContent = '',
+): { example: string; answer: string } {
   let example = `Question: ${question}\nOptions: `;
   options.forEach((option, i) => {
     example += `${LETTERS[i]}. ${option}\n`;

@@ -77,8 +77,14 @@ function summaryLines(t: Tally, always: boolean): string[] {
 export function markdownTable(categories: CategoryScore[]): string {
   const overall = overallScore(categories);
   const names = ['overall', ...categories.map((c) => c.category)];
-  const values = [overall.accuracy, ...categories.map((c) => c.accuracy)].map((ratio) => (ratio === null ? 'n/a' : pythonFixed(ratio * 100, 2)));
-  return [`| ${names.join(' | ')} |`, `| ${names.map((n) => '-'.repeat(n.length)).join(' | ')} |`, `| ${values.join(' | ')} |`].join('\n');
+  const values = [overall.accuracy, ...categories.map((c) => c.accuracy)].map((ratio) =>
+    ratio === null ? 'n/a' : pythonFixed(ratio * 100, 2),
+  );
+  return [
+    `| ${names.join(' | ')} |`,
+    `| ${names.map((n) => '-'.repeat(n.length)).join(' | ')} |`,
+    `| ${values.join(' | ')} |`,
+  ].join('\n');
 }
 
 /**
@@ -93,10 +99,15 @@ export function reportText(input: {
 }): string {
   const { categories, failed, tokens } = input;
   const lines = [...input.heading, ''];
-  for (const c of categories) lines.push(`Finished testing ${c.category}.`, ...(c.total > 0 ? summaryLines(c, true) : [scoreLine('Total', 0, 0)]));
+  for (const c of categories)
+    lines.push(
+      `Finished testing ${c.category}.`,
+      ...(c.total > 0 ? summaryLines(c, true) : [scoreLine('Total', 0, 0)]),
+    );
   lines.push('Finished the benchmark.', ...summaryLines(overallScore(categories), false));
   lines.push(`Failed requests (not scored; a rerun asks them again): ${failed.length}`);
-  for (const f of failed.slice(0, 20)) lines.push(`  ${f.category} ${f.question_id}: ${f.kind}${f.status ? ` ${f.status}` : ''}: ${f.message}`);
+  for (const f of failed.slice(0, 20))
+    lines.push(`  ${f.category} ${f.question_id}: ${f.kind}${f.status ? ` ${f.status}` : ''}: ${f.message}`);
   if (failed.length > 20) lines.push(`  … and ${failed.length - 20} more (see summary.json)`);
   if (tokens) {
     const tokenLine = (label: string, s: TokenStat) =>

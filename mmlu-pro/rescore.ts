@@ -11,12 +11,19 @@ import { summarize, type RunInfo, type RunSummary } from './runner.ts';
 import type { ScoringProfile } from './score.ts';
 
 /** Rescores `dir` under `scoring` into `outputDir` (default `<dir>-<scoring>`), which must not hold results yet. */
-export function rescoreFolder(dir: string, scoring: ScoringProfile, outputDir = `${dir.replace(/[/\\]+$/, '')}-${scoring}`): RunSummary {
+export function rescoreFolder(
+  dir: string,
+  scoring: ScoringProfile,
+  outputDir = `${dir.replace(/[/\\]+$/, '')}-${scoring}`,
+): RunSummary {
   const runFile = path.join(dir, 'run.json');
-  if (!existsSync(runFile)) throw new Error(`rescore: ${dir} has no run.json (only folders written by iwibench mmlu-pro can be rescored)`);
+  if (!existsSync(runFile))
+    throw new Error(`rescore: ${dir} has no run.json (only folders written by iwibench mmlu-pro can be rescored)`);
   const previous = JSON.parse(readFileSync(runFile, 'utf8')) as RunInfo;
-  if (path.resolve(outputDir) === path.resolve(dir)) throw new Error('rescore: the output folder must differ from the folder rescored');
-  if (existsSync(outputDir) && readdirSync(outputDir).length > 0) throw new Error(`rescore: ${outputDir} is not empty; pass another --output_dir`);
+  if (path.resolve(outputDir) === path.resolve(dir))
+    throw new Error('rescore: the output folder must differ from the folder rescored');
+  if (existsSync(outputDir) && readdirSync(outputDir).length > 0)
+    throw new Error(`rescore: ${outputDir} is not empty; pass another --output_dir`);
 
   // The saved config, with the API key the file leaves out and the new profile.
   const saved = previous.config;
@@ -30,7 +37,9 @@ export function rescoreFolder(dir: string, scoring: ScoringProfile, outputDir = 
   const records = new Map<Category, ResultRecord[]>();
   mkdirSync(outputDir, { recursive: true });
   for (const category of config.test.categories) {
-    const rescored = store.read(category).map((r) => ({ ...r, pred: extractAnswer(r.response, scoring, config.test.language) }));
+    const rescored = store
+      .read(category)
+      .map((r) => ({ ...r, pred: extractAnswer(r.response, scoring, config.test.language) }));
     records.set(category, rescored);
     if (rescored.length > 0) writeJsonAtomic(path.join(outputDir, `${category}_result.json`), rescored);
   }

@@ -48,7 +48,8 @@ export class ResultStore {
   /** Every answered record of a category (result file plus journal), one per question; read-only. */
   read(category: string): ResultRecord[] {
     const byKey = new Map<string, ResultRecord>();
-    for (const record of [...this.readResultFile(category), ...this.readJournal(category)]) byKey.set(questionKey(record), record);
+    for (const record of [...this.readResultFile(category), ...this.readJournal(category)])
+      byKey.set(questionKey(record), record);
     return sortRecords([...byKey.values()]);
   }
 
@@ -80,7 +81,8 @@ export class ResultStore {
       this.journals.delete(category);
     }
     const records = this.read(category);
-    if (records.length > 0 || existsSync(this.resultPath(category))) writeJsonAtomic(this.resultPath(category), records);
+    if (records.length > 0 || existsSync(this.resultPath(category)))
+      writeJsonAtomic(this.resultPath(category), records);
     rmSync(this.journalPath(category), { force: true });
     return records;
   }
@@ -100,7 +102,9 @@ export class ResultStore {
     try {
       value = JSON.parse(readFileSync(file, 'utf8'));
     } catch (error) {
-      throw new Error(`${file} is not valid JSON (${(error as Error).message}); move it away to start this category afresh`);
+      throw new Error(
+        `${file} is not valid JSON (${(error as Error).message}); move it away to start this category afresh`,
+      );
     }
     if (!Array.isArray(value)) throw new Error(`${file} is not a JSON array of results`);
     value.forEach((record, i) => checkRecord(record, `${file} [${i}]`));
@@ -119,7 +123,9 @@ export class ResultStore {
         checkRecord(record, `${file}:${i + 1}`);
         records.push(record as ResultRecord);
       } catch {
-        this.warn(`${file}:${i + 1}: dropped an unreadable line (a kill while writing it); that question will be asked again`);
+        this.warn(
+          `${file}:${i + 1}: dropped an unreadable line (a kill while writing it); that question will be asked again`,
+        );
       }
     });
     return records;
@@ -129,12 +135,23 @@ export class ResultStore {
 function checkRecord(record: unknown, where: string): void {
   const r = record as Partial<ResultRecord> | null;
   const ok =
-    typeof r === 'object' && r !== null && Number.isInteger(r.question_id) && typeof r.question === 'string' &&
-    Array.isArray(r.options) && typeof r.answer === 'string' && Number.isInteger(r.answer_index) &&
-    typeof r.category === 'string' && (r.pred === null || typeof r.pred === 'string');
-  if (!ok) throw new Error(`${where}: not a result record (needs question_id, question, options, answer, answer_index, category, pred)`);
+    typeof r === 'object' &&
+    r !== null &&
+    Number.isInteger(r.question_id) &&
+    typeof r.question === 'string' &&
+    Array.isArray(r.options) &&
+    typeof r.answer === 'string' &&
+    Number.isInteger(r.answer_index) &&
+    typeof r.category === 'string' &&
+    (r.pred === null || typeof r.pred === 'string');
+  if (!ok)
+    throw new Error(
+      `${where}: not a result record (needs question_id, question, options, answer, answer_index, category, pred)`,
+    );
 }
 
 function sortRecords(records: ResultRecord[]): ResultRecord[] {
-  return records.sort((a, b) => a.question_id - b.question_id || (a.question < b.question ? -1 : a.question > b.question ? 1 : 0));
+  return records.sort(
+    (a, b) => a.question_id - b.question_id || (a.question < b.question ? -1 : a.question > b.question ? 1 : 0),
+  );
 }

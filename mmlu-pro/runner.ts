@@ -5,13 +5,29 @@ import path from 'node:path';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { createCompletionClient, FatalServerError, type Usage } from './client.ts';
 import { modelFolderName, type MmluProConfig } from './config.ts';
-import { examplesByCategory, loadDataset, resolveDataDir, selectQuestions, type Category, type DataFile, type Question } from './data.ts';
+import {
+  examplesByCategory,
+  loadDataset,
+  resolveDataDir,
+  selectQuestions,
+  type Category,
+  type DataFile,
+  type Question,
+} from './data.ts';
 import { extractAnswer } from './extract.ts';
 import { buildPrompt, systemPromptFor } from './prompts.ts';
-import { categoryScore, markdownTable, overallScore, reportText, tokenStats, type CategoryScore, type FailedQuestion, type TokenStats } from './report.ts';
+import {
+  categoryScore,
+  markdownTable,
+  overallScore,
+  reportText,
+  tokenStats,
+  type CategoryScore,
+  type FailedQuestion,
+  type TokenStats,
+} from './report.ts';
 import { questionKey, ResultStore, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
 import { originalSummary, scoreOne, tally, type Rates, type ScoringProfile, type Tally } from './score.ts';
-
 
 /** What a run reports; printed as JSON by the CLI and saved as summary.json. */
 export type RunSummary = {
@@ -65,10 +81,14 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   const examples = examplesByCategory(dataset.validation);
   if (config.test.cot) {
     const missing = config.test.categories.filter((c) => (examples.get(c) ?? []).length === 0);
-    if (missing.length > 0) throw new Error(`no CoT examples for ${missing.join(', ')} in ${dataset.files.validation.map((f) => f.path).join(', ')}`);
+    if (missing.length > 0)
+      throw new Error(
+        `no CoT examples for ${missing.join(', ')} in ${dataset.files.validation.map((f) => f.path).join(', ')}`,
+      );
   }
 
-  const outputDir = config.log.output_dir ?? path.join('eval_results', modelFolderName(config.server.model, config.server.model_note));
+  const outputDir =
+    config.log.output_dir ?? path.join('eval_results', modelFolderName(config.server.model, config.server.model_note));
   const run: RunInfo = {
     tool: 'iwibench mmlu-pro',
     version: PACKAGE_VERSION,
@@ -121,10 +141,20 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     store.append(record);
     answered += 1;
     if (result.usage) usages.push(result.usage);
-    if (config.log.verbosity >= 1 && pred === null) log(`no answer found in the response to question ${question.question_id} (${category})`);
+    if (config.log.verbosity >= 1 && pred === null)
+      log(`no answer found in the response to question ${question.question_id} (${category})`);
     if (config.log.verbosity >= 2) {
       const { correct } = scoreOne(record, config.test.scoring);
-      log(JSON.stringify({ id: question.question_id, question: question.question, response: result.text, pred, answer: question.answer, correct }));
+      log(
+        JSON.stringify({
+          id: question.question_id,
+          question: question.question,
+          response: result.text,
+          pred,
+          answer: question.answer,
+          correct,
+        }),
+      );
     }
   }
 
@@ -148,9 +178,20 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   const seconds = (performance.now() - started) / 1000;
 
   const records = new Map([...selected.keys()].map((category) => [category, store.read(category)]));
-  const summary = summarize({ config, records, failed, tokens: tokenStats(usages, seconds), asked: answered, skipped, outputDir, run });
+  const summary = summarize({
+    config,
+    records,
+    failed,
+    tokens: tokenStats(usages, seconds),
+    asked: answered,
+    skipped,
+    outputDir,
+    run,
+  });
   if (stop.error instanceof FatalServerError) {
-    throw new FatalServerError(`${stop.error.message}\nanswers so far are saved in ${outputDir}; rerun the same command to resume`);
+    throw new FatalServerError(
+      `${stop.error.message}\nanswers so far are saved in ${outputDir}; rerun the same command to resume`,
+    );
   }
   if (stop.error !== null) throw stop.error;
   return summary;
@@ -170,7 +211,8 @@ export function summarize(input: {
   const { config, failed, outputDir, run } = input;
   const scoring = config.test.scoring;
   const categories = [...input.records].map(([category, records]) => categoryScore(category, tally(records, scoring)));
-  for (const score of categories) writeJsonAtomic(path.join(outputDir, `${score.category}_summary.json`), originalSummary(score.category, score));
+  for (const score of categories)
+    writeJsonAtomic(path.join(outputDir, `${score.category}_summary.json`), originalSummary(score.category, score));
   const heading = [
     `MMLU-Pro, iwibench ${run.version}: model ${config.server.model} at ${config.server.url}`,
     ...(config.server.model_note ? [`model note: ${config.server.model_note}`] : []),
@@ -241,6 +283,8 @@ function checkResumable(outputDir: string, settings: Record<string, unknown>): v
   const changed = [...keys].filter((k) => JSON.stringify(previous[k]) !== JSON.stringify(settings[k]));
   if (changed.length > 0) {
     const lines = changed.map((k) => `${k}: ${JSON.stringify(previous[k])} → ${JSON.stringify(settings[k])}`);
-    throw new Error(`${outputDir} holds answers from a run with other settings (${lines.join('; ')}); pass another --output_dir or move it away`);
+    throw new Error(
+      `${outputDir} holds answers from a run with other settings (${lines.join('; ')}); pass another --output_dir or move it away`,
+    );
   }
 }

@@ -27,7 +27,9 @@ export function originalGuess(optionCount: number): number {
 
 /** The guessed option index for one question under `profile`. */
 export function guessIndex(profile: ScoringProfile, questionId: number, optionCount: number): number {
-  return profile === 'lenient' ? Math.floor(mulberry32((GUESS_SEED + questionId) >>> 0) * optionCount) : originalGuess(optionCount);
+  return profile === 'lenient'
+    ? Math.floor(mulberry32((GUESS_SEED + questionId) >>> 0) * optionCount)
+    : originalGuess(optionCount);
 }
 
 /** First output of mulberry32 (Tommy Ettinger's 32-bit generator) for `seed`, in [0, 1). */
@@ -39,14 +41,23 @@ export function mulberry32(seed: number): number {
 }
 
 /** The fields scoring reads from a result record. */
-export type Scorable = { question_id: number; options: string[]; answer: string; answer_index: number; pred: string | null };
+export type Scorable = {
+  question_id: number;
+  options: string[];
+  answer: string;
+  answer_index: number;
+  pred: string | null;
+};
 
 export type Outcome = { correct: boolean; guessed: boolean };
 
 /** The original's `if not each["pred"]`: null and "" are both guesses. */
 export function scoreOne(record: Scorable, profile: ScoringProfile): Outcome {
   if (!record.pred) {
-    return { correct: guessIndex(profile, record.question_id, record.options.length) === record.answer_index, guessed: true };
+    return {
+      correct: guessIndex(profile, record.question_id, record.options.length) === record.answer_index,
+      guessed: true,
+    };
   }
   return { correct: record.pred === record.answer, guessed: false };
 }

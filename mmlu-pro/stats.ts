@@ -5,7 +5,8 @@
 
 /** Two-sided exact McNemar p-value for b and c discordant pairs; 1 when there are none. */
 export function mcnemarExact(b: number, c: number): number {
-  if (!Number.isInteger(b) || !Number.isInteger(c) || b < 0 || c < 0) throw new Error(`mcnemarExact: counts must be non-negative integers, got ${b}, ${c}`);
+  if (!Number.isInteger(b) || !Number.isInteger(c) || b < 0 || c < 0)
+    throw new Error(`mcnemarExact: counts must be non-negative integers, got ${b}, ${c}`);
   const n = b + c;
   if (n === 0) return 1;
   return Math.min(1, 2 * binomialLowerTail(Math.min(b, c), n));

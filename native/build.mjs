@@ -18,7 +18,10 @@ function fallback(reason) {
 
 // npm gives lifecycle scripts its bundled node-gyp (npm_config_node_gyp); run by hand, this uses the one bundled with
 // the npm next to this node. Node's headers come from nodedir (npm config, or next to this node), so nothing is downloaded.
-const bundled = path.join(path.dirname(process.execPath), '../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js');
+const bundled = path.join(
+  path.dirname(process.execPath),
+  '../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
+);
 const nodeGyp = process.env.npm_config_node_gyp || (existsSync(bundled) ? bundled : undefined);
 const command = nodeGyp ? [process.execPath, nodeGyp] : ['node-gyp'];
 const args = ['rebuild', '--directory', here];
@@ -26,11 +29,18 @@ const nodedir = process.env.npm_config_nodedir || path.dirname(path.dirname(proc
 if (existsSync(path.join(nodedir, 'include/node/node_api.h'))) args.push(`--nodedir=${nodedir}`);
 
 const result = spawnSync(command[0], [...command.slice(1), ...args], { encoding: 'utf8' });
-writeFileSync(log, `${command.join(' ')} ${args.join(' ')}\n${result.stdout ?? ''}${result.stderr ?? ''}${result.error ? `${result.error}\n` : ''}`);
+writeFileSync(
+  log,
+  `${command.join(' ')} ${args.join(' ')}\n${result.stdout ?? ''}${result.stderr ?? ''}${result.error ? `${result.error}\n` : ''}`,
+);
 if (result.error) fallback(`${command.at(-1)} could not run: ${result.error.message}`);
 if (result.status !== 0) {
-  const firstError = `${result.stderr}`.split('\n').find((line) => /error|not found/i.test(line) && !line.startsWith('gyp info'));
-  fallback(`node-gyp exited with ${result.status}${firstError ? `: ${firstError.trim().slice(0, 120)}` : ''}; see native/build.log`);
+  const firstError = `${result.stderr}`
+    .split('\n')
+    .find((line) => /error|not found/i.test(line) && !line.startsWith('gyp info'));
+  fallback(
+    `node-gyp exited with ${result.status}${firstError ? `: ${firstError.trim().slice(0, 120)}` : ''}; see native/build.log`,
+  );
 }
 try {
   createRequire(import.meta.url)(addon);

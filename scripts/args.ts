@@ -44,8 +44,13 @@ export class HelpRequested extends Error {
 
 /** Thrown with every problem of an invocation, one per line. */
 export class UsageError extends Error {
-  constructor(readonly problems: string[], usage: string) {
-    super(`${problems.length === 1 ? problems[0] : `${problems.length} problems:${problems.map((p) => `\n  - ${p}`).join('')}`}\n${usage}`);
+  constructor(
+    readonly problems: string[],
+    usage: string,
+  ) {
+    super(
+      `${problems.length === 1 ? problems[0] : `${problems.length} problems:${problems.map((p) => `\n  - ${p}`).join('')}`}\n${usage}`,
+    );
     this.name = 'UsageError';
   }
 }
@@ -56,9 +61,11 @@ type Parsed<D extends Defaults> = { flags: { [K in keyof D]: D[K] }; positionals
 export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSpec<D>): Parsed<D> {
   const { defaults } = spec;
   const names = Object.keys(defaults);
-  const listed = (list: readonly (keyof D)[] | undefined, name: string) => (list as readonly string[] | undefined)?.includes(name) ?? false;
+  const listed = (list: readonly (keyof D)[] | undefined, name: string) =>
+    (list as readonly string[] | undefined)?.includes(name) ?? false;
   const isInteger = (name: string) => listed(spec.integers, name);
-  const isNumber = (name: string) => typeof defaults[name] === 'number' || listed(spec.numbers, name) || isInteger(name);
+  const isNumber = (name: string) =>
+    typeof defaults[name] === 'number' || listed(spec.numbers, name) || isInteger(name);
   const handlesHelp = !('help' in defaults); // a command with its own --help flag prints its own help
   const problems: string[] = [];
   const raw = new Map<string, string[] | true>();
@@ -79,7 +86,9 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     const inline = eq >= 0 ? arg.slice(eq + 1) : undefined;
     if (!arg.startsWith('--') || !names.includes(name)) {
       const near = nearest(name, names);
-      problems.push(`unknown flag ${arg.slice(0, eq >= 0 ? eq : undefined)}${near ? ` (did you mean --${near}?)` : ''}`);
+      problems.push(
+        `unknown flag ${arg.slice(0, eq >= 0 ? eq : undefined)}${near ? ` (did you mean --${near}?)` : ''}`,
+      );
       // Its value (where the command takes no positionals, or the flag meant takes one) is not reported again.
       const takesValue = !spec.positionals || (near !== undefined && typeof defaults[near] !== 'boolean');
       if (eq < 0 && takesValue && argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) i++;
@@ -118,27 +127,32 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
     if (isNumber(name)) {
       const value = Number(text);
       if (text.trim() === '' || !Number.isFinite(value)) problems.push(`--${name} must be a number, got "${text}"`);
-      else if (isInteger(name) && !(Number.isInteger(value) && value >= 0)) problems.push(`--${name} must be a non-negative integer, got "${text}"`);
+      else if (isInteger(name) && !(Number.isInteger(value) && value >= 0))
+        problems.push(`--${name} must be a non-negative integer, got "${text}"`);
       else flags[name] = value;
       continue;
     }
     const choices = spec.choices?.[name];
-    if (choices && !choices.includes(text)) problems.push(`--${name} must be ${alternatives(choices)}, got "${text}"${hint(text, choices)}`);
+    if (choices && !choices.includes(text))
+      problems.push(`--${name} must be ${alternatives(choices)}, got "${text}"${hint(text, choices)}`);
     flags[name] = text;
   }
   for (const name of (spec.required ?? []) as readonly string[]) {
     if (raw.has(name)) continue; // given, perhaps with a bad value (reported above)
-    if (flags[name] === undefined || flags[name] === '' || (Array.isArray(flags[name]) && flags[name].length === 0)) problems.push(`--${name} is required`);
+    if (flags[name] === undefined || flags[name] === '' || (Array.isArray(flags[name]) && flags[name].length === 0))
+      problems.push(`--${name} is required`);
   }
   const range = spec.positionals ?? { names: '', min: 0, max: 0 };
   const max = range.max ?? Infinity;
   if (positionals.length < range.min || positionals.length > max) {
-    const wanted = range.min === max ? `${range.min}` : max === Infinity ? `at least ${range.min}` : `${range.min} to ${max}`;
+    const wanted =
+      range.min === max ? `${range.min}` : max === Infinity ? `at least ${range.min}` : `${range.min} to ${max}`;
     if (max === 0) problems.push(`unexpected argument${positionals.length > 1 ? 's' : ''} ${positionals.join(' ')}`);
     else problems.push(`expects ${wanted} argument(s) ${range.names}, got ${positionals.length}`);
   }
   if (spec.check) problems.push(...spec.check(flags as { [K in keyof D]: D[K] }, positionals));
-  if (problems.length > 0) throw new UsageError(problems, `usage: npx iwibench ${usageLine(spec)} (--help for every flag)`);
+  if (problems.length > 0)
+    throw new UsageError(problems, `usage: npx iwibench ${usageLine(spec)} (--help for every flag)`);
   return { flags: flags as { [K in keyof D]: D[K] }, positionals };
 }
 
@@ -164,7 +178,11 @@ export function helpText<D extends Defaults>(spec: CommandSpec<D>): string {
     const numeric = spec.numbers?.includes(name) || spec.integers?.includes(name) || typeof value === 'number';
     const metavar = typeof value === 'boolean' ? '' : choices ? ` ${choices.join('|')}` : numeric ? ' N' : ' VALUE';
     const empty = value === undefined || (Array.isArray(value) && value.length === 0);
-    const shown = required ? 'required' : empty ? undefined : `default: ${Array.isArray(value) ? value.join(',') : String(value)}`;
+    const shown = required
+      ? 'required'
+      : empty
+        ? undefined
+        : `default: ${Array.isArray(value) ? value.join(',') : String(value)}`;
     const line = [spec.help?.[name], Array.isArray(value) ? 'repeatable' : undefined, shown].filter(Boolean).join('; ');
     return [`--${name}${metavar}${Array.isArray(value) ? ' …' : ''}`, line] as const;
   });
@@ -177,7 +195,9 @@ export function helpText<D extends Defaults>(spec: CommandSpec<D>): string {
     'flags:',
     ...(flagLines.length > 0 ? flagLines : ['  (none)']),
     '  --help, -h  this help',
-    ...(spec.examples?.length ? ['', spec.examples.length === 1 ? 'example:' : 'examples:', ...spec.examples.map((e) => `  ${e}`)] : []),
+    ...(spec.examples?.length
+      ? ['', spec.examples.length === 1 ? 'example:' : 'examples:', ...spec.examples.map((e) => `  ${e}`)]
+      : []),
   ].join('\n');
 }
 
@@ -207,7 +227,8 @@ export function editDistance(a: string, b: string): number {
   let row = Array.from({ length: y.length + 1 }, (_, j) => j);
   for (let i = 1; i <= x.length; i++) {
     const next = [i];
-    for (let j = 1; j <= y.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
+    for (let j = 1; j <= y.length; j++)
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
     row = next;
   }
   return row[y.length]!;
@@ -215,7 +236,10 @@ export function editDistance(a: string, b: string): number {
 
 /** Comma-separated integers, e.g. `--ids 2,105,2364`. */
 export function parseIntList(text: string, what: string): number[] {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   return items.map((item) => {
     const value = Number(item);
     if (!Number.isInteger(value)) throw new Error(`${what}: "${item}" is not an integer`);
@@ -225,7 +249,14 @@ export function parseIntList(text: string, what: string): number[] {
 
 /** `--families a,b`: the ids listed, or all ten. */
 export function familyList(text: string | undefined): FamilyId[] {
-  return (text ? text.split(',').map((f) => f.trim()).filter(Boolean) : [...FAMILY_IDS]) as FamilyId[];
+  return (
+    text
+      ? text
+          .split(',')
+          .map((f) => f.trim())
+          .filter(Boolean)
+      : [...FAMILY_IDS]
+  ) as FamilyId[];
 }
 
 export function familyProblems(text: string | undefined): string[] {

@@ -28,7 +28,8 @@ export async function main(argv: string[]): Promise<void> {
     await (await load()).main(rest);
   } catch (error) {
     // The benchmarks declare flags and defaults only (parseFlags): their help names them here.
-    if (error instanceof HelpRequested) throw new HelpRequested(error.text.replace('npx iwibench <command>', `npx iwibench bench ${name}`));
+    if (error instanceof HelpRequested)
+      throw new HelpRequested(error.text.replace('npx iwibench <command>', `npx iwibench bench ${name}`));
     throw error;
   }
 }

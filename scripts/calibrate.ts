@@ -21,8 +21,11 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'calibrate',
-  description: 'Pristine weights, seeds ascending across the families; the first N distinct eligible parameter sets per family.',
-  examples: ['npx iwibench calibrate --model google/gemma-3-4b-it --seeds 60 --eligible-per-family 3 --output runs/calibration.json'],
+  description:
+    'Pristine weights, seeds ascending across the families; the first N distinct eligible parameter sets per family.',
+  examples: [
+    'npx iwibench calibrate --model google/gemma-3-4b-it --seeds 60 --eligible-per-family 3 --output runs/calibration.json',
+  ],
   defaults,
   help: {
     ...TARGET_FLAG_HELP,
@@ -51,7 +54,9 @@ export async function main(argv: string[]): Promise<void> {
     args: { command: 'calibrate', ...flags },
     onProgress: ({ family, seed, eligible, selected }) => {
       const elapsed = (Date.now() - started) / 1000;
-      process.stderr.write(`calibrate ${family} seed ${seed}: ${eligible ? 'eligible' : 'not eligible'} (${selected}/${flags['eligible-per-family']} selected, ${elapsed.toFixed(0)} s)\n`);
+      process.stderr.write(
+        `calibrate ${family} seed ${seed}: ${eligible ? 'eligible' : 'not eligible'} (${selected}/${flags['eligible-per-family']} selected, ${elapsed.toFixed(0)} s)\n`,
+      );
     },
   });
   await evaluator.close();
@@ -59,7 +64,12 @@ export async function main(argv: string[]): Promise<void> {
   const summary = { output: flags.output, episodes: result.episodes.length, short: result.short };
   process.stdout.write(JSON.stringify(summary) + '\n');
   if (result.short.length > 0) {
-    const counts = result.short.map((f) => `${f} (${result.families[f]!.selected.length}/${flags['eligible-per-family']} within ${flags.seeds} seeds)`);
-    throw new Error(`too few eligible parameter sets: ${counts.join(', ')}; see ${flags.output} for every seed's measurements and reasons`);
+    const counts = result.short.map(
+      (f) =>
+        `${f} (${result.families[f]!.selected.length}/${flags['eligible-per-family']} within ${flags.seeds} seeds)`,
+    );
+    throw new Error(
+      `too few eligible parameter sets: ${counts.join(', ')}; see ${flags.output} for every seed's measurements and reasons`,
+    );
   }
 }

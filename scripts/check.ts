@@ -20,8 +20,11 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'check',
-  description: 'The verdict of one graded item (terminal item or general control) for a response, exactly as scoring computes it.',
-  examples: ['npx iwibench check --family lexical_inhibition --seed 3 --item target-05 --response "People in Tunisia officially speak Arabic."'],
+  description:
+    'The verdict of one graded item (terminal item or general control) for a response, exactly as scoring computes it.',
+  examples: [
+    'npx iwibench check --family lexical_inhibition --seed 3 --item target-05 --response "People in Tunisia officially speak Arabic."',
+  ],
   defaults,
   help: {
     family: 'the task family',

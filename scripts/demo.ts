@@ -36,7 +36,10 @@ export const command = defineCommand({
   usage: 'demo',
   description:
     "Calibrate the toy target, run each family's first eligible episode with a built-in editor, evaluate in fresh processes, report. Rerunning resumes.",
-  examples: ['npx iwibench demo', 'npx iwibench demo --families local_factual_update --items-per-kind 2 --output-dir runs/demo-smoke'],
+  examples: [
+    'npx iwibench demo',
+    'npx iwibench demo --families local_factual_update --items-per-kind 2 --output-dir runs/demo-smoke',
+  ],
   defaults,
   help: {
     'output-dir': 'calibration.json, attempts/, report/',
@@ -59,7 +62,8 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = path.resolve(flags['output-dir']);
   mkdirSync(outputDir, { recursive: true });
   const started = Date.now();
-  const log = (message: string) => process.stderr.write(`demo [${((Date.now() - started) / 1000).toFixed(0)} s] ${message}\n`);
+  const log = (message: string) =>
+    process.stderr.write(`demo [${((Date.now() - started) / 1000).toFixed(0)} s] ${message}\n`);
 
   const modelDir = path.resolve(flags['model-dir']);
   const checkpoint = Checkpoint.open(modelDir);
@@ -87,24 +91,46 @@ export async function main(argv: string[]): Promise<void> {
       const line = resumeLine(event);
       if (line) log(line);
     },
-    onProgress: ({ done, total, attempt, reward, error }) => log(`${done}/${total} ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}`),
+    onProgress: ({ done, total, attempt, reward, error }) =>
+      log(`${done}/${total} ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}`),
   }).finally(service.stop);
 
-  const report = writeReport({ runs: [path.join(outputDir, 'attempts')], editors: [label], outputDir: path.join(outputDir, 'report'), invocation: { command: 'demo', args: flags } });
+  const report = writeReport({
+    runs: [path.join(outputDir, 'attempts')],
+    editors: [label],
+    outputDir: path.join(outputDir, 'report'),
+    invocation: { command: 'demo', args: flags },
+  });
   log(`report: ${report.html}`);
   const note =
     modelDir === path.resolve(TOY_TARGET_DIR)
-      ? 'The demo target is the toy (toy/target): a small model that knows only the benchmark\'s own world. Its rewards show editing at work, not what an editor achieves on Gemma 3.'
+      ? "The demo target is the toy (toy/target): a small model that knows only the benchmark's own world. Its rewards show editing at work, not what an editor achieves on Gemma 3."
       : undefined;
   if (note) log(note);
-  process.stdout.write(JSON.stringify({ output_dir: outputDir, report_html: report.html, results_csv: report.results_csv, attempts: summary.attempts.length, failed: summary.attempts.filter((a) => a.status === 'failed').length, note }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      output_dir: outputDir,
+      report_html: report.html,
+      results_csv: report.results_csv,
+      attempts: summary.attempts.length,
+      failed: summary.attempts.filter((a) => a.status === 'failed').length,
+      note,
+    }) + '\n',
+  );
 }
 
 /**
  * Each family's first eligible episode on the pristine target (calibration.json, reused when the demo resumes with
  * the same model, seeds and families), or `fallbackSeed` where calibration found none, as its log says.
  */
-async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: number, modelDir: string, outputDir: string, log: (m: string) => void): Promise<Calibration['episodes']> {
+async function demoEpisodes(
+  families: FamilyId[],
+  seeds: number,
+  fallbackSeed: number,
+  modelDir: string,
+  outputDir: string,
+  log: (m: string) => void,
+): Promise<Calibration['episodes']> {
   if (seeds === 0) return families.map((family) => ({ family, seed: fallbackSeed, params_key: '' }));
   const file = path.join(outputDir, 'calibration.json');
   const args = { command: 'demo', model_dir: modelDir, seeds, families: families.join(',') };
@@ -113,7 +139,9 @@ async function demoEpisodes(families: FamilyId[], seeds: number, fallbackSeed: n
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
     const taskset = new Taskset({ tokenizer: evaluator.tokenizer });
-    calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() => evaluator.close());
+    calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() =>
+      evaluator.close(),
+    );
     writeJsonAtomic(file, calibration);
   } else log(`resumed: calibration kept (${file})`);
   return families.map((family) => {

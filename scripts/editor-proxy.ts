@@ -20,7 +20,8 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'editor-proxy',
-  description: "The transport proxy between the harness and the editor's API, with its own key; runs until SIGINT or SIGTERM.",
+  description:
+    "The transport proxy between the harness and the editor's API, with its own key; runs until SIGINT or SIGTERM.",
   examples: [
     'npx iwibench editor-proxy --port 8770',
     'npx iwibench editor-proxy --buffer-chat --upstream-url https://openrouter.ai/api/v1/chat/completions --api-key-env OPENROUTER_API_KEY',
@@ -41,7 +42,10 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const apiKey = process.env[flags['api-key-env']];
-  if (!apiKey) throw new Error(`${flags['api-key-env']} is not set: the proxy needs the upstream's API key (pick the variable with --api-key-env)`);
+  if (!apiKey)
+    throw new Error(
+      `${flags['api-key-env']} is not set: the proxy needs the upstream's API key (pick the variable with --api-key-env)`,
+    );
 
   const app = buildProxy({
     upstreamUrl: flags['upstream-url'],

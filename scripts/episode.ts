@@ -17,7 +17,8 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'episode',
-  description: 'An episode spec as JSON: the admin view (everything graded) or the editor view (what the editor is shown).',
+  description:
+    'An episode spec as JSON: the admin view (everything graded) or the editor view (what the editor is shown).',
   examples: ['npx iwibench episode --family lexical_inhibition --seed 3 --control-seed 11 --view editor'],
   defaults,
   help: {

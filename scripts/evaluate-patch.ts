@@ -23,8 +23,11 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'evaluate-patch',
-  description: 'Terminal items and general controls on pristine and patched weights, each in a fresh process, checked and scored.',
-  examples: ['npx iwibench evaluate-patch --model-dir toy/target --family local_factual_update --seed 3 --patch P --patch-id SHA256 --output-dir runs/eval'],
+  description:
+    'Terminal items and general controls on pristine and patched weights, each in a fresh process, checked and scored.',
+  examples: [
+    'npx iwibench evaluate-patch --model-dir toy/target --family local_factual_update --seed 3 --patch P --patch-id SHA256 --output-dir runs/eval',
+  ],
   defaults,
   help: {
     'model-dir': 'the target checkpoint folder',
@@ -41,11 +44,14 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  for (const name of ['model-dir', 'family', 'output-dir'] as const) if (!flags[name]) throw new Error(`--${name} is required`);
+  for (const name of ['model-dir', 'family', 'output-dir'] as const)
+    if (!flags[name]) throw new Error(`--${name} is required`);
   if (flags.seed < 0) throw new Error('--seed is required (a non-negative integer)');
   const patchId = flags['patch-id'];
-  if ((flags.patch === undefined) !== (patchId === undefined)) throw new Error('--patch and --patch-id go together: the folder and the patch id it must hold');
-  if (patchId !== undefined && !/^[0-9a-f]{64}$/.test(patchId)) throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(patchId)}`);
+  if ((flags.patch === undefined) !== (patchId === undefined))
+    throw new Error('--patch and --patch-id go together: the folder and the patch id it must hold');
+  if (patchId !== undefined && !/^[0-9a-f]{64}$/.test(patchId))
+    throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(patchId)}`);
   const patch = flags.patch ? { dir: flags.patch, id: patchId! } : undefined;
   const location: CheckpointLocation = { modelDir: flags['model-dir'], revision: flags.revision };
   const checkpoint = Checkpoint.open(location);
@@ -54,7 +60,14 @@ export async function main(argv: string[]): Promise<void> {
   const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
-  const results = await evaluateEpisode({ location, task, outputDir: flags['output-dir']!, patch, args: { command: 'evaluate-patch', ...flags } });
-  process.stdout.write(JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n');
+  const results = await evaluateEpisode({
+    location,
+    task,
+    outputDir: flags['output-dir']!,
+    patch,
+    args: { command: 'evaluate-patch', ...flags },
+  });
+  process.stdout.write(
+    JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n',
+  );
 }
-

@@ -22,7 +22,9 @@ const defaults = {
 export const command = defineCommand({
   usage: 'export-patched',
   description: 'A complete patched checkpoint folder (and with --peft a LoRA adapter); the patch is verified first.',
-  examples: ['npx iwibench export-patched --model-dir toy/target --patch runs/prime/patch --patch-id SHA256 --out runs/patched --peft'],
+  examples: [
+    'npx iwibench export-patched --model-dir toy/target --patch runs/prime/patch --patch-id SHA256 --out runs/patched --peft',
+  ],
   defaults,
   help: {
     'model-dir': 'the base checkpoint folder',
@@ -39,10 +41,20 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], modelId: flags['model-id'], revision: flags.revision });
+  const checkpoint = Checkpoint.open({
+    modelDir: flags['model-dir'],
+    modelId: flags['model-id'],
+    revision: flags.revision,
+  });
   try {
     const started = Date.now();
-    const result = exportPatched({ checkpoint, patch: { dir: flags.patch!, id: flags['patch-id']! }, outDir: flags.out!, peft: flags.peft, overwrite: flags.overwrite });
+    const result = exportPatched({
+      checkpoint,
+      patch: { dir: flags.patch!, id: flags['patch-id']! },
+      outDir: flags.out!,
+      peft: flags.peft,
+      overwrite: flags.overwrite,
+    });
     process.stdout.write(JSON.stringify({ ...result, seconds: (Date.now() - started) / 1000 }) + '\n');
   } finally {
     checkpoint.close();

@@ -37,8 +37,18 @@ export async function main(argv: string[]): Promise<void> {
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });
-  const prompts = flags.prompt.map((content) => tokenizer.chatIds([...(flags.system ? [{ role: 'system' as const, content: flags.system }] : []), { role: 'user', content }]));
+  const prompts = flags.prompt.map((content) =>
+    tokenizer.chatIds([
+      ...(flags.system ? [{ role: 'system' as const, content: flags.system }] : []),
+      { role: 'user', content },
+    ]),
+  );
   const results = await engine.generate(prompts, { maxNewTokens: flags['max-new-tokens'] });
-  results.forEach((r, i) => process.stdout.write(JSON.stringify({ prompt: flags.prompt[i], text: tokenizer.decode(r.outputIds), ...r, promptIds: undefined }) + '\n'));
+  results.forEach((r, i) =>
+    process.stdout.write(
+      JSON.stringify({ prompt: flags.prompt[i], text: tokenizer.decode(r.outputIds), ...r, promptIds: undefined }) +
+        '\n',
+    ),
+  );
   await engine.close();
 }

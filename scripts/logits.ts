@@ -49,5 +49,12 @@ export async function main(argv: string[]): Promise<void> {
   const logits = await engine.logits(ids, { chunk: flags.chunk });
   writeNpy(flags.out!, logits, [ids.length, checkpoint.config.vocab_size]);
   await engine.close();
-  process.stdout.write(JSON.stringify({ out: flags.out, shape: [ids.length, checkpoint.config.vocab_size], model: checkpoint.modelId, revision: checkpoint.revision }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      out: flags.out,
+      shape: [ids.length, checkpoint.config.vocab_size],
+      model: checkpoint.modelId,
+      revision: checkpoint.revision,
+    }) + '\n',
+  );
 }

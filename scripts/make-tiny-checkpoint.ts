@@ -10,7 +10,7 @@ export const command = defineCommand({
   description: 'A seeded random Gemma 3 checkpoint (config.json, BF16 safetensors, the real tokenizer files).',
   examples: ['npx iwibench make-tiny-checkpoint --out /tmp/tiny --preset tiny --seed 7'],
   defaults,
-  help: { out: 'the folder to write', preset: 'the shape', seed: 'the weights\' seed' },
+  help: { out: 'the folder to write', preset: 'the shape', seed: "the weights' seed" },
   required: ['out'],
   integers: ['seed'],
   choices: { preset: PRESETS },
@@ -20,5 +20,7 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const started = Date.now();
   const dir = makeTinyCheckpoint({ out: flags.out!, preset: flags.preset as Preset, seed: flags.seed });
-  process.stdout.write(JSON.stringify({ out: dir, preset: flags.preset, seed: flags.seed, seconds: (Date.now() - started) / 1000 }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ out: dir, preset: flags.preset, seed: flags.seed, seconds: (Date.now() - started) / 1000 }) + '\n',
+  );
 }

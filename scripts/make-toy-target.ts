@@ -9,17 +9,27 @@ const defaults = { out: undefined as string | undefined, seed: 0, 'max-steps': 0
 
 export const command = defineCommand({
   usage: 'make-toy-target',
-  description: "Trains the toy target (a small Gemma 3 on the taskset's world); --out toy/target --seed 0 reproduces the committed one.",
+  description:
+    "Trains the toy target (a small Gemma 3 on the taskset's world); --out toy/target --seed 0 reproduces the committed one.",
   examples: ['npx iwibench make-toy-target --out toy/target --seed 0'],
   defaults,
-  help: { out: 'the folder to write', seed: 'the training seed', 'max-steps': '0: the full schedule; N: stop after N steps' },
+  help: {
+    out: 'the folder to write',
+    seed: 'the training seed',
+    'max-steps': '0: the full schedule; N: stop after N steps',
+  },
   required: ['out'],
   integers: ['seed', 'max-steps'],
 });
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const bar = new SingleBar({ format: 'training {bar} {value}/{total} steps | loss {loss} | answer-token accuracy {accuracy} | {duration}s', stream: process.stderr, noTTYOutput: true, notTTYSchedule: 10_000 });
+  const bar = new SingleBar({
+    format: 'training {bar} {value}/{total} steps | loss {loss} | answer-token accuracy {accuracy} | {duration}s',
+    stream: process.stderr,
+    noTTYOutput: true,
+    notTTYSchedule: 10_000,
+  });
   let started = false;
   const record = await makeToyTarget({
     out: flags.out!,
@@ -33,5 +43,12 @@ export async function main(argv: string[]): Promise<void> {
       bar.update(step.step + 1, payload);
     },
   }).finally(() => bar.stop());
-  process.stdout.write(JSON.stringify({ out: flags.out, ...record.result, corpus_examples: record.corpus.examples, vocab_size: record.tokenizer.vocab_size }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      out: flags.out,
+      ...record.result,
+      corpus_examples: record.corpus.examples,
+      vocab_size: record.tokenizer.vocab_size,
+    }) + '\n',
+  );
 }

@@ -24,22 +24,47 @@ type Flag = { short?: string; type: 'string' | 'boolean'; multiple?: true; numbe
 // --- flags --------------------------------------------------------------------------------------------------------
 // The original's flags (with its short forms) first, then ours. Unset flags leave the config file's value.
 const RUN_FLAGS: Record<string, Flag> = {
-  config: { short: 'c', type: 'string', help: 'configuration file (default: ./config.toml if present, else the built-in defaults)' },
+  config: {
+    short: 'c',
+    type: 'string',
+    help: 'configuration file (default: ./config.toml if present, else the built-in defaults)',
+  },
   url: { short: 'u', type: 'string', help: `server url (default ${SETTINGS.server.url})` },
   api: { short: 'a', type: 'string', help: 'api key' },
   model: { short: 'm', type: 'string', help: `model name (default ${SETTINGS.server.model})` },
-  model_note: { type: 'string', help: 'a note on the model (e.g. a quantization): in the report and the output folder name' },
+  model_note: {
+    type: 'string',
+    help: 'a note on the model (e.g. a quantization): in the report and the output folder name',
+  },
   timeout: { type: 'string', number: true, help: `request timeout in seconds (default ${SETTINGS.server.timeout})` },
-  category: { type: 'string', multiple: true, help: 'categories to run: repeat the flag or separate with commas (default all 14)' },
-  parallel: { short: 'p', type: 'string', number: true, help: `number of parallel requests (default ${SETTINGS.test.parallel})` },
+  category: {
+    type: 'string',
+    multiple: true,
+    help: 'categories to run: repeat the flag or separate with commas (default all 14)',
+  },
+  parallel: {
+    short: 'p',
+    type: 'string',
+    number: true,
+    help: `number of parallel requests (default ${SETTINGS.test.parallel})`,
+  },
   verbosity: { short: 'v', type: 'string', number: true, help: 'verbosity level 0-2 (default 0)' },
   log_prompt: { type: 'boolean', help: 'keep each exact prompt in the result files (the example config turns it on)' },
   cot: { type: 'boolean', help: 'use the 5 chain-of-thought examples (the example config turns it on)' },
-  language: { type: 'string', help: 'en | id | ja | ko | zh: system prompt, examples, data files, extraction phrases (default en)' },
-  scoring: { type: 'string', help: `${SCORING_PROFILES.join(' | ')}: how answers are read and guessed (default original)` },
+  language: {
+    type: 'string',
+    help: 'en | id | ja | ko | zh: system prompt, examples, data files, extraction phrases (default en)',
+  },
+  scoring: {
+    type: 'string',
+    help: `${SCORING_PROFILES.join(' | ')}: how answers are read and guessed (default original)`,
+  },
   style: { type: 'string', help: 'multi_chat | single_chat | no_chat (default multi_chat)' },
   subset: { type: 'string', number: true, help: 'only the first N questions of each category' },
-  data_dir: { type: 'string', help: 'parquet / JSON-lines folder, or a Hugging Face cache (default: the Hugging Face cache)' },
+  data_dir: {
+    type: 'string',
+    help: 'parquet / JSON-lines folder, or a Hugging Face cache (default: the Hugging Face cache)',
+  },
   output_dir: { type: 'string', help: 'result folder (default eval_results/<model>[-<model_note>])' },
   comment: { type: 'string', help: 'free text copied into the report' },
   help: { short: 'h', type: 'boolean', help: 'print this help' },
@@ -62,23 +87,36 @@ const USAGE = {
 };
 
 function helpText(usage: string, flags: Record<string, Flag>, example: string): string {
-  const name = (n: string, f: Flag) => `${f.short ? `-${f.short}, ` : '    '}--${n}${f.type === 'string' ? ' VALUE' : ''}`;
+  const name = (n: string, f: Flag) =>
+    `${f.short ? `-${f.short}, ` : '    '}--${n}${f.type === 'string' ? ' VALUE' : ''}`;
   const width = Math.max(...Object.entries(flags).map(([n, f]) => name(n, f).length));
   const lines = Object.entries(flags).map(([n, f]) => `  ${name(n, f).padEnd(width)}  ${f.help}`);
   return `${usage}\n\n${lines.join('\n')}\n\nexample: ${example}\n`;
 }
 
 const HELP = {
-  run: `${helpText(USAGE.run, RUN_FLAGS, 'npx iwibench mmlu-pro -u http://localhost:8000/v1 -m my-model --category biology,law')}` +
+  run:
+    `${helpText(USAGE.run, RUN_FLAGS, 'npx iwibench mmlu-pro -u http://localhost:8000/v1 -m my-model --category biology,law')}` +
     `\nsubcommands:\n  ${USAGE.compare}\n  ${USAGE.rescore}\nstdout is one JSON object; the report and progress go to stderr.\n`,
-  compare: helpText(USAGE.compare, COMPARE_FLAGS, 'npx iwibench mmlu-pro compare eval_results/pristine eval_results/patched'),
-  rescore: helpText(USAGE.rescore, RESCORE_FLAGS, 'npx iwibench mmlu-pro rescore eval_results/llama3 --scoring lenient'),
+  compare: helpText(
+    USAGE.compare,
+    COMPARE_FLAGS,
+    'npx iwibench mmlu-pro compare eval_results/pristine eval_results/patched',
+  ),
+  rescore: helpText(
+    USAGE.rescore,
+    RESCORE_FLAGS,
+    'npx iwibench mmlu-pro rescore eval_results/llama3 --scoring lenient',
+  ),
 };
 
 /** parseArgs over `flags`; every problem at once; numbers checked here, before any slow work. */
 function parse(argv: string[], flags: Record<string, Flag>, positionals: boolean) {
   const options = Object.fromEntries(
-    Object.entries(flags).map(([n, f]) => [n, { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) }]),
+    Object.entries(flags).map(([n, f]) => [
+      n,
+      { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) },
+    ]),
   );
   const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: positionals });
   const values: Record<string, string | string[] | number | boolean> = {};
@@ -86,7 +124,8 @@ function parse(argv: string[], flags: Record<string, Flag>, positionals: boolean
   for (const [n, raw] of Object.entries(parsed.values)) {
     if (flags[n]!.number) {
       const value = Number(raw);
-      if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(value)) problems.push(`--${n} must be a number, got "${String(raw)}"`);
+      if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(value))
+        problems.push(`--${n} must be a number, got "${String(raw)}"`);
       values[n] = value;
     } else if (raw !== undefined) {
       values[n] = raw as string | string[] | boolean;
@@ -111,7 +150,12 @@ export async function main(argv: string[]): Promise<void> {
   const config = resolveConfig(configFile ? readConfigFile(configFile) : {}, overrides);
 
   const tty = process.stderr.isTTY === true;
-  const bars = tty ? new MultiBar({ format: 'mmlu-pro |{bar}| {value}/{total} questions | ETA {eta_formatted}', hideCursor: false }, Presets.shades_classic) : null;
+  const bars = tty
+    ? new MultiBar(
+        { format: 'mmlu-pro |{bar}| {value}/{total} questions | ETA {eta_formatted}', hideCursor: false },
+        Presets.shades_classic,
+      )
+    : null;
   let bar: ReturnType<MultiBar['create']> | null = null;
   const log = (message: string) => (bars?.isActive ? bars.log(`${message}\n`) : process.stderr.write(`${message}\n`));
 
@@ -122,8 +166,12 @@ export async function main(argv: string[]): Promise<void> {
       events: {
         log,
         start: ({ toAsk, skipped }) => {
-          log(`mmlu-pro: config ${configFile ?? '(built-in defaults)'}: ${JSON.stringify({ ...config, server: { ...config.server, api_key: '…' } })}`);
-          log(`mmlu-pro: ${toAsk} questions to ask, ${skipped} already answered, ${config.test.parallel} in parallel, scoring ${config.test.scoring}`);
+          log(
+            `mmlu-pro: config ${configFile ?? '(built-in defaults)'}: ${JSON.stringify({ ...config, server: { ...config.server, api_key: '…' } })}`,
+          );
+          log(
+            `mmlu-pro: ${toAsk} questions to ask, ${skipped} already answered, ${config.test.parallel} in parallel, scoring ${config.test.scoring}`,
+          );
           if (bars && toAsk > 0) bar = bars.create(toAsk, 0);
         },
         progress: (done) => bar?.update(done),
@@ -132,10 +180,14 @@ export async function main(argv: string[]): Promise<void> {
   } finally {
     bars?.stop();
   }
-  process.stderr.write(`\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`);
+  process.stderr.write(
+    `\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`,
+  );
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   if (summary.failed.length > 0) {
-    process.stderr.write(`mmlu-pro: ${summary.failed.length} requests failed and were not scored; rerun the same command to ask them again\n`);
+    process.stderr.write(
+      `mmlu-pro: ${summary.failed.length} requests failed and were not scored; rerun the same command to ask them again\n`,
+    );
     process.exitCode = 1;
   }
 }
@@ -146,8 +198,11 @@ async function compare(argv: string[]): Promise<void> {
     process.stdout.write(HELP.compare);
     return;
   }
-  if (positionals.length !== 2) throw new Error(`compare needs two result folders, got ${positionals.length}\n${USAGE.compare}`);
-  const comparison = compareFolders(positionals[0]!, positionals[1]!, { allowDifferentScoring: values.allow_different_scoring === true });
+  if (positionals.length !== 2)
+    throw new Error(`compare needs two result folders, got ${positionals.length}\n${USAGE.compare}`);
+  const comparison = compareFolders(positionals[0]!, positionals[1]!, {
+    allowDifferentScoring: values.allow_different_scoring === true,
+  });
   process.stderr.write(`${comparisonTable(comparison)}\n`);
   process.stdout.write(`${JSON.stringify(comparison, null, 2)}\n`);
 }
@@ -161,10 +216,18 @@ async function rescore(argv: string[]): Promise<void> {
   const problems: string[] = [];
   if (positionals.length !== 1) problems.push(`rescore needs one result folder, got ${positionals.length}`);
   if (!isScoringProfile(values.scoring)) {
-    problems.push(`--scoring must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(values.scoring ?? null)}`);
+    problems.push(
+      `--scoring must be one of ${SCORING_PROFILES.join(', ')}, got ${JSON.stringify(values.scoring ?? null)}`,
+    );
   }
   if (problems.length > 0) throw new Error(`${problems.join('\n')}\n${USAGE.rescore}`);
-  const summary = rescoreFolder(positionals[0]!, values.scoring as (typeof SCORING_PROFILES)[number], values.output_dir as string | undefined);
-  process.stderr.write(`\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`);
+  const summary = rescoreFolder(
+    positionals[0]!,
+    values.scoring as (typeof SCORING_PROFILES)[number],
+    values.output_dir as string | undefined,
+  );
+  process.stderr.write(
+    `\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`,
+  );
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 }

@@ -19,13 +19,16 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'replay-patch RESULTS',
-  description: "The patch of RESULTS (a results.json) on the same target questions with new controls; the original controls again, apart.",
-  examples: ['npx iwibench replay-patch runs/pilot/attempts/local_factual_update-s3-gpt-6.1-terra-a0/results.json --control-seed 1001'],
+  description:
+    'The patch of RESULTS (a results.json) on the same target questions with new controls; the original controls again, apart.',
+  examples: [
+    'npx iwibench replay-patch runs/pilot/attempts/local_factual_update-s3-gpt-6.1-terra-a0/results.json --control-seed 1001',
+  ],
   defaults,
   help: {
     'control-seed': 'seed of the new general controls',
     ...TARGET_FLAG_HELP,
-    model: "target id; default: the one RESULTS names (looked up in the Hugging Face cache)",
+    model: 'target id; default: the one RESULTS names (looked up in the Hugging Face cache)',
     'output-dir': "replay.json and results.json; default: RESULTS' folder/replay-c<control-seed>",
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
   },
@@ -38,7 +41,12 @@ export const command = defineCommand({
 function retention(items: ItemResult[]) {
   const baseCorrect = items.filter((i) => i.base.passed);
   const kept = baseCorrect.filter((i) => i.edited.passed);
-  return { items: items.length, base_correct: baseCorrect.length, retained: kept.length, retention: baseCorrect.length > 0 ? kept.length / baseCorrect.length : null };
+  return {
+    items: items.length,
+    base_correct: baseCorrect.length,
+    retained: kept.length,
+    retention: baseCorrect.length > 0 ? kept.length / baseCorrect.length : null,
+  };
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -49,9 +57,15 @@ export async function main(argv: string[]): Promise<void> {
   if (!original.patch) throw new Error(`${resultsFile} records no patch to replay`);
   const patchDir = existsSync(original.patch.dir) ? original.patch.dir : path.join(path.dirname(resultsFile), 'patch');
   // Without target flags, the checkpoint RESULTS was made on, from the Hugging Face cache.
-  const recorded = flags['model-dir'] || flags.model ? {} : { model: original.versions.model_id, revision: original.versions.revision };
+  const recorded =
+    flags['model-dir'] || flags.model
+      ? {}
+      : { model: original.versions.model_id, revision: original.versions.revision };
   const { location, tokenizer, revision } = await openTarget({ ...flags, ...recorded });
-  if (revision !== original.versions.revision) throw new Error(`${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`);
+  if (revision !== original.versions.revision)
+    throw new Error(
+      `${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`,
+    );
   const { family, seed, control_seed: originalSeed } = original.episode;
   const itemsPerKind = flags['items-per-kind'] || undefined;
   const taskset = new Taskset({ tokenizer });
@@ -64,7 +78,15 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
-  const results = await evaluateEpisode({ location, task: merged, outputDir, patch, editor: original.editor, resources: original.resources, args: { command: 'replay-patch', results: resultsFile, ...flags } });
+  const results = await evaluateEpisode({
+    location,
+    task: merged,
+    outputDir,
+    patch,
+    editor: original.editor,
+    resources: original.resources,
+    args: { command: 'replay-patch', results: resultsFile, ...flags },
+  });
   const controls = results.items.filter((i) => i.kind === 'control');
   const replay = {
     original: resultsFile,

@@ -15,7 +15,8 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR [--editor LABEL RESULTS_CSV ATTEMPTS_DIR …]',
-  description: 'Editor tokens per attempt from the traces, joined to results.csv; reward per 1,000 editor tokens; target forward tokens apart.',
+  description:
+    'Editor tokens per attempt from the traces, joined to results.csv; reward per 1,000 editor tokens; target forward tokens apart.',
   examples: [
     'npx iwibench report-token-efficiency --editor gpt-6.1-terra runs/report/results.csv runs/pilot/attempts --output runs/tokens.csv',
     'npx iwibench report-token-efficiency --editor A runs/a/report/results.csv runs/a/attempts --editor B runs/b/report/results.csv runs/b/attempts',
@@ -40,10 +41,12 @@ export function editorGroups(argv: string[]): { groups: EditorRuns[]; rest: stri
     const values: string[] = [];
     while (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) values.push(argv[++i]!);
     const [editor, resultsCsv, ...attemptsDirs] = values;
-    if (!editor || !resultsCsv || attemptsDirs.length === 0) problems.push(`--editor needs LABEL RESULTS_CSV ATTEMPTS_DIR, got "${values.join(' ')}"`);
+    if (!editor || !resultsCsv || attemptsDirs.length === 0)
+      problems.push(`--editor needs LABEL RESULTS_CSV ATTEMPTS_DIR, got "${values.join(' ')}"`);
     else groups.push({ editor, resultsCsv, attemptsDirs });
   }
-  if (groups.length === 0 && problems.length === 0) problems.push('--editor LABEL RESULTS_CSV ATTEMPTS_DIR is required');
+  if (groups.length === 0 && problems.length === 0)
+    problems.push('--editor LABEL RESULTS_CSV ATTEMPTS_DIR is required');
   return { groups, rest, problems };
 }
 
@@ -53,26 +56,40 @@ export async function main(argv: string[]): Promise<void> {
   try {
     parsed = parseCommand(rest, command);
   } catch (error) {
-    if (error instanceof UsageError) throw new UsageError([...problems, ...error.problems], `usage: npx iwibench ${command.usage}`);
+    if (error instanceof UsageError)
+      throw new UsageError([...problems, ...error.problems], `usage: npx iwibench ${command.usage}`);
     throw error;
   }
   if (problems.length > 0) throw new UsageError(problems, `usage: npx iwibench ${command.usage} [--output F]`);
   const { output } = parsed.flags;
-  const args = { editors: groups.map((g) => ({ editor: g.editor, results_csv: g.resultsCsv, attempts_dirs: g.attemptsDirs })), output };
+  const args = {
+    editors: groups.map((g) => ({ editor: g.editor, results_csv: g.resultsCsv, attempts_dirs: g.attemptsDirs })),
+    output,
+  };
   if (groups.length === 1) {
     const [{ editor, resultsCsv, attemptsDirs }] = groups as [EditorRuns];
-    const invocation = { command: 'report-token-efficiency', args: { editor, results_csv: resultsCsv, attempts_dirs: attemptsDirs, output } };
+    const invocation = {
+      command: 'report-token-efficiency',
+      args: { editor, results_csv: resultsCsv, attempts_dirs: attemptsDirs, output },
+    };
     const summary = writeTokenEfficiency({ editor, resultsCsv, attemptsDirs, output, invocation });
     reportIncomplete(summary.incomplete.length, summary.meta);
     process.stdout.write(JSON.stringify(summary) + '\n');
     return;
   }
-  const summary = writeTokenEfficiencies({ editors: groups, output, invocation: { command: 'report-token-efficiency', args } });
+  const summary = writeTokenEfficiencies({
+    editors: groups,
+    output,
+    invocation: { command: 'report-token-efficiency', args },
+  });
   const incomplete = summary.editors.reduce((n, e) => n + e.incomplete.length, 0);
   reportIncomplete(incomplete, summary.meta);
   process.stdout.write(JSON.stringify(summary) + '\n');
 }
 
 function reportIncomplete(count: number, meta: string): void {
-  if (count > 0) process.stderr.write(`report-token-efficiency: ${count} attempt folder(s) without results.json left out (listed in ${meta})\n`);
+  if (count > 0)
+    process.stderr.write(
+      `report-token-efficiency: ${count} attempt folder(s) without results.json left out (listed in ${meta})\n`,
+    );
 }

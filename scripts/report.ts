@@ -16,7 +16,8 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'report RUNS [RUNS …]',
-  description: 'results.csv, summary.csv (means with 95 % bootstrap intervals) and a self-contained report.html from every results.json under RUNS.',
+  description:
+    'results.csv, summary.csv (means with 95 % bootstrap intervals) and a self-contained report.html from every results.json under RUNS.',
   examples: ['npx iwibench report runs/pilot --editor gpt-6.1-terra --output-dir runs/report'],
   defaults,
   help: {
@@ -34,6 +35,9 @@ export async function main(argv: string[]): Promise<void> {
     outputDir: flags['output-dir'],
     invocation: { command: 'report', args: { runs: positionals, ...flags } },
   });
-  if (outputs.skipped.length > 0) process.stderr.write(`report: left out ${outputs.skipped.length} results of other editors (listed in ${outputs.meta})\n`);
+  if (outputs.skipped.length > 0)
+    process.stderr.write(
+      `report: left out ${outputs.skipped.length} results of other editors (listed in ${outputs.meta})\n`,
+    );
   process.stdout.write(JSON.stringify(outputs) + '\n');
 }

@@ -23,8 +23,11 @@ const defaults = {
 
 export const command = defineCommand({
   usage: 'run-pilot CALIBRATION',
-  description: 'Every episode CALIBRATION selected, attempted by one editor and evaluated in fresh processes; rerunning resumes.',
-  examples: ['npx iwibench run-pilot runs/calibration.json --service-env runs/service.env --output-dir runs/pilot --workers 2 --editor-model gpt-6.1-terra'],
+  description:
+    'Every episode CALIBRATION selected, attempted by one editor and evaluated in fresh processes; rerunning resumes.',
+  examples: [
+    'npx iwibench run-pilot runs/calibration.json --service-env runs/service.env --output-dir runs/pilot --workers 2 --editor-model gpt-6.1-terra',
+  ],
   defaults,
   help: {
     'service-env': SERVICE_ENV_HELP,
@@ -44,7 +47,8 @@ export async function main(argv: string[]): Promise<void> {
   const { flags, positionals } = parseCommand(argv, command);
   const calibrationFile = positionals[0]!;
   const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
-  if (!Array.isArray(calibration.episodes)) throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
+  if (!Array.isArray(calibration.episodes))
+    throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
   const { config, label } = editorFromFlags(flags);
   const outputDir = flags['output-dir'];
   mkdirSync(outputDir, { recursive: true });
@@ -68,10 +72,14 @@ export async function main(argv: string[]): Promise<void> {
     },
     onProgress: ({ done, total, skipped, attempt, reward, error }) => {
       const eta = done > skipped ? ((Date.now() - started) / 1000 / (done - skipped)) * (total - done) : NaN;
-      process.stderr.write(`pilot ${done}/${total} (${skipped} already done) ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}${Number.isFinite(eta) ? `, ETA ${eta.toFixed(0)} s` : ''}\n`);
+      process.stderr.write(
+        `pilot ${done}/${total} (${skipped} already done) ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}${Number.isFinite(eta) ? `, ETA ${eta.toFixed(0)} s` : ''}\n`,
+      );
     },
   }).finally(stop);
   const failed = summary.attempts.filter((a) => a.status === 'failed');
-  process.stdout.write(JSON.stringify({ output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length }) + '\n',
+  );
   if (failed.length > 0) process.exitCode = 1;
 }

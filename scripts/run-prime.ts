@@ -48,8 +48,27 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join('runs', 'prime', `${flags.family}-s${flags.seed}`);
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
-  const task = new Taskset({ tokenizer: target.tokenizer }).task({ family: flags.family!, seed: flags.seed!, controlSeed: flags['control-seed'] });
+  const task = new Taskset({ tokenizer: target.tokenizer }).task({
+    family: flags.family!,
+    seed: flags.seed!,
+    controlSeed: flags['control-seed'],
+  });
   process.stderr.write(`run-prime: ${task.spec.family} seed ${task.spec.seed} with ${label}\n`);
-  const { results, run } = await runAttempt({ task, service, location: target.location, editor: config, editorLabel: label, dir: outputDir, itemsPerKind: flags['items-per-kind'] || undefined, args: { command: 'run-prime', ...flags } }).finally(stop);
-  process.stdout.write(JSON.stringify({ results: path.join(outputDir, 'results.json'), stop_reason: run.stopReason, score: results.score }) + '\n');
+  const { results, run } = await runAttempt({
+    task,
+    service,
+    location: target.location,
+    editor: config,
+    editorLabel: label,
+    dir: outputDir,
+    itemsPerKind: flags['items-per-kind'] || undefined,
+    args: { command: 'run-prime', ...flags },
+  }).finally(stop);
+  process.stdout.write(
+    JSON.stringify({
+      results: path.join(outputDir, 'results.json'),
+      stop_reason: run.stopReason,
+      score: results.score,
+    }) + '\n',
+  );
 }

@@ -51,7 +51,14 @@ export async function main(argv: string[]): Promise<void> {
     logLevel: flags['log-level'],
     args: flags,
   });
-  process.stdout.write(JSON.stringify({ url, model: target.modelId, revision: target.checkpoint.revision, output_dir: flags['output-dir'] }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      url,
+      model: target.modelId,
+      revision: target.checkpoint.revision,
+      output_dir: flags['output-dir'],
+    }) + '\n',
+  );
   const stop = async () => {
     await app.close();
     process.exit(0);

@@ -25,7 +25,12 @@ export const TARGET_FLAG_HELP = {
 type TargetFlags = typeof TARGET_FLAG_DEFAULTS;
 
 export function locationFromFlags(flags: TargetFlags): CheckpointLocation {
-  const location: CheckpointLocation = { modelDir: flags['model-dir'], cacheDir: flags['cache-dir'], modelId: flags.model, revision: flags.revision };
+  const location: CheckpointLocation = {
+    modelDir: flags['model-dir'],
+    cacheDir: flags['cache-dir'],
+    modelId: flags.model,
+    revision: flags.revision,
+  };
   return flags['allow-unpinned-revision'] ? { ...location, allowUnpinnedRevision: true } : location;
 }
 
@@ -37,13 +42,17 @@ export function hasTargetFlags(flags: TargetFlags): boolean {
  * The target's tokenizer, and its id and revision (what the service must also serve). The location is returned
  * resolved (cache root and commit hash written out), so fresh evaluation processes open exactly the same snapshot.
  */
-export async function openTarget(flags: TargetFlags): Promise<{ location: CheckpointLocation; tokenizer: Tokenizer; modelId: string; revision: string }> {
+export async function openTarget(
+  flags: TargetFlags,
+): Promise<{ location: CheckpointLocation; tokenizer: Tokenizer; modelId: string; revision: string }> {
   const location = locationFromFlags(flags);
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   const { modelId, revision } = checkpoint;
   checkpoint.close();
-  const resolved = location.modelDir ? location : { ...location, cacheDir: path.dirname(path.dirname(path.dirname(checkpoint.dir))), revision };
+  const resolved = location.modelDir
+    ? location
+    : { ...location, cacheDir: path.dirname(path.dirname(path.dirname(checkpoint.dir))), revision };
   return { location: resolved, tokenizer, modelId, revision };
 }
 
@@ -65,14 +74,22 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
   if (external) service = external;
   else {
     const { modelDir, cacheDir, modelId: model, revision } = target.location;
-    const started = await startServiceProcess({ modelDir, cacheDir, model, revision, outputDir: path.join(outputDir, 'service') });
+    const started = await startServiceProcess({
+      modelDir,
+      cacheDir,
+      model,
+      revision,
+      outputDir: path.join(outputDir, 'service'),
+    });
     service = started;
     stop = started.stop;
   }
   const health = await healthOf(service);
   if (health.model !== target.modelId || health.revision !== target.revision) {
     await stop();
-    throw new Error(`the service serves ${health.model}@${health.revision}, but evaluation would use ${target.modelId}@${target.revision}`);
+    throw new Error(
+      `the service serves ${health.model}@${health.revision}, but evaluation would use ${target.modelId}@${target.revision}`,
+    );
   }
   return { target, service, stop };
 }

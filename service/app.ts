@@ -33,7 +33,8 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
   });
   addApiSchemas(app);
-  if (restored.restored > 0 || restored.leftovers > 0) app.log.info(restored, 'episodes restored from the output folder');
+  if (restored.restored > 0 || restored.leftovers > 0)
+    app.log.info(restored, 'episodes restored from the output folder');
 
   // One error shape for every non-OpenAI route: {statusCode, code, error, message}, plus the budget on episode routes.
   app.setErrorHandler((error: FastifyError | IwiError, request, reply) => {
@@ -41,11 +42,21 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     if (isIwiError(error)) iwi = error;
     else if (error.validation) iwi = new IwiError('REQUEST_INVALID', describeValidation(error));
     else if (error.statusCode && error.statusCode < 500) {
-      reply.code(error.statusCode).send({ statusCode: error.statusCode, code: error.code ?? 'REQUEST_INVALID', error: STATUS_CODES[error.statusCode] ?? 'Error', message: boundedMessage(error.message) });
+      reply.code(error.statusCode).send({
+        statusCode: error.statusCode,
+        code: error.code ?? 'REQUEST_INVALID',
+        error: STATUS_CODES[error.statusCode] ?? 'Error',
+        message: boundedMessage(error.message),
+      });
       return;
     } else {
       request.log.error(error);
-      reply.code(500).send({ statusCode: 500, code: 'INTERNAL', error: 'Internal Server Error', message: boundedMessage(error.message) });
+      reply.code(500).send({
+        statusCode: 500,
+        code: 'INTERNAL',
+        error: 'Internal Server Error',
+        message: boundedMessage(error.message),
+      });
       return;
     }
     const episode = requestEpisodes.get(request);

@@ -24,7 +24,8 @@ export class Authenticator {
   private readonly editor: Buffer;
 
   constructor(tokens: Tokens) {
-    if (!tokens.admin || !tokens.editor || tokens.admin === tokens.editor) throw new Error('admin and editor tokens must both be set and differ');
+    if (!tokens.admin || !tokens.editor || tokens.admin === tokens.editor)
+      throw new Error('admin and editor tokens must both be set and differ');
     this.admin = digest(tokens.admin);
     this.editor = digest(tokens.editor);
   }
@@ -45,7 +46,8 @@ export class Authenticator {
   /** 403 when the role may not use the route. */
   require(header: string | undefined, allowed: Role[]): Role {
     const role = this.roleOf(header);
-    if (!allowed.includes(role)) throw new IwiError('FORBIDDEN', `the ${role} token may not use this route (needs ${allowed.join(' or ')})`);
+    if (!allowed.includes(role))
+      throw new IwiError('FORBIDDEN', `the ${role} token may not use this route (needs ${allowed.join(' or ')})`);
     return role;
   }
 }

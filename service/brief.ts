@@ -33,7 +33,10 @@ export function compactManifest(manifest: Manifest): string[] {
     const aliases = group.rows[0]!.aliases.length > 0 ? ` (alias: ${group.rows[0]!.aliases.join(', ')})` : '';
     return `${name} ${rest.join(' ')}${aliases}`;
   });
-  if (fixed > 0) lines.push(`vision_tower.* and multi_modal_projector.*: ${fixed} tensors, ${fixedParams} parameters, fixed (read-only)`);
+  if (fixed > 0)
+    lines.push(
+      `vision_tower.* and multi_modal_projector.*: ${fixed} tensors, ${fixedParams} parameters, fixed (read-only)`,
+    );
   return lines;
 }
 

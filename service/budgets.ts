@@ -31,8 +31,13 @@ export const EMPTY_USE: Readonly<BudgetUse> = Object.freeze({
 export function resolveBudgets(overrides: Partial<Budgets> = {}): Budgets {
   const budgets = { ...DEFAULT_BUDGETS } as Budgets;
   for (const [key, value] of Object.entries(overrides)) {
-    if (!Object.hasOwn(DEFAULT_BUDGETS, key)) throw new IwiError('EPISODE_SPEC_INVALID', `unknown budget ${quote(key)} (known: ${Object.keys(DEFAULT_BUDGETS).join(', ')})`);
-    if (!Number.isSafeInteger(value) || (value as number) < 0) throw new IwiError('EPISODE_SPEC_INVALID', `budget ${key} must be a non-negative integer, got ${quote(value)}`);
+    if (!Object.hasOwn(DEFAULT_BUDGETS, key))
+      throw new IwiError(
+        'EPISODE_SPEC_INVALID',
+        `unknown budget ${quote(key)} (known: ${Object.keys(DEFAULT_BUDGETS).join(', ')})`,
+      );
+    if (!Number.isSafeInteger(value) || (value as number) < 0)
+      throw new IwiError('EPISODE_SPEC_INVALID', `budget ${key} must be a non-negative integer, got ${quote(value)}`);
     budgets[key as BudgetKind] = value as number;
   }
   return budgets;
@@ -81,14 +86,18 @@ export class BudgetLedger {
       this.requirePerCall('inspect_target_sequences_per_call', charge.sequences ?? 0);
       this.requirePerCall('inspect_target_layers', charge.layers ?? 0);
       this.requirePerCall('inspect_target_positions', charge.positions ?? 0);
-      this.require('inspect_target_sequence_evaluations', use.inspect_target_sequence_evaluations + (charge.evaluations ?? 0));
+      this.require(
+        'inspect_target_sequence_evaluations',
+        use.inspect_target_sequence_evaluations + (charge.evaluations ?? 0),
+      );
     }
     this.require('forward_tokens', use.forward_tokens + (charge.forwardTokens ?? 0));
   }
 
   /** Charge an admitted call; `forwardTokensUsed` (≤ the reservation) replaces the reservation. */
   charge(charge: Charge, forwardTokensUsed = charge.forwardTokens ?? 0): void {
-    if (forwardTokensUsed > (charge.forwardTokens ?? 0)) throw new Error(`used ${forwardTokensUsed} forward tokens against a reservation of ${charge.forwardTokens ?? 0}`);
+    if (forwardTokensUsed > (charge.forwardTokens ?? 0))
+      throw new Error(`used ${forwardTokensUsed} forward tokens against a reservation of ${charge.forwardTokens ?? 0}`);
     const { use } = this;
     use.tool_calls++;
     use.forward_tokens += forwardTokensUsed;
@@ -105,7 +114,9 @@ export class BudgetLedger {
   /** Limits, use and what is left, as every tool result reports them. */
   state(): { limits: Budgets; used: BudgetUse; remaining: Record<keyof BudgetUse, number> } {
     const { limits, use } = this;
-    const remaining = Object.fromEntries(Object.keys(use).map((k) => [k, limits[k as keyof BudgetUse] - use[k as keyof BudgetUse]])) as Record<keyof BudgetUse, number>;
+    const remaining = Object.fromEntries(
+      Object.keys(use).map((k) => [k, limits[k as keyof BudgetUse] - use[k as keyof BudgetUse]]),
+    ) as Record<keyof BudgetUse, number>;
     return { limits: { ...limits }, used: { ...use }, remaining };
   }
 
@@ -115,7 +126,8 @@ export class BudgetLedger {
   }
 
   private requirePerCall(kind: BudgetKind, value: number): void {
-    if (value > this.limits[kind]) throw new BudgetExceededError(kind, value, this.limits[kind], this.limits[kind], 'per call');
+    if (value > this.limits[kind])
+      throw new BudgetExceededError(kind, value, this.limits[kind], this.limits[kind], 'per call');
   }
 }
 
@@ -128,7 +140,10 @@ export class BudgetExceededError extends IwiError {
     readonly remaining: number,
     readonly scope: 'per call' | 'per episode' = 'per episode',
   ) {
-    super('BUDGET_EXHAUSTED', `budget ${kind} exceeded: this call needs ${value} against a ${scope} limit of ${limit} (${remaining} left); nothing was charged`);
+    super(
+      'BUDGET_EXHAUSTED',
+      `budget ${kind} exceeded: this call needs ${value} against a ${scope} limit of ${limit} (${remaining} left); nothing was charged`,
+    );
     this.name = 'BudgetExceededError';
   }
 

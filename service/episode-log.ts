@@ -40,7 +40,10 @@ export function readOps(dir: string, count: number): WriteOp[] {
       const st = SafetensorsFile.open(opFile(dir, index, 'safetensors'));
       for (const field of arrayFields) {
         const bytes = st.readBytes(field);
-        json[field] = { shape: st.info(field).shape, data: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4) };
+        json[field] = {
+          shape: st.info(field).shape,
+          data: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4),
+        };
       }
       st.close();
     }

@@ -34,7 +34,8 @@ type LegacyStateFile = Omit<StateFile, 'key_sha256'> & { key: string };
 const keyHash = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
 
 /** A presented key against a stored hash: SHA-256 digests compared in constant time (equal lengths whatever the input). */
-const keyOpens = (stored: Buffer, presented: string | undefined): boolean => timingSafeEqual(keyHash(presented ?? ''), stored);
+const keyOpens = (stored: Buffer, presented: string | undefined): boolean =>
+  timingSafeEqual(keyHash(presented ?? ''), stored);
 
 /** The hash of a key never given out: an unknown episode id costs the same comparison as a wrong key. */
 const NO_EPISODE_KEY = keyHash(randomBytes(24).toString('base64url'));
@@ -60,7 +61,8 @@ export class EpisodeSession {
 
   /** Tools and turns need a live episode. */
   requireActive(): void {
-    if (this.status !== 'active') throw new IwiError('EPISODE_CLOSED', `episode ${this.id} is ${this.status}; its tools are closed`);
+    if (this.status !== 'active')
+      throw new IwiError('EPISODE_CLOSED', `episode ${this.id} is ${this.status}; its tools are closed`);
   }
 
   /** The episode key the editor presents (X-Episode-Key): its hash compared with the stored one in constant time. */
@@ -125,7 +127,15 @@ export class EpisodeRegistry {
     const id = `ep-${randomBytes(8).toString('hex')}`;
     const key = randomBytes(24).toString('base64url');
     const dir = path.join(this.outputDir, 'episodes', id);
-    const episode = new EpisodeSession(id, keyHash(key), spec, ledger, this.target.store.createEpisode(id), dir, new Date().toISOString());
+    const episode = new EpisodeSession(
+      id,
+      keyHash(key),
+      spec,
+      ledger,
+      this.target.store.createEpisode(id),
+      dir,
+      new Date().toISOString(),
+    );
     writeJsonAtomic(path.join(episode.dir, 'spec.json'), spec);
     episode.persist(true);
     this.episodes.set(id, episode);
@@ -147,7 +157,10 @@ export class EpisodeRegistry {
     const episode = this.episodes.get(id);
     const opens = keyOpens(episode?.keySha256 ?? NO_EPISODE_KEY, presentedKey);
     if (!episode || !opens) {
-      throw new IwiError('FORBIDDEN', `the editor token may only reach its own episode: this X-Episode-Key does not open episode ${quote(id)}`);
+      throw new IwiError(
+        'FORBIDDEN',
+        `the editor token may only reach its own episode: this X-Episode-Key does not open episode ${quote(id)}`,
+      );
     }
     return episode;
   }
@@ -160,9 +173,17 @@ export class EpisodeRegistry {
   submit(episode: EpisodeSession, createdBy: Record<string, unknown>): SubmittedPatch {
     episode.requireActive();
     const dir = path.join(episode.dir, 'patch');
-    const written = writeEpisodePatch(episode.weights, dir, { createdBy: { ...createdBy, episode: episode.id, family: episode.spec.family, seed: episode.spec.seed }, overwrite: true });
+    const written = writeEpisodePatch(episode.weights, dir, {
+      createdBy: { ...createdBy, episode: episode.id, family: episode.spec.family, seed: episode.spec.seed },
+      overwrite: true,
+    });
     episode.status = 'submitted';
-    episode.patch = { dir, sha256: written.digest, changed_parameters: written.patch.stats.changed_parameters, ops: written.patch.ops.length };
+    episode.patch = {
+      dir,
+      sha256: written.digest,
+      changed_parameters: written.patch.stats.changed_parameters,
+      ops: written.patch.ops.length,
+    };
     episode.persist(true);
     this.patches.set(written.digest, dir);
     return episode.patch;
@@ -203,7 +224,15 @@ export class EpisodeRegistry {
       const weights = this.target.store.createEpisode(id);
       for (const op of readOps(dir, state.op_count)) weights.apply(op);
       const hash = 'key_sha256' in state ? Buffer.from(state.key_sha256, 'hex') : keyHash(state.key);
-      const episode = new EpisodeSession(id, hash, spec, new BudgetLedger(state.budgets, state.used), weights, dir, state.created_at);
+      const episode = new EpisodeSession(
+        id,
+        hash,
+        spec,
+        new BudgetLedger(state.budgets, state.used),
+        weights,
+        dir,
+        state.created_at,
+      );
       episode.status = state.status;
       episode.patch = state.patch;
       if (state.patch) this.patches.set(state.patch.sha256, state.patch.dir);

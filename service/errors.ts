@@ -55,14 +55,22 @@ export function httpStatus(error: IwiError): number {
 /** The reply body of an error: fastify's shape, then the error's own details (a refused budget's numbers). */
 export function errorReply(error: IwiError): ErrorReply & Record<string, unknown> {
   const statusCode = httpStatus(error);
-  return { statusCode, code: error.code, error: STATUS_CODES[statusCode] ?? 'Error', message: boundedMessage(error.message), ...error.details() };
+  return {
+    statusCode,
+    code: error.code,
+    error: STATUS_CODES[statusCode] ?? 'Error',
+    message: boundedMessage(error.message),
+    ...error.details(),
+  };
 }
 
 /** The longest message a reply carries; a safety net behind `quote` for messages that other libraries build. */
 export const MESSAGE_LIMIT = 2000;
 
 export function boundedMessage(message: string): string {
-  return message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT)}… (${message.length} characters)` : message;
+  return message.length > MESSAGE_LIMIT
+    ? `${message.slice(0, MESSAGE_LIMIT)}… (${message.length} characters)`
+    : message;
 }
 
 /** ajv's first error, with the field it concerns: `body/sequences/0 must NOT have additional properties ("prompts")`. */

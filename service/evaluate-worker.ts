@@ -10,15 +10,19 @@ import { evaluateItems, type EvaluationJob } from './evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { job: { type: 'string' }, out: { type: 'string' }, runner: { type: 'string' } } });
-  if (!values.job || !values.out || !values.runner) throw new Error('usage: evaluate-worker.ts --job FILE --out FILE --runner PID');
+  const { values } = parseArgs({
+    options: { job: { type: 'string' }, out: { type: 'string' }, runner: { type: 'string' } },
+  });
+  if (!values.job || !values.out || !values.runner)
+    throw new Error('usage: evaluate-worker.ts --job FILE --out FILE --runner PID');
   // The runner's pid, not the parent's at start-up: the runner may be gone before this line runs.
   const runner = Number(values.runner);
   setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
   const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
   const run = await evaluateItems(job.location, job.items, {
     patch: job.patch ?? undefined,
-    onProgress: (done, total) => process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
+    onProgress: (done, total) =>
+      process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
   });
   process.stderr.write('\n');
   writeJsonAtomic(values.out, run);

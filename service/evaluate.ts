@@ -23,7 +23,13 @@ export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_toke
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };
 
 /** A patch as results record it: its folder, its id (verified from the bytes read), its stats and number of ops. */
-export type PatchSummary = { dir: string; sha256: string; changed_parameters: number; tensors: Record<string, TensorStats>; ops: number };
+export type PatchSummary = {
+  dir: string;
+  sha256: string;
+  changed_parameters: number;
+  tensors: Record<string, TensorStats>;
+  ops: number;
+};
 
 export type EvaluationRun = {
   weights: 'pristine' | 'patched';
@@ -48,7 +54,10 @@ export class ItemEvaluator {
     readonly patch: EvaluationRun['patch'],
   ) {}
 
-  static async open(location: CheckpointLocation, options: { patch?: PatchRef; device?: Device } = {}): Promise<ItemEvaluator> {
+  static async open(
+    location: CheckpointLocation,
+    options: { patch?: PatchRef; device?: Device } = {},
+  ): Promise<ItemEvaluator> {
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     let source: WeightSource | undefined;
@@ -68,7 +77,10 @@ export class ItemEvaluator {
   }
 
   /** Generate every item greedily. Items with the same token cap are batched; a batch's outputs equal each item run alone (tested). */
-  async run(items: EvaluationItem[], onProgress?: (done: number, total: number) => void): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
+  async run(
+    items: EvaluationItem[],
+    onProgress?: (done: number, total: number) => void,
+  ): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
     const outputs: Record<string, ItemOutput> = {};
     let forwardTokens = 0;
     const byCap = new Map<number, EvaluationItem[]>();
@@ -77,10 +89,18 @@ export class ItemEvaluator {
     for (const [cap, group] of byCap) {
       for (let i = 0; i < group.length; i += MAX_BATCH) {
         const batch = group.slice(i, i + MAX_BATCH);
-        const results = await this.engine.generate(batch.map((item) => this.tokenizer.chatIds(item.messages)), { maxNewTokens: cap });
+        const results = await this.engine.generate(
+          batch.map((item) => this.tokenizer.chatIds(item.messages)),
+          { maxNewTokens: cap },
+        );
         batch.forEach((item, k) => {
           const r = results[k]!;
-          outputs[item.id] = { text: this.tokenizer.decode(r.outputIds), prompt_tokens: r.promptTokens, output_tokens: r.outputTokens, stop_reason: r.stopReason };
+          outputs[item.id] = {
+            text: this.tokenizer.decode(r.outputIds),
+            prompt_tokens: r.promptTokens,
+            output_tokens: r.outputTokens,
+            stop_reason: r.stopReason,
+          };
           forwardTokens += r.promptTokens + r.outputTokens;
         });
         done += batch.length;
@@ -118,7 +138,13 @@ export async function evaluateItems(
 
 function summarise(patch: LoadedPatch): PatchSummary {
   const { stats, ops } = patch.json;
-  return { dir: patch.dir, sha256: patch.id, changed_parameters: stats.changed_parameters, tensors: stats.tensors, ops: ops.length };
+  return {
+    dir: patch.dir,
+    sha256: patch.id,
+    changed_parameters: stats.changed_parameters,
+    tensors: stats.tensors,
+    ops: ops.length,
+  };
 }
 
 /** The patch of id `ref.id` in `ref.dir`, read and checked in this process (any other id is refused: PATCH_ID_MISMATCH). */
@@ -166,7 +192,17 @@ export async function evaluateInFreshProcess(
   const jobFile = `${outFile}.job.json`;
   writeJsonAtomic(jobFile, job);
   await new Promise<void>((resolve, reject) => {
-    const args = ['--import', TSX_LOADER, EVALUATION_WORKER, '--job', jobFile, '--out', outFile, '--runner', String(process.pid)];
+    const args = [
+      '--import',
+      TSX_LOADER,
+      EVALUATION_WORKER,
+      '--job',
+      jobFile,
+      '--out',
+      outFile,
+      '--runner',
+      String(process.pid),
+    ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -176,7 +212,13 @@ export async function evaluateInFreshProcess(
     child.once('error', reject);
     // 'close', not 'exit': stderr is read to its end, so the error carries the child's last words.
     child.once('close', (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`${what} failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`)),
+      code === 0
+        ? resolve()
+        : reject(
+            new Error(
+              `${what} failed with ${signal ?? `exit code ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`,
+            ),
+          ),
     );
     if (child.pid !== undefined) options.onStart?.(child);
   });
@@ -186,6 +228,7 @@ export async function evaluateInFreshProcess(
   } catch (error) {
     throw new Error(`${what} ended without writing its outputs to ${outFile}: ${(error as Error).message}`);
   }
-  if (job.patch && run.patch?.sha256 !== job.patch.id) throw new Error(`${what} applied patch ${run.patch?.sha256 ?? 'none'}, not ${job.patch.id}`);
+  if (job.patch && run.patch?.sha256 !== job.patch.id)
+    throw new Error(`${what} applied patch ${run.patch?.sha256 ?? 'none'}, not ${job.patch.id}`);
   return run;
 }

@@ -38,7 +38,11 @@ export function logSoftmaxAt(logits: Float32Array, k: number, id?: number): Toke
       if (top.length > k) top.pop();
     }
   }
-  return { id, logprob: Math.fround(logits[id]! - lse), top: top.map((t) => ({ id: t.id, logprob: Math.fround(t.value - lse) })) };
+  return {
+    id,
+    logprob: Math.fround(logits[id]! - lse),
+    top: top.map((t) => ({ id: t.id, logprob: Math.fround(t.value - lse) })),
+  };
 }
 
 /**
@@ -60,7 +64,8 @@ export class GenerationLogprobs {
 
   /** For GenerateOptions.onToken: the token greedy decoding chose, which the last logits scored. */
   readonly onToken = (_: number, token: number): void => {
-    if (this.choice?.id !== token) throw new Error(`generate chose token ${token}, but its logits' greedy choice is ${this.choice?.id}`);
+    if (this.choice?.id !== token)
+      throw new Error(`generate chose token ${token}, but its logits' greedy choice is ${this.choice?.id}`);
     this.tokens.push(this.choice);
   };
 
@@ -83,7 +88,12 @@ export async function promptLogprobs(
   control: CallControl = {},
 ): Promise<TokenLogprob[]> {
   if (ids.length < 2) return [];
-  const [result] = await engine.inspect([{ ids, start: 0, end: ids.length - 1 }], { layers: [], topK: k, weights, ...control });
+  const [result] = await engine.inspect([{ ids, start: 0, end: ids.length - 1 }], {
+    layers: [],
+    topK: k,
+    weights,
+    ...control,
+  });
   return result!.positions.map((p, i) => ({
     id: ids[p + 1]!,
     logprob: result!.nextTokenLogprobs[i]!,

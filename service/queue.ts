@@ -45,7 +45,8 @@ export class ExecutionQueue {
 
   /** Run `task` when its turn comes; lanes take turns, slice by slice. */
   run<T>(lane: string, task: (slice: Slice) => Promise<T>, options: JobOptions = {}): Promise<T> {
-    if (this.waiting >= this.maxWaiting) throw new IwiError('QUEUE_FULL', `${this.waiting} jobs are waiting for the execution queue`);
+    if (this.waiting >= this.maxWaiting)
+      throw new IwiError('QUEUE_FULL', `${this.waiting} jobs are waiting for the execution queue`);
     return new Promise<T>((resolve, reject) => {
       const job: Job = {
         lane,
@@ -108,7 +109,8 @@ export class ExecutionQueue {
         else this.start(job);
         await turn;
         job.runMs += performance.now() - job.turnStart;
-        if (job.resume) this.order.push(lane); // parked: its lane goes to the back of the line
+        if (job.resume)
+          this.order.push(lane); // parked: its lane goes to the back of the line
         else {
           jobs.shift();
           if (jobs.length > 0) this.order.push(lane);
@@ -138,7 +140,10 @@ export class ExecutionQueue {
     job.controller.signal.throwIfAborted();
     const ran = job.runMs + performance.now() - job.turnStart;
     if (ran > job.timeLimitMs) {
-      throw new IwiError('CALL_TIME_LIMIT', `the call ran ${(ran / 1000).toFixed(1)} s, more than the ${(job.timeLimitMs / 1000).toFixed(0)} s limit of one call`);
+      throw new IwiError(
+        'CALL_TIME_LIMIT',
+        `the call ran ${(ran / 1000).toFixed(1)} s, more than the ${(job.timeLimitMs / 1000).toFixed(0)} s limit of one call`,
+      );
     }
     if (this.order.length === 0) return; // nobody else is waiting: go on without a turn
     await new Promise<void>((resolve) => {

@@ -22,10 +22,16 @@ export type ServiceOptions = CheckpointLocation & {
   args?: Record<string, unknown>;
 };
 
-export async function startService(options: ServiceOptions): Promise<{ app: FastifyInstance; url: string; target: Target }> {
+export async function startService(
+  options: ServiceOptions,
+): Promise<{ app: FastifyInstance; url: string; target: Target }> {
   const tokens = tokensFromEnv(); // refuses to start without two distinct tokens
   mkdirSync(options.outputDir, { recursive: true });
-  const target = await Target.load(options, { device: options.device, threads: options.threads, callTimeLimitSeconds: options.callTimeLimitSeconds });
+  const target = await Target.load(options, {
+    device: options.device,
+    threads: options.threads,
+    callTimeLimitSeconds: options.callTimeLimitSeconds,
+  });
   // Logs go to stderr (stdout carries the one JSON line a parent process reads); pino redacts nothing we log:
   // Fastify's request serializer has no headers and no bodies.
   const logger = { level: options.logLevel ?? 'info', stream: process.stderr };

@@ -34,7 +34,10 @@ export class Target {
   }
 
   static async load(location: CheckpointLocation, options: TargetOptions = {}): Promise<Target> {
-    if (options.device && options.device !== 'cpu') throw new Error(`--device ${options.device} is not supported: the engine runs its BF16 projections on the CPU (README, "GPU")`);
+    if (options.device && options.device !== 'cpu')
+      throw new Error(
+        `--device ${options.device} is not supported: the engine runs its BF16 projections on the CPU (README, "GPU")`,
+      );
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     const store = new WeightStore(checkpoint);
@@ -60,7 +63,8 @@ export class Target {
       throw new IwiError('REQUEST_INVALID', `cannot render the chat: ${(error as Error).message}`);
     }
     if (continuation) ids = [...ids, ...this.tokenizer.encodeRaw(continuation)];
-    if (ids.length > LIMITS.promptTokens) throw new IwiError('REQUEST_INVALID', `a sequence has ${ids.length} tokens; the limit is ${LIMITS.promptTokens}`);
+    if (ids.length > LIMITS.promptTokens)
+      throw new IwiError('REQUEST_INVALID', `a sequence has ${ids.length} tokens; the limit is ${LIMITS.promptTokens}`);
     return ids;
   }
 

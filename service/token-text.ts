@@ -24,7 +24,11 @@ function piece(tokenizer: Tokenizer, id: number): Piece {
     } else {
       const token = tokenizer.decode([id], false);
       // What the token adds to a decoded text (special tokens are skipped there).
-      found = { token, bytes: [...Buffer.from(token, 'utf8')], text: Buffer.from(tokenizer.decode([id], true), 'utf8') };
+      found = {
+        token,
+        bytes: [...Buffer.from(token, 'utf8')],
+        text: Buffer.from(tokenizer.decode([id], true), 'utf8'),
+      };
     }
     cache.set(id, found);
   }
@@ -65,7 +69,11 @@ export class TextOffsets {
 }
 
 /** The decoded text of `ids` and where each token's text starts in it. */
-export function textOffsets(tokenizer: Tokenizer, ids: readonly number[], start = 0): { text: string; offsets: number[] } {
+export function textOffsets(
+  tokenizer: Tokenizer,
+  ids: readonly number[],
+  start = 0,
+): { text: string; offsets: number[] } {
   const track = new TextOffsets(tokenizer, start);
   for (const id of ids) track.push(id);
   return { text: track.text, offsets: track.offsets };

@@ -12,7 +12,16 @@ import { AdminClient } from './service-client.ts';
 import type { ServiceEnv } from './service-process.ts';
 import type { Task } from './taskset.ts';
 
-export type AttemptStatus = { status: 'complete'; id: string; family: string; seed: number; editor: string; reward: number; stop_reason: string; finished_at: string };
+export type AttemptStatus = {
+  status: 'complete';
+  id: string;
+  family: string;
+  seed: number;
+  editor: string;
+  reward: number;
+  stop_reason: string;
+  finished_at: string;
+};
 
 export function attemptId(family: string, seed: number, editorLabel: string, index: number): string {
   return `${family}-s${seed}-${editorLabel.replace(/[^A-Za-z0-9._-]+/g, '_')}-a${index}`;
@@ -64,7 +73,11 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   mkdirSync(dir, { recursive: true });
   const admin = new AdminClient(service.url, service.adminToken);
   const editor = await admin.createEpisode(
-    { ...task.setup(), label: `${options.editorLabel} ${path.basename(dir)}`, ...(options.budgets ? { budgets: options.budgets } : {}) },
+    {
+      ...task.setup(),
+      label: `${options.editorLabel} ${path.basename(dir)}`,
+      ...(options.budgets ? { budgets: options.budgets } : {}),
+    },
     service.editorToken,
   );
   const run = await runEditor({ editor, config: options.editor, toolset: task.toolset, traceDir: dir });
@@ -87,7 +100,13 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
       forward_tokens: used.forward_tokens!,
       run_target_sequence_evaluations: used.run_target_sequence_evaluations!,
       inspect_target_sequence_evaluations: used.inspect_target_sequence_evaluations!,
-      editor: { requests: run.usage.requests, input_tokens: run.usage.input_tokens, cached_input_tokens: run.usage.cached_input_tokens, output_tokens: run.usage.output_tokens, reasoning_tokens: run.usage.reasoning_tokens },
+      editor: {
+        requests: run.usage.requests,
+        input_tokens: run.usage.input_tokens,
+        cached_input_tokens: run.usage.cached_input_tokens,
+        output_tokens: run.usage.output_tokens,
+        reasoning_tokens: run.usage.reasoning_tokens,
+      },
     },
     args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
   });

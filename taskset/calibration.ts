@@ -10,7 +10,14 @@ import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from './types.ts';
 
 export const CALIBRATION_FORMAT = 'iwibench-calibration/1';
 
-export type ExaminedSeed = { seed: number; params_key: string; eligible: boolean; reasons: string[]; measured: unknown; duplicate_of?: number };
+export type ExaminedSeed = {
+  seed: number;
+  params_key: string;
+  eligible: boolean;
+  reasons: string[];
+  measured: unknown;
+  duplicate_of?: number;
+};
 
 export type Calibration = {
   format: typeof CALIBRATION_FORMAT;
@@ -48,15 +55,30 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
       const { spec } = task;
       const earlier = firstSeedOf.get(spec.paramsKey);
       if (earlier !== undefined) {
-        examined.push({ seed, params_key: spec.paramsKey, eligible: false, reasons: [`same parameter set as seed ${earlier}`], measured: null, duplicate_of: earlier });
+        examined.push({
+          seed,
+          params_key: spec.paramsKey,
+          eligible: false,
+          reasons: [`same parameter set as seed ${earlier}`],
+          measured: null,
+          duplicate_of: earlier,
+        });
         continue;
       }
       firstSeedOf.set(spec.paramsKey, seed);
       // Eligibility needs the terminal items only; the general controls are the evaluation's business.
       const items = [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override];
-      const { outputs } = await options.evaluator.run(items.map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens })));
+      const { outputs } = await options.evaluator.run(
+        items.map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens })),
+      );
       const verdict = task.eligibility(Object.fromEntries(Object.entries(outputs).map(([id, o]) => [id, o.text])));
-      examined.push({ seed, params_key: spec.paramsKey, eligible: verdict.eligible, reasons: verdict.reasons, measured: verdict.measured });
+      examined.push({
+        seed,
+        params_key: spec.paramsKey,
+        eligible: verdict.eligible,
+        reasons: verdict.reasons,
+        measured: verdict.measured,
+      });
       if (verdict.eligible) {
         selected.push({ seed, params_key: spec.paramsKey });
         episodes.push({ family, seed, params_key: spec.paramsKey });
@@ -70,7 +92,13 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
     .map(([family]) => family as FamilyId);
   return {
     format: CALIBRATION_FORMAT,
-    versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, ...options.evaluator.model, model_id: options.evaluator.model.id, revision: options.evaluator.model.revision },
+    versions: {
+      package: PACKAGE_VERSION,
+      family_version: FAMILY_VERSION,
+      ...options.evaluator.model,
+      model_id: options.evaluator.model.id,
+      revision: options.evaluator.model.revision,
+    },
     args: options.args ?? {},
     thresholds: THRESHOLDS,
     seeds: options.seeds,

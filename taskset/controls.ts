@@ -58,7 +58,12 @@ function arithmetic(rng: Rng, d: ControlsData, n: number): Draft[] {
     const value = op === '+' ? a + b : op === '-' ? a - b : a * b;
     const prompt = fill(rng.pick(d.arithmetic.templates[op]), { a, b });
     const shown = op === '*' ? '×' : op;
-    out.set(prompt, { prompt, check: { type: 'number', value }, pristine: `${a} ${shown} ${b} = ${value}`, maxNewTokens: 32 });
+    out.set(prompt, {
+      prompt,
+      check: { type: 'number', value },
+      pristine: `${a} ${shown} ${b} = ${value}`,
+      maxNewTokens: 32,
+    });
   }
   return [...out.values()];
 }
@@ -67,7 +72,8 @@ function factual(rng: Rng, d: ControlsData, n: number, exclusions: readonly stri
   const excluded = (f: Factual) =>
     exclusions.some((term) => [f.question, ...f.answers].some((text) => containsTerm(normalise(text), term)));
   const pool = rng.shuffle(d.factual).filter((f) => !excluded(f));
-  if (pool.length < n) throw new Error(`general controls: only ${pool.length} factual questions after exclusions, ${n} needed`);
+  if (pool.length < n)
+    throw new Error(`general controls: only ${pool.length} factual questions after exclusions, ${n} needed`);
   return pool.slice(0, n).map((f) => ({
     prompt: fill(d.factualTemplate, { question: f.question }),
     check: { type: 'contains_any', values: f.category === 'number' ? numberForms(Number(f.answers[0])) : f.answers },
@@ -91,9 +97,11 @@ function copying(rng: Rng, d: ControlsData, n: number): Draft[] {
     const [min, max] = d.copy.kinds[kind];
     const length = rng.range(min, max);
     const text =
-      kind === 'words' ? rng.sample(d.words, length).join(' ')
-      : kind === 'digits' ? Array.from({ length }, (_, j) => String(j === 0 ? rng.range(1, 9) : rng.int(10))).join('')
-      : mixedCase(rng, length);
+      kind === 'words'
+        ? rng.sample(d.words, length).join(' ')
+        : kind === 'digits'
+          ? Array.from({ length }, (_, j) => String(j === 0 ? rng.range(1, 9) : rng.int(10))).join('')
+          : mixedCase(rng, length);
     const prompt = fill(rng.pick(d.copy.templates), { text });
     out.set(prompt, { prompt, check: { type: 'copy_exact', text }, pristine: text, maxNewTokens: 48 });
   }

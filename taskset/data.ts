@@ -20,7 +20,9 @@ export function readData<T>(relative: string, options: { versioned?: boolean } =
     throw new Error(`data/${relative}: ${error instanceof Error ? error.message : String(error)}`);
   }
   if ((options.versioned ?? true) && (parsed as { version?: unknown }).version !== FAMILY_VERSION) {
-    throw new Error(`data/${relative}: version ${JSON.stringify((parsed as { version?: unknown }).version)}, expected "${FAMILY_VERSION}"`);
+    throw new Error(
+      `data/${relative}: version ${JSON.stringify((parsed as { version?: unknown }).version)}, expected "${FAMILY_VERSION}"`,
+    );
   }
   cache.set(relative, parsed);
   return parsed as T;

@@ -37,24 +37,35 @@ export function eligibility(spec: EpisodeSpec, baseOutputs: Record<string, strin
 
   const targets = spec.terminal.target.map((item) => ({ item, verdict: runCheck(item.check, output(item.id)) }));
   const withContent = targets.filter(({ item }) => checkParts(item.check).content);
-  const contentCorrect = withContent.length === 0 ? null : withContent.filter(({ verdict }) => verdict.content).length / withContent.length;
+  const contentCorrect =
+    withContent.length === 0 ? null : withContent.filter(({ verdict }) => verdict.content).length / withContent.length;
   const baseSuccess = targets.filter(({ verdict }) => passes(verdict)).length / targets.length;
 
   const reasons: string[] = [];
   const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
   if (keptCorrect < THRESHOLDS.minPreservationOverrideCorrect) {
-    reasons.push(`base answers ${pct(keptCorrect)} of preservation and override items correctly, needs ≥ ${pct(THRESHOLDS.minPreservationOverrideCorrect)}`);
+    reasons.push(
+      `base answers ${pct(keptCorrect)} of preservation and override items correctly, needs ≥ ${pct(THRESHOLDS.minPreservationOverrideCorrect)}`,
+    );
   }
   if (contentCorrect !== null && contentCorrect < THRESHOLDS.minTargetContentCorrect) {
-    reasons.push(`base gets the content of ${pct(contentCorrect)} of target items right, needs ≥ ${pct(THRESHOLDS.minTargetContentCorrect)}`);
+    reasons.push(
+      `base gets the content of ${pct(contentCorrect)} of target items right, needs ≥ ${pct(THRESHOLDS.minTargetContentCorrect)}`,
+    );
   }
   if (baseSuccess > THRESHOLDS.maxBaseTargetSuccess) {
-    reasons.push(`base target success is ${pct(baseSuccess)}, must be ≤ ${pct(THRESHOLDS.maxBaseTargetSuccess)} (no headroom)`);
+    reasons.push(
+      `base target success is ${pct(baseSuccess)}, must be ≤ ${pct(THRESHOLDS.maxBaseTargetSuccess)} (no headroom)`,
+    );
   }
   return {
     eligible: reasons.length === 0,
     reasons,
-    measured: { preservationOverrideCorrect: keptCorrect, targetContentCorrect: contentCorrect, baseTargetSuccess: baseSuccess },
+    measured: {
+      preservationOverrideCorrect: keptCorrect,
+      targetContentCorrect: contentCorrect,
+      baseTargetSuccess: baseSuccess,
+    },
     thresholds: THRESHOLDS,
   };
 }

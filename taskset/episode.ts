@@ -21,7 +21,8 @@ export function episodeSpec(family: FamilyId | string, seed: number, options: Ep
   assertSeed(controlSeed, 'control seed');
   const part = spec.episode(seed, options.tokenizer);
   const controls = generalControls(controlSeed, part.controlExclusions);
-  if (controls.length !== EPISODE_SIZES.controls) throw new Error(`general controls: ${controls.length}, expected ${EPISODE_SIZES.controls}`);
+  if (controls.length !== EPISODE_SIZES.controls)
+    throw new Error(`general controls: ${controls.length}, expected ${EPISODE_SIZES.controls}`);
   return {
     family: spec.id,
     familyVersion: FAMILY_VERSION,
@@ -41,7 +42,12 @@ export function episodeSpec(family: FamilyId | string, seed: number, options: Ep
  * The spec of command-line arguments: the family and seeds are checked before the tokenizer loads, so a typo fails
  * at once (used by the `episode` and `check` commands).
  */
-export async function episodeSpecFromArgs(family: string, seed: number, controlSeed: number | undefined, tokenizer: () => Promise<Tokenizer>): Promise<EpisodeSpec> {
+export async function episodeSpecFromArgs(
+  family: string,
+  seed: number,
+  controlSeed: number | undefined,
+  tokenizer: () => Promise<Tokenizer>,
+): Promise<EpisodeSpec> {
   familyById(family);
   assertSeed(seed);
   if (controlSeed !== undefined) assertSeed(controlSeed, 'control seed');
@@ -70,8 +76,13 @@ export function itemById(spec: EpisodeSpec, id: string): Item {
   const items = gradedItems(spec);
   const item = items.find((i) => i.id === id);
   if (!item) {
-    const sample = items.slice(0, 3).map((i) => i.id).join(', ');
-    throw new Error(`no item "${id}" in ${spec.family} seed ${spec.seed} (ids look like ${sample}, …; ${items.length} items)`);
+    const sample = items
+      .slice(0, 3)
+      .map((i) => i.id)
+      .join(', ');
+    throw new Error(
+      `no item "${id}" in ${spec.family} seed ${spec.seed} (ids look like ${sample}, …; ${items.length} items)`,
+    );
   }
   return item;
 }

@@ -33,7 +33,13 @@ export type Resources = {
   forward_tokens: number;
   run_target_sequence_evaluations: number;
   inspect_target_sequence_evaluations: number;
-  editor?: { requests: number; input_tokens: number; cached_input_tokens: number; output_tokens: number; reasoning_tokens: number };
+  editor?: {
+    requests: number;
+    input_tokens: number;
+    cached_input_tokens: number;
+    output_tokens: number;
+    reasoning_tokens: number;
+  };
 };
 
 export type ItemResult = {
@@ -52,7 +58,13 @@ export type ResultsFile = {
   args: Record<string, unknown>;
   episode: { family: string; seed: number; control_seed: number; params_key: string };
   editor: { label: string; model?: string } | null;
-  patch: { dir: string; sha256: string; changed_parameters: number; tensors: Record<string, unknown>; ops: number } | null;
+  patch: {
+    dir: string;
+    sha256: string;
+    changed_parameters: number;
+    tensors: Record<string, unknown>;
+    ops: number;
+  } | null;
   score: EpisodeScore;
   resources: Resources | null;
   items: ItemResult[];
@@ -61,9 +73,18 @@ export type ResultsFile = {
 };
 
 /** Run one fresh evaluation process once the memory gate lets it start, and read back its outputs. */
-async function runWorker(location: CheckpointLocation, items: EvaluationItem[], outFile: string, patch?: PatchRef): Promise<EvaluationRun> {
+async function runWorker(
+  location: CheckpointLocation,
+  items: EvaluationItem[],
+  outFile: string,
+  patch?: PatchRef,
+): Promise<EvaluationRun> {
   let pid: number | undefined;
-  const release = await reserveMemory(evaluationProcessBytes(location), () => pid, `evaluation process (${patch ? 'patched' : 'pristine'})`);
+  const release = await reserveMemory(
+    evaluationProcessBytes(location),
+    () => pid,
+    `evaluation process (${patch ? 'patched' : 'pristine'})`,
+  );
   try {
     return await evaluateInFreshProcess({ location, items, patch: patch ?? null }, outFile, {
       onStart: (child) => {
@@ -77,7 +98,6 @@ async function runWorker(location: CheckpointLocation, items: EvaluationItem[], 
     release();
   }
 }
-
 
 export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
   return gradedItems(spec).map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens }));
@@ -107,7 +127,9 @@ export async function evaluateEpisode(options: EvaluateOptions): Promise<Results
   if (options.patch) patchSummary(options.patch);
   const items = evaluationItems(task.spec);
   const base = await pristineRun(options, items);
-  const edited = options.patch ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch) : base;
+  const edited = options.patch
+    ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch)
+    : base;
   const results = buildResults(options, base, edited);
   writeJsonAtomic(path.join(outputDir, 'results.json'), results);
   return results;
@@ -117,7 +139,9 @@ async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): P
   const file = path.join(options.outputDir, 'outputs-pristine.json');
   if (!options.pristineCacheDir) return runWorker(options.location, items, file);
   const model = targetModel(options.location);
-  const key = createHash('sha256').update(JSON.stringify([model.id, model.revision, items])).digest('hex');
+  const key = createHash('sha256')
+    .update(JSON.stringify([model.id, model.revision, items]))
+    .digest('hex');
   const cached = path.join(options.pristineCacheDir, `${key}.json`);
   if (existsSync(cached)) {
     copyFileSync(cached, file);
@@ -139,15 +163,27 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
   };
   // The patch as the evaluation process read it (its id checked against the one asked for, from the bytes it applied).
   const patch = options.patch ? edited.patch : null;
-  if (options.patch && patch?.sha256 !== options.patch.id) throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${options.patch.id}`);
+  if (options.patch && patch?.sha256 !== options.patch.id)
+    throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${options.patch.id}`);
   return {
     format: RESULTS_FORMAT,
-    versions: { package: PACKAGE_VERSION, family_version: FAMILY_VERSION, model_id: base.model.id, revision: base.model.revision },
+    versions: {
+      package: PACKAGE_VERSION,
+      family_version: FAMILY_VERSION,
+      model_id: base.model.id,
+      revision: base.model.revision,
+    },
     args: options.args ?? {},
     episode: { family: spec.family, seed: spec.seed, control_seed: spec.controlSeed, params_key: spec.paramsKey },
     editor: options.editor ?? null,
     patch: patch
-      ? { dir: patch.dir, sha256: patch.sha256, changed_parameters: patch.changed_parameters, tensors: patch.tensors, ops: patch.ops }
+      ? {
+          dir: patch.dir,
+          sha256: patch.sha256,
+          changed_parameters: patch.changed_parameters,
+          tensors: patch.tensors,
+          ops: patch.ops,
+        }
       : null,
     score,
     resources: options.resources ?? null,
@@ -160,7 +196,11 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
       base: verdict(item, base.outputs[item.id]!.text),
       edited: verdict(item, edited.outputs[item.id]!.text),
     })),
-    evaluation: { pristine_seconds: base.seconds, edited_seconds: edited === base ? 0 : edited.seconds, forward_tokens: base.forward_tokens + (edited === base ? 0 : edited.forward_tokens) },
+    evaluation: {
+      pristine_seconds: base.seconds,
+      edited_seconds: edited === base ? 0 : edited.seconds,
+      forward_tokens: base.forward_tokens + (edited === base ? 0 : edited.forward_tokens),
+    },
     created_at: new Date().toISOString(),
   };
 }

@@ -89,7 +89,9 @@ export function withFileLock<T>(lock: string, fn: () => T, maxWaitMs = 30_000): 
   const start = Date.now();
   for (let attempt = 0; !tryLock(lock, owner); attempt++) {
     if (Date.now() - start > maxWaitMs) {
-      throw new Error(`${lock} has been held by pid ${readOwner(lock)?.pid ?? '?'} for over ${maxWaitMs / 1000} s; remove it if that process is stuck`);
+      throw new Error(
+        `${lock} has been held by pid ${readOwner(lock)?.pid ?? '?'} for over ${maxWaitMs / 1000} s; remove it if that process is stuck`,
+      );
     }
     sleep(Math.min(1 + attempt, 20));
   }

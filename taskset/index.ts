@@ -7,7 +7,15 @@ export { generalControls } from './controls.ts';
 export { runCheck, passes, checkParts, identifyLanguage, normalise, countWords } from './checks/index.ts';
 export { scoreEpisode, type EpisodeScore, type ItemScore, type Outputs, type RetentionCount } from './scoring.ts';
 export { eligibility, THRESHOLDS, type Eligibility } from './eligibility.ts';
-export { Task, Taskset, SERVICE_TOOLSET, defineToolset, type Toolset, type EpisodeRef, type EpisodeSetup } from './taskset.ts';
+export {
+  Task,
+  Taskset,
+  SERVICE_TOOLSET,
+  defineToolset,
+  type Toolset,
+  type EpisodeRef,
+  type EpisodeSetup,
+} from './taskset.ts';
 export { splitPool, PUBLIC_SHARE, type Split } from './split.ts';
 export { Rng } from './random.ts';
 export * from './types.ts';

@@ -18,7 +18,13 @@ import { isRunning, processIdentity, withFileLock, type ProcessIdentity } from '
 export const MEMORY_GATE_FORMAT = 'iwibench-memory-gate/1';
 
 /** One evaluation's claim: `bytes` its process will hold at most, of which its resident memory is already taken. */
-export type MemoryReservation = { id: string; what: string; bytes: number; runner: ProcessIdentity; process: ProcessIdentity | null };
+export type MemoryReservation = {
+  id: string;
+  what: string;
+  bytes: number;
+  runner: ProcessIdentity;
+  process: ProcessIdentity | null;
+};
 
 export type MemoryGateOptions = {
   /** The gate folder; the machine's by default (tests use their own). */
@@ -91,7 +97,8 @@ export function withReservations<T>(dir: string, fn: (reservations: MemoryReserv
     const reservations = stored.filter(isLive);
     const before = JSON.stringify(stored);
     const result = fn(reservations);
-    if (JSON.stringify(reservations) !== before) writeJsonAtomic(file, { format: MEMORY_GATE_FORMAT, reservations }, false);
+    if (JSON.stringify(reservations) !== before)
+      writeJsonAtomic(file, { format: MEMORY_GATE_FORMAT, reservations }, false);
     return result;
   });
 }
@@ -104,9 +111,20 @@ const gib = (bytes: number) => `${(bytes / GiB).toFixed(1)} GiB`;
  * `pid` gives the evaluation process's pid once it is spawned. The returned function releases the reservation (call
  * it when the process ends). Says once on stderr that it waits, and why.
  */
-export async function reserveMemory(bytes: number, pid: () => number | undefined, what: string, options: MemoryGateOptions = {}): Promise<() => void> {
+export async function reserveMemory(
+  bytes: number,
+  pid: () => number | undefined,
+  what: string,
+  options: MemoryGateOptions = {},
+): Promise<() => void> {
   const { dir = DEFAULT_GATE_DIR, available = availableBytes, pollMs = 2000 } = options;
-  const reservation: MemoryReservation = { id: randomBytes(8).toString('hex'), what, bytes, runner: processIdentity(process.pid), process: null };
+  const reservation: MemoryReservation = {
+    id: randomBytes(8).toString('hex'),
+    what,
+    bytes,
+    runner: processIdentity(process.pid),
+    process: null,
+  };
   let told = false;
   for (;;) {
     const { granted, free, others } = withReservations(dir, (reservations) => {
@@ -118,12 +136,15 @@ export async function reserveMemory(bytes: number, pid: () => number | undefined
       return { granted, free, others };
     });
     if (granted) {
-      if (free < bytes) process.stderr.write(`${what}: needs ~${gib(bytes)}, ${gib(free)} available; starting anyway\n`);
+      if (free < bytes)
+        process.stderr.write(`${what}: needs ~${gib(bytes)}, ${gib(free)} available; starting anyway\n`);
       break;
     }
     if (!told) {
       const holders = `${others.length} evaluation${others.length === 1 ? '' : 's'} on this machine (pid ${others.join(', ')})`;
-      process.stderr.write(`${what}: waiting for memory (needs ~${gib(bytes)}, ${gib(free)} available beyond ${holders})\n`);
+      process.stderr.write(
+        `${what}: waiting for memory (needs ~${gib(bytes)}, ${gib(free)} available beyond ${holders})\n`,
+      );
     }
     told = true;
     await new Promise((resolve) => setTimeout(resolve, pollMs));

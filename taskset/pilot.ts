@@ -27,14 +27,29 @@ export type PilotOptions = {
   args?: Record<string, unknown>;
   /** Before any attempt runs: how many of them a previous run completed (kept as they are). */
   onStart?: (event: { total: number; kept: number }) => void;
-  onProgress?: (event: { done: number; total: number; skipped: number; attempt: string; reward?: number; error?: string }) => void;
+  onProgress?: (event: {
+    done: number;
+    total: number;
+    skipped: number;
+    attempt: string;
+    reward?: number;
+    error?: string;
+  }) => void;
 };
 
-export type PilotSummary = { format: 'iwibench-pilot/1'; package_version: string; args: Record<string, unknown>; attempts: (AttemptStatus | { status: 'failed'; id: string; error: string })[] };
+export type PilotSummary = {
+  format: 'iwibench-pilot/1';
+  package_version: string;
+  args: Record<string, unknown>;
+  attempts: (AttemptStatus | { status: 'failed'; id: string; error: string })[];
+};
 
 export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
   const planned = options.episodes.flatMap((episode) =>
-    Array.from({ length: options.attempts ?? 1 }, (_, index) => ({ ...episode, id: attemptId(episode.family, episode.seed, options.editorLabel, index) })),
+    Array.from({ length: options.attempts ?? 1 }, (_, index) => ({
+      ...episode,
+      id: attemptId(episode.family, episode.seed, options.editorLabel, index),
+    })),
   );
   const results = new Map<string, PilotSummary['attempts'][number]>();
   const attemptDir = (id: string) => path.join(options.outputDir, 'attempts', id);
@@ -50,14 +65,37 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
       if (complete) {
         results.set(attempt.id, complete);
         skipped++;
-        options.onProgress?.({ done: ++done, total: planned.length, skipped, attempt: attempt.id, reward: complete.reward });
+        options.onProgress?.({
+          done: ++done,
+          total: planned.length,
+          skipped,
+          attempt: attempt.id,
+          reward: complete.reward,
+        });
         continue;
       }
       if (existsSync(dir)) await clearInterrupted(dir);
       try {
-        const { results: r } = await runAttempt({ task: options.taskset.task(attempt), service: options.service, location: options.location, editor: options.editor, editorLabel: options.editorLabel, dir, budgets: options.budgets, itemsPerKind: options.itemsPerKind, pristineCacheDir: path.join(options.outputDir, 'pristine-cache'), args: options.args });
+        const { results: r } = await runAttempt({
+          task: options.taskset.task(attempt),
+          service: options.service,
+          location: options.location,
+          editor: options.editor,
+          editorLabel: options.editorLabel,
+          dir,
+          budgets: options.budgets,
+          itemsPerKind: options.itemsPerKind,
+          pristineCacheDir: path.join(options.outputDir, 'pristine-cache'),
+          args: options.args,
+        });
         results.set(attempt.id, completedAttempt(dir)!);
-        options.onProgress?.({ done: ++done, total: planned.length, skipped, attempt: attempt.id, reward: r.score.reward });
+        options.onProgress?.({
+          done: ++done,
+          total: planned.length,
+          skipped,
+          attempt: attempt.id,
+          reward: r.score.reward,
+        });
       } catch (error) {
         const message = (error as Error).message;
         results.set(attempt.id, { status: 'failed', id: attempt.id, error: message });
@@ -77,5 +115,7 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
 }
 /** "resumed: 8 of 10 attempts kept", when a previous run left completed attempts. */
 export function resumeLine({ total, kept }: { total: number; kept: number }): string | undefined {
-  return kept > 0 ? `resumed: ${kept} of ${total} attempts kept (completed by an earlier run); ${total - kept} to run` : undefined;
+  return kept > 0
+    ? `resumed: ${kept} of ${total} attempts kept (completed by an earlier run); ${total - kept} to run`
+    : undefined;
 }

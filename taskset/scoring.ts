@@ -41,7 +41,12 @@ export type EpisodeScore = {
     spillover: number | null;
     /** Retention of the explicit-instruction overrides, or null when none was base-correct. */
     overrides: number | null;
-    counts: { generalControls: RetentionCount; preservation: RetentionCount; overrides: RetentionCount; all: RetentionCount };
+    counts: {
+      generalControls: RetentionCount;
+      preservation: RetentionCount;
+      overrides: RetentionCount;
+      all: RetentionCount;
+    };
   };
   reward: number;
   /** The edge cases of this score, in words (empty for an ordinary episode). */
@@ -87,7 +92,13 @@ export function scoreEpisode(spec: EpisodeSpec, base: Outputs, edited: Outputs):
     items: scores,
     targetSuccess: { base: baseSuccess, edited: editedSuccess, count: targets.length },
     gain,
-    retention: { overall, generalControls: rate(counts.generalControls), spillover: rate(counts.preservation), overrides: rate(counts.overrides), counts },
+    retention: {
+      overall,
+      generalControls: rate(counts.generalControls),
+      spillover: rate(counts.preservation),
+      overrides: rate(counts.overrides),
+      counts,
+    },
     reward: gain * overall,
     notes,
   };
@@ -100,7 +111,10 @@ function assertOutputs(items: Item[], outputs: Outputs, which: string): void {
   const missing = items.filter((i) => typeof outputs[i.id] !== 'string').map((i) => i.id);
   const unknown = Object.keys(outputs).filter((id) => !ids.has(id));
   if (missing.length > 0 || unknown.length > 0) {
-    const parts = [missing.length ? `missing ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}` : '', unknown.length ? `unknown ${unknown.slice(0, 5).join(', ')}` : ''];
+    const parts = [
+      missing.length ? `missing ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}` : '',
+      unknown.length ? `unknown ${unknown.slice(0, 5).join(', ')}` : '',
+    ];
     throw new Error(`${which} outputs do not match the episode's items: ${parts.filter(Boolean).join('; ')}`);
   }
 }

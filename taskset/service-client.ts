@@ -1,6 +1,15 @@
 // The taskset's only way to the target: the service's HTTP API. Admin calls (episodes) and editor calls (brief,
 // turns, tools, submit) are split so that an editor handle can never reach another episode or a grading input.
-import type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeCreated, EpisodeSummary, ErrorReply, SubmitReply, ToolReply } from '../service/api/index.ts';
+import type {
+  BudgetState,
+  EpisodeBrief,
+  EpisodeCreate,
+  EpisodeCreated,
+  EpisodeSummary,
+  ErrorReply,
+  SubmitReply,
+  ToolReply,
+} from '../service/api/index.ts';
 
 // The wire types, as the taskset's callers of this client name them: one definition each, in service/api.
 export type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeSummary, ErrorReply, SubmitReply, ToolReply };

@@ -14,14 +14,38 @@ export type ServiceEnv = { url: string; adminToken: string; editorToken: string 
 
 export type ServiceHandle = ServiceEnv & { child: ChildProcess; stop: () => Promise<void> };
 
-type StartOptions = { modelDir?: string; cacheDir?: string; model?: string; revision?: string; outputDir: string; device?: string; logLevel?: string };
+type StartOptions = {
+  modelDir?: string;
+  cacheDir?: string;
+  model?: string;
+  revision?: string;
+  outputDir: string;
+  device?: string;
+  logLevel?: string;
+};
 
 export async function startServiceProcess(options: StartOptions): Promise<ServiceHandle> {
   const adminToken = randomBytes(24).toString('hex');
   const editorToken = randomBytes(24).toString('hex');
   // The revision is one the caller has already accepted (pinned, or allowed explicitly).
-  const args = [CLI, 'service', '--output-dir', options.outputDir, '--port', '0', '--log-level', options.logLevel ?? 'warn', '--allow-unpinned-revision'];
-  for (const [flag, value] of [['--model-dir', options.modelDir], ['--cache-dir', options.cacheDir], ['--model', options.model], ['--revision', options.revision], ['--device', options.device]] as const) {
+  const args = [
+    CLI,
+    'service',
+    '--output-dir',
+    options.outputDir,
+    '--port',
+    '0',
+    '--log-level',
+    options.logLevel ?? 'warn',
+    '--allow-unpinned-revision',
+  ];
+  for (const [flag, value] of [
+    ['--model-dir', options.modelDir],
+    ['--cache-dir', options.cacheDir],
+    ['--model', options.model],
+    ['--revision', options.revision],
+    ['--device', options.device],
+  ] as const) {
     if (value) args.push(flag, value);
   }
   const child = spawn(process.execPath, args, {
@@ -48,12 +72,21 @@ export async function startServiceProcess(options: StartOptions): Promise<Servic
 export function readServiceEnv(file: string, env: NodeJS.ProcessEnv = process.env): ServiceEnv {
   const merged = { ...env, ...parseEnv(readFileSync(file, 'utf8')) };
   const missing = ['IWIBENCH_ADMIN_TOKEN', 'IWIBENCH_EDITOR_TOKEN'].filter((k) => !merged[k]);
-  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')} (and the environment does not set them)`);
-  return { url: merged.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL, adminToken: merged.IWIBENCH_ADMIN_TOKEN!, editorToken: merged.IWIBENCH_EDITOR_TOKEN! };
+  if (missing.length > 0)
+    throw new Error(`${file} lacks ${missing.join(', ')} (and the environment does not set them)`);
+  return {
+    url: merged.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL,
+    adminToken: merged.IWIBENCH_ADMIN_TOKEN!,
+    editorToken: merged.IWIBENCH_EDITOR_TOKEN!,
+  };
 }
 
 /** The service the environment names (both tokens set), at IWIBENCH_SERVICE_URL or 127.0.0.1:8768; else undefined. */
 export function serviceFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceEnv | undefined {
   if (!env.IWIBENCH_ADMIN_TOKEN || !env.IWIBENCH_EDITOR_TOKEN) return undefined;
-  return { url: env.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL, adminToken: env.IWIBENCH_ADMIN_TOKEN, editorToken: env.IWIBENCH_EDITOR_TOKEN };
+  return {
+    url: env.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL,
+    adminToken: env.IWIBENCH_ADMIN_TOKEN,
+    editorToken: env.IWIBENCH_EDITOR_TOKEN,
+  };
 }

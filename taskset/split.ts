@@ -17,22 +17,39 @@ const hashOf = (family: string, pool: string, key: string) =>
 const publicKeys = new Map<string, Set<string>>();
 
 /** Both sides of a pool, each in the pool's own order. Pools of two or more elements have both sides non-empty. */
-export function splitPool<T>(family: string, pool: string, items: readonly T[], keyOf: (item: T) => string): Record<Split, T[]> {
+export function splitPool<T>(
+  family: string,
+  pool: string,
+  items: readonly T[],
+  keyOf: (item: T) => string,
+): Record<Split, T[]> {
   const keys = items.map(keyOf);
   const memo = `${family}\u0000${pool}\u0000${keys.join('\u0000')}`;
   let chosen = publicKeys.get(memo);
   if (!chosen) {
     if (new Set(keys).size !== keys.length) throw new Error(`${family}/${pool}: duplicate keys in the pool`);
-    const publicCount = keys.length < 2 ? 0 : Math.min(keys.length - 1, Math.max(1, Math.round(PUBLIC_SHARE * keys.length)));
-    const ranked = keys.map((key) => ({ key, hash: hashOf(family, pool, key) })).sort((a, b) => (a.hash < b.hash ? -1 : 1));
+    const publicCount =
+      keys.length < 2 ? 0 : Math.min(keys.length - 1, Math.max(1, Math.round(PUBLIC_SHARE * keys.length)));
+    const ranked = keys
+      .map((key) => ({ key, hash: hashOf(family, pool, key) }))
+      .sort((a, b) => (a.hash < b.hash ? -1 : 1));
     chosen = new Set(ranked.slice(0, publicCount).map((r) => r.key));
     publicKeys.set(memo, chosen);
   }
   const isPublic = chosen;
-  return { public: items.filter((_, i) => isPublic.has(keys[i]!)), terminal: items.filter((_, i) => !isPublic.has(keys[i]!)) };
+  return {
+    public: items.filter((_, i) => isPublic.has(keys[i]!)),
+    terminal: items.filter((_, i) => !isPublic.has(keys[i]!)),
+  };
 }
 
 /** The elements of `items` on one side of the split; `keyOf` names an element (its text, or its id). */
-export function onSide<T>(family: string, pool: string, items: readonly T[], split: Split, keyOf: (item: T) => string): T[] {
+export function onSide<T>(
+  family: string,
+  pool: string,
+  items: readonly T[],
+  split: Split,
+  keyOf: (item: T) => string,
+): T[] {
   return splitPool(family, pool, items, keyOf)[split];
 }

@@ -46,7 +46,13 @@ export class Task {
   /** The episode as the service sets it up for the editor. */
   setup(): EpisodeSetup {
     const view = editorView(this.spec);
-    return { family: view.family, seed: view.seed, objective: view.objective, relevant_token_ids: view.relevantTokenIds, practice: view.practice };
+    return {
+      family: view.family,
+      seed: view.seed,
+      objective: view.objective,
+      relevant_token_ids: view.relevantTokenIds,
+      practice: view.practice,
+    };
   }
 
   /** The score of the pristine (base) and patched (edited) outputs of every graded item. */
@@ -67,7 +73,11 @@ export class Task {
     if (n === undefined) return this;
     if (!Number.isInteger(n) || n < 1) throw new Error(`items per kind must be a positive integer, got ${n}`);
     const { target, preservation, override } = this.spec.terminal;
-    const terminal = { target: target.slice(0, n), preservation: preservation.slice(0, n), override: override.slice(0, n) };
+    const terminal = {
+      target: target.slice(0, n),
+      preservation: preservation.slice(0, n),
+      override: override.slice(0, n),
+    };
     return new Task({ ...this.spec, terminal, controls: this.spec.controls.slice(0, n) }, this.toolset);
   }
 
@@ -88,7 +98,10 @@ export class Taskset {
 
   /** The task of (family, seed, control seed; the seed unless given): deterministic, so loading twice gives equal tasks. */
   task(episode: EpisodeRef): Task {
-    const spec = episodeSpec(episode.family, episode.seed, { tokenizer: this.tokenizer, controlSeed: episode.controlSeed });
+    const spec = episodeSpec(episode.family, episode.seed, {
+      tokenizer: this.tokenizer,
+      controlSeed: episode.controlSeed,
+    });
     return new Task(spec, this.toolset);
   }
 }

@@ -104,4 +104,7 @@ export type EpisodeSpec = {
 };
 
 /** What the editor may see: no parameters beyond the objective, no terminal items, no controls. */
-export type EditorView = Pick<EpisodeSpec, 'family' | 'familyVersion' | 'seed' | 'objective' | 'relevantTokenIds' | 'practice'>;
+export type EditorView = Pick<
+  EpisodeSpec,
+  'family' | 'familyVersion' | 'seed' | 'objective' | 'relevantTokenIds' | 'practice'
+>;

@@ -5,7 +5,13 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFil
 import path from 'node:path';
 
 /** Adds `sourceDir`'s files to `cacheDir` as snapshot `revision` of `modelId`; returns the snapshot folder. */
-export function addSnapshot(cacheDir: string, modelId: string, revision: string, sourceDir: string, refs: string[] = []): string {
+export function addSnapshot(
+  cacheDir: string,
+  modelId: string,
+  revision: string,
+  sourceDir: string,
+  refs: string[] = [],
+): string {
   const repo = path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`);
   const snapshot = path.join(repo, 'snapshots', revision);
   mkdirSync(path.join(repo, 'blobs'), { recursive: true });

@@ -19,7 +19,8 @@ export type AddedToken = {
 };
 
 type Pattern = { String: string };
-type TemplatePiece = { SpecialToken: { id: string; type_id: number } } | { Sequence: { id: 'A' | 'B'; type_id: number } };
+type TemplatePiece =
+  { SpecialToken: { id: string; type_id: number } } | { Sequence: { id: 'A' | 'B'; type_id: number } };
 
 export type TokenizerJson = {
   version: '1.0';
@@ -34,7 +35,10 @@ export type TokenizerJson = {
     pair: TemplatePiece[];
     special_tokens: Record<string, { id: string; ids: number[]; tokens: string[] }>;
   };
-  decoder: { type: 'Sequence'; decoders: ({ type: 'Replace'; pattern: Pattern; content: string } | { type: 'ByteFallback' } | { type: 'Fuse' })[] };
+  decoder: {
+    type: 'Sequence';
+    decoders: ({ type: 'Replace'; pattern: Pattern; content: string } | { type: 'ByteFallback' } | { type: 'Fuse' })[];
+  };
   model: {
     type: 'BPE';
     dropout: null;
@@ -64,7 +68,10 @@ const SPECIAL_TOKENS: readonly { content: string; special: boolean }[] = [
 ];
 
 /** SentencePiece byte-fallback pieces `<0x00>`…`<0xFF>`, uppercase hex as the HF BPE model looks them up. */
-const BYTE_TOKENS: readonly string[] = Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+const BYTE_TOKENS: readonly string[] = Array.from(
+  { length: 256 },
+  (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`,
+);
 
 /** The Gemma 3 chat template, verbatim (gemma3.md §4; [HF-CONV] `_CHAT_TEMPLATE`), one source line per array item. */
 const CHAT_TEMPLATE = [
@@ -120,7 +127,9 @@ const SPECIAL_SPLIT = new RegExp(`(${SPECIAL_TOKENS.map((t) => t.content).join('
  * before each "▁" and around each "\n".
  */
 export function chunksOf(text: string): string[] {
-  return text.split(SPECIAL_SPLIT).flatMap((part, i) => (i % 2 ? [part] : (part.replaceAll(' ', SPACE).match(/\n|▁[^▁\n]*|[^▁\n]+/gu) ?? [])));
+  return text
+    .split(SPECIAL_SPLIT)
+    .flatMap((part, i) => (i % 2 ? [part] : (part.replaceAll(' ', SPACE).match(/\n|▁[^▁\n]*|[^▁\n]+/gu) ?? [])));
 }
 
 /** Pair key of two token ids (ids stay far below 2^20). */
@@ -134,7 +143,8 @@ const pairKey = (a: number, b: number) => a * 0x100000 + b;
 export function trainBpe(texts: readonly string[], options: BpeOptions): TokenizerJson {
   const chunkCounts = new Map<string, number>();
   for (const text of texts) {
-    for (const chunk of chunksOf(text)) if (!SPECIAL_IDS.has(chunk)) chunkCounts.set(chunk, (chunkCounts.get(chunk) ?? 0) + 1);
+    for (const chunk of chunksOf(text))
+      if (!SPECIAL_IDS.has(chunk)) chunkCounts.set(chunk, (chunkCounts.get(chunk) ?? 0) + 1);
   }
 
   const chars = new Set<string>();
@@ -143,7 +153,9 @@ export function trainBpe(texts: readonly string[], options: BpeOptions): Tokeniz
 
   const tokens = [...SPECIAL_TOKENS.map((t) => t.content), ...BYTE_TOKENS, ...sortedChars];
   if (options.vocabSize < tokens.length) {
-    throw new Error(`bpe: vocabSize ${options.vocabSize} is below the ${tokens.length} fixed, byte and character tokens`);
+    throw new Error(
+      `bpe: vocabSize ${options.vocabSize} is below the ${tokens.length} fixed, byte and character tokens`,
+    );
   }
   const ids = new Map(tokens.map((t, i) => [t, i]));
 
@@ -174,7 +186,8 @@ export function trainBpe(texts: readonly string[], options: BpeOptions): Tokeniz
     let best = -1;
     let bestCount = 2; // a pair seen once is not worth a token
     for (const [key, count] of pairCounts) {
-      if (count < bestCount || banned.has(key) || (count === bestCount && best >= 0 && !pairLess(tokens, key, best))) continue;
+      if (count < bestCount || banned.has(key) || (count === bestCount && best >= 0 && !pairLess(tokens, key, best)))
+        continue;
       best = key;
       bestCount = count;
     }
@@ -247,12 +260,21 @@ function tokenizerJson(tokens: readonly string[], merges: [string, string][]): T
     post_processor: {
       type: 'TemplateProcessing',
       single: [bos, { Sequence: { id: 'A', type_id: 0 } }],
-      pair: [bos, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<bos>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      pair: [
+        bos,
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '<bos>', type_id: 1 } },
+        { Sequence: { id: 'B', type_id: 1 } },
+      ],
       special_tokens: { '<bos>': { id: '<bos>', ids: [2], tokens: ['<bos>'] } },
     },
     decoder: {
       type: 'Sequence',
-      decoders: [{ type: 'Replace', pattern: { String: SPACE }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }],
+      decoders: [
+        { type: 'Replace', pattern: { String: SPACE }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+      ],
     },
     model: {
       type: 'BPE',

@@ -56,11 +56,18 @@ export function buildCorpus(tokenizer: Tokenizer, count = PARAMETER_SETS_PER_FAM
     seeds[family] = corpusSeeds(family, count);
     for (const seed of seeds[family]) {
       const spec = episodeSpec(family, seed, { tokenizer });
-      for (const item of [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override]) add(family, item.messages, item.pristineAnswer);
+      for (const item of [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override])
+        add(family, item.messages, item.pristineAnswer);
       for (const item of spec.controls) add('controls', item.messages, item.pristineAnswer);
       const open = familyById(family).candidates(seed, 'public');
-      const pristineOf = new Map([...open.target, ...open.preservation, ...open.override].map((c) => [JSON.stringify(messagesOf(c.prompt)), c.pristine]));
-      for (const example of spec.practice) add(family, example.messages, pristineOf.get(JSON.stringify(example.messages))!);
+      const pristineOf = new Map(
+        [...open.target, ...open.preservation, ...open.override].map((c) => [
+          JSON.stringify(messagesOf(c.prompt)),
+          c.pristine,
+        ]),
+      );
+      for (const example of spec.practice)
+        add(family, example.messages, pristineOf.get(JSON.stringify(example.messages))!);
     }
   }
   return { familyVersion: FAMILY_VERSION, seeds, examples };

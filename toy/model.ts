@@ -9,10 +9,16 @@ import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames }
 export type ToyWeights = Map<string, tf.Variable>;
 
 /** Variables from float32 arrays keyed by checkpoint name (shapes from the config). */
-export function createWeights(config: Gemma3TextConfig, values: (name: string, shape: number[]) => Float32Array): ToyWeights {
+export function createWeights(
+  config: Gemma3TextConfig,
+  values: (name: string, shape: number[]) => Float32Array,
+): ToyWeights {
   const weights: ToyWeights = new Map();
   for (const [name, shape] of expectedTextTensors(config)) {
-    weights.set(name, tf.tidy(() => tf.variable(tf.tensor(values(name, shape), shape), true, name)));
+    weights.set(
+      name,
+      tf.tidy(() => tf.variable(tf.tensor(values(name, shape), shape), true, name)),
+    );
   }
   return weights;
 }
@@ -110,7 +116,13 @@ function causalMask(T: number): tf.Tensor {
  * Final hidden states [B·T, H] (after the final norm) of right-padded sequences `ids` (B rows of T). Padding sits after
  * each sequence, so the causal mask alone keeps it out of every real position.
  */
-export function hiddenStates(config: Gemma3TextConfig, weights: ToyWeights, ids: Int32Array, B: number, T: number): tf.Tensor2D {
+export function hiddenStates(
+  config: Gemma3TextConfig,
+  weights: ToyWeights,
+  ids: Int32Array,
+  B: number,
+  T: number,
+): tf.Tensor2D {
   const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
   const w = (name: string) => weights.get(name)!;
   const eps = config.rms_norm_eps;
@@ -119,11 +131,15 @@ export function hiddenStates(config: Gemma3TextConfig, weights: ToyWeights, ids:
   const tables = new Map<string, [tf.Tensor, tf.Tensor]>();
   const scale = Math.fround(Math.sqrt(H));
 
-  let h: tf.Tensor = tf.reshape(tf.mul(gatherRows(w(embedTokensName(config.tensor_prefix)) as tf.Tensor2D, ids), scale), [B, T, H]);
+  let h: tf.Tensor = tf.reshape(
+    tf.mul(gatherRows(w(embedTokensName(config.tensor_prefix)) as tf.Tensor2D, ids), scale),
+    [B, T, H],
+  );
   for (let layer = 0; layer < config.num_hidden_layers; layer++) {
     const n = layerTensorNames(config.tensor_prefix, layer);
     const sliding = config.layer_types[layer] === 'sliding_attention';
-    if (sliding && T > config.sliding_window) throw new Error(`toy model: sequence of ${T} tokens exceeds the sliding window ${config.sliding_window}`);
+    if (sliding && T > config.sliding_window)
+      throw new Error(`toy model: sequence of ${T} tokens exceeds the sliding window ${config.sliding_window}`);
     const base = sliding ? config.rope_local_base_freq : config.rope_theta;
     const factor = sliding ? 1 : config.rope_linear_factor;
     const key = `${base}/${factor}`;
@@ -138,9 +154,16 @@ export function hiddenStates(config: Gemma3TextConfig, weights: ToyWeights, ids:
     const qg = tf.reshape(tf.transpose(tf.reshape(q, [B, T, nKV, group, D]), [0, 2, 3, 1, 4]), [B * nKV, group * T, D]);
     const kg = tf.reshape(tf.transpose(k, [0, 2, 1, 3]), [B * nKV, T, D]);
     const vg = tf.reshape(tf.transpose(v, [0, 2, 1, 3]), [B * nKV, T, D]);
-    const scores = tf.add(tf.reshape(tf.mul(matMul(qg, swapLast(kg)), config.query_pre_attn_scalar ** -0.5), [B * nKV, group, T, T]), mask);
+    const scores = tf.add(
+      tf.reshape(tf.mul(matMul(qg, swapLast(kg)), config.query_pre_attn_scalar ** -0.5), [B * nKV, group, T, T]),
+      mask,
+    );
     const probs = tf.reshape(tf.softmax(scores), [B * nKV, group * T, T]);
-    const context = tf.reshape(tf.transpose(tf.reshape(matMul(probs, vg), [B, nKV, group, T, D]), [0, 3, 1, 2, 4]), [B, T, nH * D]);
+    const context = tf.reshape(tf.transpose(tf.reshape(matMul(probs, vg), [B, nKV, group, T, D]), [0, 3, 1, 2, 4]), [
+      B,
+      T,
+      nH * D,
+    ]);
     h = tf.add(h, rmsNorm(linear(context, w(n.o_proj)), w(n.post_attention_layernorm), eps));
 
     const y = rmsNorm(h, w(n.pre_feedforward_layernorm), eps);
@@ -160,7 +183,13 @@ export function logitsAt(config: Gemma3TextConfig, weights: ToyWeights, batch: B
 }
 
 /** Mean cross-entropy of `targets` at `rows`, and how many of them the argmax gets right. */
-export function lossAt(config: Gemma3TextConfig, weights: ToyWeights, batch: Batch, rows: Int32Array, targets: tf.Tensor1D): { loss: tf.Scalar; correct: tf.Scalar } {
+export function lossAt(
+  config: Gemma3TextConfig,
+  weights: ToyWeights,
+  batch: Batch,
+  rows: Int32Array,
+  targets: tf.Tensor1D,
+): { loss: tf.Scalar; correct: tf.Scalar } {
   const logits = logitsAt(config, weights, batch, rows);
   const logProbs = tf.logSoftmax(logits);
   const picked = tf.sum(tf.mul(logProbs, tf.oneHot(targets, config.vocab_size)), -1);

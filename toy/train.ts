@@ -24,7 +24,15 @@ export type TrainOptions = {
   onStep?: (step: StepRecord, totalSteps: number) => void;
 };
 
-export type StepRecord = { step: number; epoch: number; loss: number; tokenAccuracy: number; learningRate: number; tokens: number; seconds: number };
+export type StepRecord = {
+  step: number;
+  epoch: number;
+  loss: number;
+  tokenAccuracy: number;
+  learningRate: number;
+  tokens: number;
+  seconds: number;
+};
 
 export type TrainResult = { tensors: Map<string, Float32Array>; steps: StepRecord[] };
 
@@ -61,11 +69,14 @@ export function epochBatches(sequences: readonly TrainingSequence[], batchTokens
   const batches: number[][] = [];
   const window = 256;
   for (let start = 0; start < order.length; start += window) {
-    const sorted = order.slice(start, start + window).sort((a, b) => sequences[a]!.ids.length - sequences[b]!.ids.length || a - b);
+    const sorted = order
+      .slice(start, start + window)
+      .sort((a, b) => sequences[a]!.ids.length - sequences[b]!.ids.length || a - b);
     let batch: number[] = [];
     for (const index of sorted) {
       const length = sequences[index]!.ids.length;
-      if (length > batchTokens) throw new Error(`toy training: a sequence of ${length} tokens exceeds the batch budget ${batchTokens}`);
+      if (length > batchTokens)
+        throw new Error(`toy training: a sequence of ${length} tokens exceeds the batch budget ${batchTokens}`);
       if ((batch.length + 1) * length > batchTokens) {
         batches.push(batch);
         batch = [];
@@ -91,7 +102,12 @@ function batchTensors(sequences: readonly TrainingSequence[], batch: number[]) {
       targets.push(s.ids[p + 1]!);
     }
   });
-  return { batch: { ids, B: batch.length, T }, rows: Int32Array.from(rows), targets: tf.tensor1d(targets, 'int32'), count: targets.length };
+  return {
+    batch: { ids, B: batch.length, T },
+    rows: Int32Array.from(rows),
+    targets: tf.tensor1d(targets, 'int32'),
+    count: targets.length,
+  };
 }
 
 function learningRateAt(step: number, total: number, options: TrainOptions): number {
@@ -103,7 +119,13 @@ function learningRateAt(step: number, total: number, options: TrainOptions): num
 const [BETA1, BETA2, EPSILON] = [0.9, 0.98, 1e-8];
 
 /** One Adam step (bias-corrected moments, no weight decay) of one variable. */
-function adamUpdate(variable: tf.Variable, grad: tf.Tensor, moments: { m: tf.Variable; v: tf.Variable }, lr: number, t: number): void {
+function adamUpdate(
+  variable: tf.Variable,
+  grad: tf.Tensor,
+  moments: { m: tf.Variable; v: tf.Variable },
+  lr: number,
+  t: number,
+): void {
   tf.tidy(() => {
     const { m, v } = moments;
     m.assign(tf.add(tf.mul(BETA1, m), tf.mul(1 - BETA1, grad)));
@@ -113,11 +135,17 @@ function adamUpdate(variable: tf.Variable, grad: tf.Tensor, moments: { m: tf.Var
   });
 }
 
-export async function trainToy(config: Gemma3TextConfig, sequences: readonly TrainingSequence[], options: TrainOptions): Promise<TrainResult> {
+export async function trainToy(
+  config: Gemma3TextConfig,
+  sequences: readonly TrainingSequence[],
+  options: TrainOptions,
+): Promise<TrainResult> {
   await useWasmBackend();
   const weights = initialWeights(config, options.seed);
   const variables = [...weights.values()];
-  const moments = variables.map((v) => tf.tidy(() => ({ m: tf.variable(tf.zerosLike(v), false), v: tf.variable(tf.zerosLike(v), false) })));
+  const moments = variables.map((v) =>
+    tf.tidy(() => ({ m: tf.variable(tf.zerosLike(v), false), v: tf.variable(tf.zerosLike(v), false) })),
+  );
   const rng = new Rng(`toy-target/batches/seed=${options.seed}`);
   const epochs = Array.from({ length: options.epochs }, () => epochBatches(sequences, options.batchTokens, rng));
   const total = epochs.reduce((n, e) => n + e.length, 0);
@@ -141,7 +169,15 @@ export async function trainToy(config: Gemma3TextConfig, sequences: readonly Tra
       const loss = value.dataSync()[0]!;
       tf.dispose([value, ...Object.values(grads), targets]);
       if (!Number.isFinite(loss)) throw new Error(`toy training diverged at step ${step} (loss ${loss})`);
-      const record = { step, epoch, loss, tokenAccuracy: correct / count, learningRate: lr, tokens: count, seconds: (performance.now() - started) / 1000 };
+      const record = {
+        step,
+        epoch,
+        loss,
+        tokenAccuracy: correct / count,
+        learningRate: lr,
+        tokens: count,
+        seconds: (performance.now() - started) / 1000,
+      };
       steps.push(record);
       options.onStep?.(record, stopAt);
       step++;

@@ -60,7 +60,9 @@ export async function main(argv: string[]): Promise<void> {
   // Prefill FLOPs: every decoder matrix for every token, attention over the average context T/2, the tied head once.
   const embeddingParams = c.vocab_size * c.hidden_size;
   const decoderParams = params - embeddingParams;
-  const prefillFlop = T * (2 * decoderParams + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * (T / 2)) + 2 * embeddingParams;
+  const prefillFlop =
+    T * (2 * decoderParams + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * (T / 2)) +
+    2 * embeddingParams;
   const prefillGflops = prefillFlop / (prefillMs / 1000) / 1e9;
 
   process.stderr.write('decode batch 1 and 8 …\n');
@@ -86,9 +88,17 @@ export async function main(argv: string[]): Promise<void> {
     params,
     bf16_bytes_per_token: bytesPerToken,
     load_seconds: loadSeconds,
-    prefill: { prompt_tokens: T, ms: prefillMs, tokens_per_second: T / (prefillMs / 1000), gflop_per_second: prefillGflops },
+    prefill: {
+      prompt_tokens: T,
+      ms: prefillMs,
+      tokens_per_second: T / (prefillMs / 1000),
+      gflop_per_second: prefillGflops,
+    },
     decode_ms_per_token: { batch_1: decode1, batch_8: decode8, batch_8_tokens_per_second: (8 / decode8) * 1000 },
-    fallback: { batch_1_gb_per_s: fallbackGbPerSecond, implied_decode_batch_1_ms: (bytesPerToken / (fallbackGbPerSecond * 1e9)) * 1000 },
+    fallback: {
+      batch_1_gb_per_s: fallbackGbPerSecond,
+      implied_decode_batch_1_ms: (bytesPerToken / (fallbackGbPerSecond * 1e9)) * 1000,
+    },
     peak_rss_gib: peakRss / 2 ** 30,
     reference: { read_bandwidth_gb_per_s: gbPerSecond, matmul_gflop_per_s: matmul.gflopPerSecond, matmul_n: matmul.n },
     bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs },

@@ -4,7 +4,16 @@
 // run with wide loads on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript
 // fallback's rates and widenBf16's rate. The decode-step sums add every layer's matrices and the head once.
 import os from 'node:os';
-import { jsKernels, kernelInfo, matmulBf16, nativeKernels, readBandwidth, setKernelThreads, widenBf16, type KernelImpl } from '../../service/model/kernels.ts';
+import {
+  jsKernels,
+  kernelInfo,
+  matmulBf16,
+  nativeKernels,
+  readBandwidth,
+  setKernelThreads,
+  widenBf16,
+  type KernelImpl,
+} from '../../service/model/kernels.ts';
 import { parseFlags } from '../args.ts';
 
 const defaults = { models: 'gemma-3-1b,gemma-3-4b', threads: os.availableParallelism(), 'min-ms': 150 };
@@ -71,14 +80,19 @@ function readReference(buffer: Uint16Array, repeats: number): { gbPerSecond: num
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);
   const models = flags.models.split(',');
-  for (const model of models) if (!MODELS[model]) throw new Error(`--models: unknown model "${model}" (known: ${Object.keys(MODELS).join(', ')})`);
+  for (const model of models)
+    if (!MODELS[model])
+      throw new Error(`--models: unknown model "${model}" (known: ${Object.keys(MODELS).join(', ')})`);
   setKernelThreads(flags.threads);
   const info = kernelInfo();
-  if (!nativeKernels) process.stderr.write(`the native kernel is not loaded (${info.reason}): only the fallback's figures are meaningful\n`);
+  if (!nativeKernels)
+    process.stderr.write(
+      `the native kernel is not loaded (${info.reason}): only the fallback's figures are meaningful\n`,
+    );
   const minMs = flags['min-ms'];
 
   process.stderr.write('read bandwidth reference …\n');
-  const readBuffer = weights(256 <<20, 1); // 512 MiB, 16× the largest L3 here; measured again at the end
+  const readBuffer = weights(256 << 20, 1); // 512 MiB, 16× the largest L3 here; measured again at the end
   const readStart = readReference(readBuffer, 5);
 
   const results: Record<string, unknown> = {};
@@ -89,12 +103,19 @@ export async function main(argv: string[]): Promise<void> {
     for (const shape of shapes) {
       const bytes = shape.n * shape.k * 2;
       const copies = Math.max(1, Math.ceil(ROTATION_BYTES / bytes));
-      process.stderr.write(`${model} ${shape.name} [${shape.n}, ${shape.k}] (${copies} cop${copies === 1 ? 'y' : 'ies'}) …\n`);
+      process.stderr.write(
+        `${model} ${shape.name} [${shape.n}, ${shape.k}] (${copies} cop${copies === 1 ? 'y' : 'ies'}) …\n`,
+      );
       const ws = Array.from({ length: copies }, (_, c) => weights(shape.n * shape.k, c));
       // The machine is shared: the bandwidth measured right before each shape is the fair reference for it.
       const readNow = readReference(readBuffer, 3);
       const row: Record<string, unknown> = {
-        name: shape.name, n: shape.n, k: shape.k, mib: bytes / 2 ** 20, read_gb_per_s: readNow.gbPerSecond, read_gb_per_s_cpu: readNow.cpuGbPerSecond,
+        name: shape.name,
+        n: shape.n,
+        k: shape.k,
+        mib: bytes / 2 ** 20,
+        read_gb_per_s: readNow.gbPerSecond,
+        read_gb_per_s_cpu: readNow.cpuGbPerSecond,
       };
       for (const m of [1, 8]) {
         const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
@@ -138,7 +159,11 @@ export async function main(argv: string[]): Promise<void> {
       how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5',
     },
     models: results,
-    widen_bf16: { elements: wideCount, ms: widenMs, gb_per_s_read_and_written: (wideCount * 6) / (widenMs / 1000) / 1e9 },
+    widen_bf16: {
+      elements: wideCount,
+      ms: widenMs,
+      gb_per_s_read_and_written: (wideCount * 6) / (widenMs / 1000) / 1e9,
+    },
     fallback,
   };
   process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -147,7 +172,10 @@ export async function main(argv: string[]): Promise<void> {
 /** The fallback is single-threaded and slow: its rate on the first rows of two shapes (about 1M weights each). */
 function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown> {
   const rates: Record<string, unknown> = {};
-  for (const [name, k] of [['gemma-3-1b gate_proj', 1152], ['gemma-3-4b gate_proj', 2560]] as const) {
+  for (const [name, k] of [
+    ['gemma-3-1b gate_proj', 1152],
+    ['gemma-3-4b gate_proj', 2560],
+  ] as const) {
     const n = Math.ceil((1 << 20) / k);
     const w = weights(n * k, 5);
     const rate: Record<string, number> = { n, k };

@@ -43,18 +43,43 @@ export async function main(argv: string[]): Promise<void> {
   const loadSeconds = (performance.now() - loadStart) / 1000;
   const rssAfterLoad = process.memoryUsage().rss;
 
-  const server = await startFakeServer(() => ({ content: "Let's think step by step. The answer is (A)." }), { keepRequests: false });
+  const server = await startFakeServer(() => ({ content: "Let's think step by step. The answer is (A)." }), {
+    keepRequests: false,
+  });
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'mmlu-pro-bench-'));
   // The example config's settings, but without prompts in the result files and with only the runner's own stop.
   const configFor = (parallel: number, outputDir: string, subset: number) =>
-    resolveConfig({ inference: { stop: [] } }, { url: server.url, model: 'bench', data_dir: dataDir, output_dir: outputDir, cot: true, parallel, subset, log_prompt: false });
+    resolveConfig(
+      { inference: { stop: [] } },
+      {
+        url: server.url,
+        model: 'bench',
+        data_dir: dataDir,
+        output_dir: outputDir,
+        cot: true,
+        parallel,
+        subset,
+        log_prompt: false,
+      },
+    );
   try {
     // One typical 5-shot request body, for the bare round trips.
     const question = dataset.test[0]!;
-    const prompt = buildPrompt('multi_chat', systemPromptFor(configFor(1, scratch, 1).inference.system_prompt, question.category), examplesByCategory(dataset.validation).get(question.category)!, question);
+    const prompt = buildPrompt(
+      'multi_chat',
+      systemPromptFor(configFor(1, scratch, 1).inference.system_prompt, question.category),
+      examplesByCategory(dataset.validation).get(question.category)!,
+      question,
+    );
     if (prompt.kind !== 'chat') throw new Error('expected a chat prompt');
     const maxTokens = configFor(1, scratch, 1).inference.max_tokens;
-    const body = JSON.stringify({ model: 'bench', messages: prompt.messages, temperature: 0, max_tokens: maxTokens, stop: ['Question:'] });
+    const body = JSON.stringify({
+      model: 'bench',
+      messages: prompt.messages,
+      temperature: 0,
+      max_tokens: maxTokens,
+      stop: ['Question:'],
+    });
 
     const client = new OpenAI({ baseURL: server.url, apiKey: 'bench', maxRetries: 0, timeout: 60_000 });
     const count = flags.subset * 14;
@@ -63,11 +88,31 @@ export async function main(argv: string[]): Promise<void> {
     for (const parallel of levels) {
       const best = { bare: 0, sdk: 0, runner: 0 };
       for (let attempt = 0; attempt < flags.repeat; attempt++) {
-        best.bare = Math.max(best.bare, count / (await timed(parallel, count, () => bareRoundTrip(`${server.url}/chat/completions`, body))));
-        best.sdk = Math.max(best.sdk, count / (await timed(parallel, count, () => client.chat.completions.create({ model: 'bench', messages: prompt.messages, temperature: 0, max_tokens: maxTokens, stop: ['Question:'] }).then(() => {}))));
+        best.bare = Math.max(
+          best.bare,
+          count / (await timed(parallel, count, () => bareRoundTrip(`${server.url}/chat/completions`, body))),
+        );
+        best.sdk = Math.max(
+          best.sdk,
+          count /
+            (await timed(parallel, count, () =>
+              client.chat.completions
+                .create({
+                  model: 'bench',
+                  messages: prompt.messages,
+                  temperature: 0,
+                  max_tokens: maxTokens,
+                  stop: ['Question:'],
+                })
+                .then(() => {}),
+            )),
+        );
         const runStart = performance.now();
-        const summary = await runMmluPro(configFor(parallel, path.join(scratch, `p${parallel}-${attempt}`), flags.subset));
-        if (summary.asked !== count) throw new Error(`bench: the runner answered ${summary.asked} of ${count} questions`);
+        const summary = await runMmluPro(
+          configFor(parallel, path.join(scratch, `p${parallel}-${attempt}`), flags.subset),
+        );
+        if (summary.asked !== count)
+          throw new Error(`bench: the runner answered ${summary.asked} of ${count} questions`);
         best.runner = Math.max(best.runner, count / ((performance.now() - runStart) / 1000));
       }
       results.push({
@@ -83,7 +128,15 @@ export async function main(argv: string[]): Promise<void> {
       version: PACKAGE_VERSION,
       node: process.version,
       cpus: os.cpus().length,
-      settings: { style: 'multi_chat', cot: true, log_prompt: false, scoring: 'original', server: 'in-process fake, instant replies', questions_per_try: count, repeat: flags.repeat },
+      settings: {
+        style: 'multi_chat',
+        cot: true,
+        log_prompt: false,
+        scoring: 'original',
+        server: 'in-process fake, instant replies',
+        questions_per_try: count,
+        repeat: flags.repeat,
+      },
       data: { dir: dataDir, test_rows: dataset.test.length, load_s: round(loadSeconds) },
       results,
       memory: {

@@ -20,11 +20,26 @@ export async function main(argv: string[]): Promise<void> {
   const sequences = trainingSequences(buildCorpus(await Tokenizer.load(gemma3TokenizerDir())), tokenizer);
   await useWasmBackend();
   const wasmMatMul = wasmMatMulGflops(flags['batch-tokens'], config.hidden_size, config.intermediate_size);
-  const { steps } = await trainToy(config, sequences, { seed: 0, epochs: 1, batchTokens: flags['batch-tokens'], learningRate: 1e-3, warmupSteps: 1, maxSteps: flags.steps });
+  const { steps } = await trainToy(config, sequences, {
+    seed: 0,
+    epochs: 1,
+    batchTokens: flags['batch-tokens'],
+    learningRate: 1e-3,
+    warmupSteps: 1,
+    maxSteps: flags.steps,
+  });
   const timed = steps.slice(1); // the first step compiles and allocates
   const seconds = timed.at(-1)!.seconds - steps[0]!.seconds;
   // Training FLOPs per token: 3 × (forward 2 × matrix parameters of the decoder), the tied head on answer tokens only.
-  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, num_hidden_layers: L, vocab_size: V } = config;
+  const {
+    hidden_size: H,
+    intermediate_size: I,
+    num_attention_heads: nH,
+    num_key_value_heads: nKV,
+    head_dim: D,
+    num_hidden_layers: L,
+    vocab_size: V,
+  } = config;
   const perLayer = H * nH * D * 2 + H * nKV * D * 2 + 3 * H * I;
   const tokens = timed.reduce((n, s) => n + s.tokens, 0); // answer tokens (loss positions)
   const allTokens = timed.length * flags['batch-tokens']; // upper bound of padded positions

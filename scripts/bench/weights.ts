@@ -93,12 +93,16 @@ export async function main(argv: string[]): Promise<void> {
       episode.write({ op: 'fill', tensor: name, slice: [1, [0, 8]], value });
       const seenLater = store.source(episode.id).bf16(name)[checkpoint.info(name).shape[1]!];
       rows.later_write_ms.push(ms(start));
-      if (seen !== bits || seenLater !== bits || store.pristineSource.bf16(name)[0] === bits) throw new Error(`write to ${name} not visible or leaked`);
+      if (seen !== bits || seenLater !== bits || store.pristineSource.bf16(name)[0] === bits)
+        throw new Error(`write to ${name} not visible or leaked`);
       if (keepAlive) kept.push(episode.id);
       else store.dropEpisode(episode.id);
     }
     for (const id of kept) if (typeof id === 'string') store.dropEpisode(id);
-    const figures = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)])) as Record<keyof typeof rows, number>;
+    const figures = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)])) as Record<
+      keyof typeof rows,
+      number
+    >;
     return {
       tensor: name,
       shape: checkpoint.info(name).shape,
@@ -114,7 +118,17 @@ export async function main(argv: string[]): Promise<void> {
   const base = process.memoryUsage();
   for (let i = 0; i < flags.episodes; i++) {
     const name = layerTensorNames(prefix, i % checkpoint.config.num_hidden_layers).down_proj;
-    store.createEpisode(`memory-${i}`).write({ op: 'low_rank_add', tensor: name, slice: [[0, 16], [0, 16]], alpha: 0.01, u: Array.from({ length: 16 }, () => [1]), v: Array.from({ length: 16 }, () => [1]) });
+    store.createEpisode(`memory-${i}`).write({
+      op: 'low_rank_add',
+      tensor: name,
+      slice: [
+        [0, 16],
+        [0, 16],
+      ],
+      alpha: 0.01,
+      u: Array.from({ length: 16 }, () => [1]),
+      v: Array.from({ length: 16 }, () => [1]),
+    });
   }
   await collectGarbage();
   const after = process.memoryUsage();

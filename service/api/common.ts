@@ -26,7 +26,10 @@ export const CHAT_MESSAGE_IS_CORE: Same<Static<typeof ChatMessage>, CoreChatMess
 const counts = Type.Record(Type.String(), Type.Number());
 
 /** Limits, use and what is left of an episode's budgets, as every episode reply reports them. */
-export const BudgetState = Type.Object({ limits: counts, used: counts, remaining: counts }, { $id: 'BudgetState', additionalProperties: false });
+export const BudgetState = Type.Object(
+  { limits: counts, used: counts, remaining: counts },
+  { $id: 'BudgetState', additionalProperties: false },
+);
 export type BudgetState = Static<typeof BudgetState>;
 
 /** The budget a refused call exceeded, as data: a per-call limit (retry smaller) or an exhausted one. */

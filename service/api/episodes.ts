@@ -8,17 +8,28 @@ import { ToolDefinition } from './tools.ts';
 
 const Objective = Type.Union([
   Type.String({ minLength: 1, maxLength: 20_000 }),
-  Type.Object({ text: Type.String({ minLength: 1, maxLength: 20_000 }), structured: Type.Optional(Type.Unknown()) }, { additionalProperties: false }),
+  Type.Object(
+    { text: Type.String({ minLength: 1, maxLength: 20_000 }), structured: Type.Optional(Type.Unknown()) },
+    { additionalProperties: false },
+  ),
 ]);
 
 const PracticeExample = Type.Object(
-  { messages: Type.Array(ChatMessage, { minItems: 1, maxItems: 32 }), response: Type.String(), note: Type.Optional(Type.String()) },
+  {
+    messages: Type.Array(ChatMessage, { minItems: 1, maxItems: 32 }),
+    response: Type.String(),
+    note: Type.Optional(Type.String()),
+  },
   { additionalProperties: false },
 );
 
 // Named budgets only: an allow-list, so a key such as `toString` is refused like any unknown one.
-const budgetFields = Object.fromEntries(Object.keys(DEFAULT_BUDGETS).map((name) => [name, Type.Optional(Type.Integer({ minimum: 0 }))]));
-const BudgetOverrides = Type.Object(budgetFields as Record<BudgetName, TOptional<TInteger>>, { additionalProperties: false });
+const budgetFields = Object.fromEntries(
+  Object.keys(DEFAULT_BUDGETS).map((name) => [name, Type.Optional(Type.Integer({ minimum: 0 }))]),
+);
+const BudgetOverrides = Type.Object(budgetFields as Record<BudgetName, TOptional<TInteger>>, {
+  additionalProperties: false,
+});
 
 /** POST /episodes: the episode the taskset asks for. */
 export const EpisodeCreate = Type.Object(
@@ -69,9 +80,15 @@ export const EpisodeSummary = Type.Object(
 );
 export type EpisodeSummary = Static<typeof EpisodeSummary>;
 
-export const EpisodeList = Type.Object({ episodes: Type.Array(ref(EpisodeSummary)) }, { $id: 'EpisodeList', additionalProperties: false });
+export const EpisodeList = Type.Object(
+  { episodes: Type.Array(ref(EpisodeSummary)) },
+  { $id: 'EpisodeList', additionalProperties: false },
+);
 
-export const EpisodeDeleted = Type.Object({ id: Type.String(), status: EpisodeStatus }, { $id: 'EpisodeDeleted', additionalProperties: false });
+export const EpisodeDeleted = Type.Object(
+  { id: Type.String(), status: EpisodeStatus },
+  { $id: 'EpisodeDeleted', additionalProperties: false },
+);
 
 export const TurnReply = Type.Object({ budget: ref(BudgetState) }, { $id: 'TurnReply', additionalProperties: false });
 
@@ -100,7 +117,12 @@ export const EpisodeBrief = Type.Object(
       { additionalProperties: false },
     ),
     manifest: Type.Array(Type.String()),
-    relevant_tokens: Type.Array(Type.Object({ id: Type.Integer(), token: Type.Union([Type.String(), Type.Null()]) }, { additionalProperties: false })),
+    relevant_tokens: Type.Array(
+      Type.Object(
+        { id: Type.Integer(), token: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false },
+      ),
+    ),
     practice: Type.Array(PracticeExample),
     budget: ref(BudgetState),
     limits: Type.Record(Type.String(), Type.Number()),
@@ -138,4 +160,7 @@ const ManifestRow = Type.Object(
   { additionalProperties: false },
 );
 
-export const ManifestReply = Type.Object({ count: Type.Integer(), tensors: Type.Array(ManifestRow) }, { $id: 'ManifestReply', additionalProperties: false });
+export const ManifestReply = Type.Object(
+  { count: Type.Integer(), tensors: Type.Array(ManifestRow) },
+  { $id: 'ManifestReply', additionalProperties: false },
+);

@@ -2,7 +2,17 @@
 // definitions carry the tool bodies, and taskset/service-client.ts takes its types from them (docs/service.md).
 import type { FastifyInstance } from 'fastify';
 import { BudgetState, ErrorReply } from './common.ts';
-import { EpisodeBrief, EpisodeCreate, EpisodeCreated, EpisodeDeleted, EpisodeList, EpisodeSummary, ManifestReply, SubmitReply, TurnReply } from './episodes.ts';
+import {
+  EpisodeBrief,
+  EpisodeCreate,
+  EpisodeCreated,
+  EpisodeDeleted,
+  EpisodeList,
+  EpisodeSummary,
+  ManifestReply,
+  SubmitReply,
+  TurnReply,
+} from './episodes.ts';
 import { ToolReply } from './tools.ts';
 
 export * from './common.ts';

@@ -6,14 +6,22 @@ import { TENSOR_KINDS } from '../model/names.ts';
 import { BudgetState, ChatMessage, ref } from './common.ts';
 import { LIMITS } from './limits.ts';
 
-const sliceDim = Type.Union([Type.Null(), Type.Integer(), Type.Array(Type.Union([Type.Integer(), Type.Null()]), { minItems: 2, maxItems: 3 })]);
+const sliceDim = Type.Union([
+  Type.Null(),
+  Type.Integer(),
+  Type.Array(Type.Union([Type.Integer(), Type.Null()]), { minItems: 2, maxItems: 3 }),
+]);
 const Slice = Type.Array(sliceDim, {
   maxItems: 8,
   description:
     'One entry per leading dimension (missing trailing dims are whole): null = whole dim, i = one index (dim dropped), [start, stop] or [start, stop, step] as in NumPy (negative indices and steps allowed; out-of-range bounds are refused, not clamped).',
 });
 const Operand = Type.Union(
-  [Type.Unsafe<unknown[]>({ type: 'array' }), Type.Number(), Type.Object({ handle: Type.String() }, { additionalProperties: false })],
+  [
+    Type.Unsafe<unknown[]>({ type: 'array' }),
+    Type.Number(),
+    Type.Object({ handle: Type.String() }, { additionalProperties: false }),
+  ],
   {
     description: `Nested lists of numbers with the shape the op needs (at most ${LIMITS.inlineOperandElements} numbers inline), or {"handle": "h12"} for an array handle made by read_weights or inspect_target.`,
   },
@@ -36,7 +44,9 @@ const WRITE_FIELDS = {
   alpha: Type.Optional(Type.Number({ description: 'low_rank_add: the scalar α' })),
   u: Type.Optional(Operand),
   v: Type.Optional(Operand),
-  to_op_count: Type.Optional(Type.Integer({ minimum: 0, description: 'revert: keep the first to_op_count ops (default 0: pristine)' })),
+  to_op_count: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'revert: keep the first to_op_count ops (default 0: pristine)' }),
+  ),
 };
 
 /**
@@ -68,7 +78,9 @@ const READ_FIELDS = {
     Type.Object(
       {
         name: Type.Optional(Type.String({ description: 'glob over names (* and ?), or a substring' })),
-        layer: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 256 })])),
+        layer: Type.Optional(
+          Type.Union([Type.Integer({ minimum: 0 }), Type.Array(Type.Integer({ minimum: 0 }), { maxItems: 256 })]),
+        ),
         kind: Type.Optional(Type.Union([kind, Type.Array(kind)])),
         writable: Type.Optional(Type.Boolean()),
       },
@@ -91,10 +103,14 @@ export const READ_OP_FIELDS = {
 export type ReadOpName = keyof typeof READ_OP_FIELDS;
 export const READ_OPS = Object.keys(READ_OP_FIELDS) as ReadOpName[];
 
-export const ReadWeightsArgs = Type.Object({ op: Type.Enum(READ_OPS), ...READ_FIELDS }, { additionalProperties: false });
+export const ReadWeightsArgs = Type.Object(
+  { op: Type.Enum(READ_OPS), ...READ_FIELDS },
+  { additionalProperties: false },
+);
 export type ReadWeightsArgs = Static<typeof ReadWeightsArgs>;
 
-const SEQUENCE = "Chat messages (rendered with the target's chat template, ending with the model turn) or a raw prompt (tokenized after a BOS, no template).";
+const SEQUENCE =
+  "Chat messages (rendered with the target's chat template, ending with the model turn) or a raw prompt (tokenized after a BOS, no template).";
 const Sequence = Type.Object(
   {
     messages: Type.Optional(Type.Array(ChatMessage, { minItems: 1, maxItems: LIMITS.messagesPerSequence })),
@@ -124,7 +140,9 @@ const InspectSequence = Type.Object(
 export const InspectTargetArgs = Type.Object(
   {
     sequences: Type.Array(InspectSequence, { minItems: 1, maxItems: LIMITS.inspectSequences }),
-    layers: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }), { maxItems: LIMITS.inspectLayers, uniqueItems: true, default: [] })),
+    layers: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0 }), { maxItems: LIMITS.inspectLayers, uniqueItems: true, default: [] }),
+    ),
     positions: Type.Optional(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 })),
     top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.topK, default: 5 })),
   },

@@ -43,14 +43,23 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** Resolve a location to the folder holding config.json, and the snapshot's commit hash in a cache. */
-export function resolveCheckpointDir(location: CheckpointLocation): { dir: string; revision?: string; modelId?: string } {
+export function resolveCheckpointDir(location: CheckpointLocation): {
+  dir: string;
+  revision?: string;
+  modelId?: string;
+} {
   const { modelDir, modelId } = location;
   if (!modelDir) {
-    if (!modelId) throw new CheckpointError('no checkpoint given: pass --model ID (found in the Hugging Face cache) or --model-dir DIR');
+    if (!modelId)
+      throw new CheckpointError(
+        'no checkpoint given: pass --model ID (found in the Hugging Face cache) or --model-dir DIR',
+      );
     const cacheDir = location.cacheDir ?? defaultCacheDir();
     const repoDir = path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`);
     if (!existsSync(repoDir)) {
-      throw new CheckpointError(`${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`);
+      throw new CheckpointError(
+        `${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`,
+      );
     }
     return { ...snapshot(repoDir, modelId, location), modelId };
   }
@@ -69,15 +78,21 @@ function repoModelId(repoDir: string): string | undefined {
 }
 
 /** The snapshot of a cache repo folder: the revision asked for (a hash or a ref), the pinned one, or refs/main. */
-function snapshot(repoDir: string, modelId: string | undefined, location: CheckpointLocation): { dir: string; revision: string } {
+function snapshot(
+  repoDir: string,
+  modelId: string | undefined,
+  location: CheckpointLocation,
+): { dir: string; revision: string } {
   const pinned = modelId ? PINNED_REVISIONS[modelId] : undefined;
   const snapshots = path.join(repoDir, 'snapshots');
   const have = existsSync(snapshots) ? readdirSync(snapshots).sort() : [];
   const refs = existsSync(path.join(repoDir, 'refs')) ? readdirSync(path.join(repoDir, 'refs')).sort() : [];
-  const present = () => `have: ${have.join(', ') || 'no snapshots'}${refs.length > 0 ? `; refs: ${refs.join(', ')}` : ''}`;
+  const present = () =>
+    `have: ${have.join(', ') || 'no snapshots'}${refs.length > 0 ? `; refs: ${refs.join(', ')}` : ''}`;
   let revision = location.revision ?? pinned;
   if (revision === undefined) {
-    if (!refs.includes('main')) throw new CheckpointError(`${repoDir} has no refs/main: pass --revision (${present()})`);
+    if (!refs.includes('main'))
+      throw new CheckpointError(`${repoDir} has no refs/main: pass --revision (${present()})`);
     revision = 'main';
   }
   const refFile = path.join(repoDir, 'refs', revision);
@@ -85,7 +100,9 @@ function snapshot(repoDir: string, modelId: string | undefined, location: Checkp
   const dir = path.join(snapshots, revision);
   if (!existsSync(dir)) throw new CheckpointError(`revision ${revision} is not in ${repoDir}/snapshots (${present()})`);
   if (pinned && revision !== pinned && !location.allowUnpinnedRevision) {
-    throw new CheckpointError(`${modelId} is pinned at revision ${pinned}; ${revision} is refused unless --allow-unpinned-revision is given`);
+    throw new CheckpointError(
+      `${modelId} is pinned at revision ${pinned}; ${revision} is refused unless --allow-unpinned-revision is given`,
+    );
   }
   return { dir, revision };
 }
@@ -118,13 +135,17 @@ export class Checkpoint {
       const tensors = new Map<string, TensorInfo>();
       for (const file of files) {
         for (const [name, info] of file.tensors) {
-          if (tensors.has(name)) throw new CheckpointError(`tensor "${name}" appears in both ${path.basename(tensors.get(name)!.file)} and ${path.basename(file.file)}`);
+          if (tensors.has(name))
+            throw new CheckpointError(
+              `tensor "${name}" appears in both ${path.basename(tensors.get(name)!.file)} and ${path.basename(file.file)}`,
+            );
           tensors.set(name, info);
         }
       }
       validateTextTensors(config, tensors);
       for (const alias of Object.keys(tiedAliases(config))) tensors.delete(alias); // a stored tied head is ignored: it is embed_tokens
-      const named = typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : undefined;
+      const named =
+        typeof rawConfig._name_or_path === 'string' && rawConfig._name_or_path ? rawConfig._name_or_path : undefined;
       const modelId = loc.modelId ?? cachedId ?? named ?? path.basename(path.resolve(dir));
       return new Checkpoint(path.resolve(dir), modelId, revision ?? 'local', rawConfig, config, files, tensors);
     } catch (error) {
@@ -180,7 +201,8 @@ function openShards(dir: string): SafetensorsFile[] {
     } catch (error) {
       throw new CheckpointError(`${indexPath} is not valid JSON: ${(error as Error).message}`);
     }
-    if (!index.weight_map || typeof index.weight_map !== 'object') throw new CheckpointError(`${indexPath} has no weight_map`);
+    if (!index.weight_map || typeof index.weight_map !== 'object')
+      throw new CheckpointError(`${indexPath} has no weight_map`);
     names = [...new Set(Object.values(index.weight_map))].sort();
     const files = names.map((n) => openShard(path.join(dir, n)));
     // The index and the shards must agree tensor for tensor.
@@ -195,7 +217,8 @@ function openShards(dir: string): SafetensorsFile[] {
   }
   const single = path.join(dir, 'model.safetensors');
   assertLinkTarget(single);
-  if (!existsSync(single)) throw new CheckpointError(`${dir} has neither model.safetensors nor model.safetensors.index.json`);
+  if (!existsSync(single))
+    throw new CheckpointError(`${dir} has neither model.safetensors nor model.safetensors.index.json`);
   return [openShard(single)];
 }
 
@@ -226,9 +249,12 @@ function validateTextTensors(config: Gemma3TextConfig, tensors: Map<string, Tens
       continue;
     }
     if (info.shape.length !== shape.length || info.shape.some((d, i) => d !== shape[i])) {
-      problems.push(`tensor "${name}" in ${path.basename(info.file)} has shape ${JSON.stringify(info.shape)}, config.json implies ${JSON.stringify(shape)}`);
+      problems.push(
+        `tensor "${name}" in ${path.basename(info.file)} has shape ${JSON.stringify(info.shape)}, config.json implies ${JSON.stringify(shape)}`,
+      );
     }
-    if (!['BF16', 'F16', 'F32'].includes(info.dtype)) problems.push(`tensor "${name}" has dtype ${info.dtype}; expected BF16`);
+    if (!['BF16', 'F16', 'F32'].includes(info.dtype))
+      problems.push(`tensor "${name}" has dtype ${info.dtype}; expected BF16`);
     if (numel(info.shape) === 0) problems.push(`tensor "${name}" is empty`);
   }
   if (problems.length > 0) {

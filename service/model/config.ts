@@ -79,21 +79,27 @@ export function parseGemma3Config(raw: unknown): Gemma3TextConfig {
     text = top;
     tensorPrefix = 'model.';
   } else if (architecture === 'Gemma3ForConditionalGeneration') {
-    if (typeof top.text_config !== 'object' || top.text_config === null) throw new ConfigError(['Gemma3ForConditionalGeneration without text_config']);
+    if (typeof top.text_config !== 'object' || top.text_config === null)
+      throw new ConfigError(['Gemma3ForConditionalGeneration without text_config']);
     text = top.text_config as Json;
     tensorPrefix = 'language_model.model.';
   } else {
-    throw new ConfigError([`architectures[0] is ${JSON.stringify(architecture)}; expected Gemma3ForCausalLM or Gemma3ForConditionalGeneration`]);
+    throw new ConfigError([
+      `architectures[0] is ${JSON.stringify(architecture)}; expected Gemma3ForCausalLM or Gemma3ForConditionalGeneration`,
+    ]);
   }
-  const field = (name: keyof typeof TEXT_CONFIG_DEFAULTS): unknown => (name in text ? text[name] : TEXT_CONFIG_DEFAULTS[name]);
+  const field = (name: keyof typeof TEXT_CONFIG_DEFAULTS): unknown =>
+    name in text ? text[name] : TEXT_CONFIG_DEFAULTS[name];
   const positiveInt = (name: keyof typeof TEXT_CONFIG_DEFAULTS): number => {
     const value = field(name);
-    if (!Number.isSafeInteger(value) || (value as number) <= 0) problems.push(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+    if (!Number.isSafeInteger(value) || (value as number) <= 0)
+      problems.push(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
     return value as number;
   };
   const positiveNumber = (name: keyof typeof TEXT_CONFIG_DEFAULTS): number => {
     const value = field(name);
-    if (typeof value !== 'number' || !(value > 0)) problems.push(`${name} must be a positive number, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'number' || !(value > 0))
+      problems.push(`${name} must be a positive number, got ${JSON.stringify(value)}`);
     return value as number;
   };
 
@@ -111,13 +117,17 @@ export function parseGemma3Config(raw: unknown): Gemma3TextConfig {
   const query_pre_attn_scalar = positiveNumber('query_pre_attn_scalar');
   const rms_norm_eps = positiveNumber('rms_norm_eps');
   if (num_attention_heads % num_key_value_heads !== 0) {
-    problems.push(`num_attention_heads (${num_attention_heads}) must be a multiple of num_key_value_heads (${num_key_value_heads})`);
+    problems.push(
+      `num_attention_heads (${num_attention_heads}) must be a multiple of num_key_value_heads (${num_key_value_heads})`,
+    );
   }
   if (head_dim % 2 !== 0) problems.push(`head_dim (${head_dim}) must be even for RoPE`);
   const activation = field('hidden_activation');
-  if (activation !== 'gelu_pytorch_tanh') problems.push(`hidden_activation ${JSON.stringify(activation)} is not supported (gelu_pytorch_tanh)`);
+  if (activation !== 'gelu_pytorch_tanh')
+    problems.push(`hidden_activation ${JSON.stringify(activation)} is not supported (gelu_pytorch_tanh)`);
   for (const name of ['final_logit_softcapping', 'attn_logit_softcapping'] as const) {
-    if (field(name) !== null && field(name) !== undefined) problems.push(`${name} is set; Gemma 3 has none and this engine does not apply it`);
+    if (field(name) !== null && field(name) !== undefined)
+      problems.push(`${name} is set; Gemma 3 has none and this engine does not apply it`);
   }
   if (field('attention_bias') === true) problems.push('attention_bias is true; Gemma 3 has no biases');
   const tie = field('tie_word_embeddings');
@@ -127,7 +137,8 @@ export function parseGemma3Config(raw: unknown): Gemma3TextConfig {
   const layer_types = parseLayerTypes(text, num_hidden_layers, problems);
   const eos = top.eos_token_id ?? field('eos_token_id');
   const eos_token_id = Array.isArray(eos) ? eos : [eos];
-  if (!eos_token_id.every((id) => Number.isSafeInteger(id))) problems.push(`eos_token_id ${JSON.stringify(eos)} is not an id or list of ids`);
+  if (!eos_token_id.every((id) => Number.isSafeInteger(id)))
+    problems.push(`eos_token_id ${JSON.stringify(eos)} is not an id or list of ids`);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
@@ -177,10 +188,13 @@ function parseLayerTypes(text: Json, layers: number, problems: string[]): LayerT
   if (Array.isArray(text.layer_types)) {
     const types = text.layer_types as unknown[];
     if (types.length !== layers) problems.push(`layer_types has ${types.length} entries for ${layers} layers`);
-    if (!types.every((t) => t === 'sliding_attention' || t === 'full_attention')) problems.push('layer_types entries must be sliding_attention or full_attention');
+    if (!types.every((t) => t === 'sliding_attention' || t === 'full_attention'))
+      problems.push('layer_types entries must be sliding_attention or full_attention');
     return types as LayerType[];
   }
-  const pattern = (text.sliding_window_pattern ?? text._sliding_window_pattern ?? TEXT_CONFIG_DEFAULTS.sliding_window_pattern) as number;
+  const pattern = (text.sliding_window_pattern ??
+    text._sliding_window_pattern ??
+    TEXT_CONFIG_DEFAULTS.sliding_window_pattern) as number;
   if (!Number.isSafeInteger(pattern) || pattern <= 0) {
     problems.push(`sliding_window_pattern must be a positive integer, got ${JSON.stringify(pattern)}`);
     return [];

@@ -60,23 +60,41 @@ export class EngineHost {
   }
 
   /** Start the worker on a checkpoint; `source` gives the weights of calls that name none (the pristine store). */
-  static async start(checkpoint: Checkpoint, source: WeightSource, options: { threads?: number; chunkRows?: number } = {}): Promise<EngineHost> {
+  static async start(
+    checkpoint: Checkpoint,
+    source: WeightSource,
+    options: { threads?: number; chunkRows?: number } = {},
+  ): Promise<EngineHost> {
     const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
-      workerData: { module: new URL('./engine-worker.ts', import.meta.url).href, dir: checkpoint.dir, ...options } satisfies WorkerInit & { module: string },
+      workerData: {
+        module: new URL('./engine-worker.ts', import.meta.url).href,
+        dir: checkpoint.dir,
+        ...options,
+      } satisfies WorkerInit & { module: string },
     });
     await new Promise<void>((resolve, reject) => {
-      worker.once('message', (message: WorkerMessage) => (message.type === 'ready' ? resolve() : reject(new Error(`unexpected first message ${message.type}`))));
+      worker.once('message', (message: WorkerMessage) =>
+        message.type === 'ready' ? resolve() : reject(new Error(`unexpected first message ${message.type}`)),
+      );
       worker.once('error', reject);
     });
     return new EngineHost(worker, checkpoint.config, source);
   }
 
   generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
-    return this.call({ method: 'generate', args: { prompts, maxNewTokens: options.maxNewTokens } }, options) as Promise<GenerateResult[]>;
+    return this.call({ method: 'generate', args: { prompts, maxNewTokens: options.maxNewTokens } }, options) as Promise<
+      GenerateResult[]
+    >;
   }
 
-  inspect(requests: InspectRequest[], options: CallControl & { layers: number[]; topK: number; weights?: WeightSource }): Promise<InspectResult[]> {
-    return this.call({ method: 'inspect', args: { requests, layers: options.layers, topK: options.topK } }, options) as Promise<InspectResult[]>;
+  inspect(
+    requests: InspectRequest[],
+    options: CallControl & { layers: number[]; topK: number; weights?: WeightSource },
+  ): Promise<InspectResult[]> {
+    return this.call(
+      { method: 'inspect', args: { requests, layers: options.layers, topK: options.topK } },
+      options,
+    ) as Promise<InspectResult[]>;
   }
 
   logits(ids: number[], options: CallControl & { chunk?: number; weights?: WeightSource } = {}): Promise<Float32Array> {
@@ -97,7 +115,8 @@ export class EngineHost {
     const source = options.weights ?? this.source;
     for (const name of expectedTextTensors(this.config).keys()) {
       const bits = source.bf16(name);
-      if (!(bits.buffer instanceof SharedArrayBuffer)) return Promise.reject(new Error(`weights of "${name}" are not in shared memory (allocateBf16)`));
+      if (!(bits.buffer instanceof SharedArrayBuffer))
+        return Promise.reject(new Error(`weights of "${name}" are not in shared memory (allocateBf16)`));
       weights[name] = bits;
     }
     const id = this.nextId++;
@@ -140,7 +159,11 @@ export class EngineHost {
       case 'error': {
         this.pending.delete(message.id);
         if (call.stoppedBy) return call.reject(call.stoppedBy);
-        const error = Object.assign(new Error(message.message), { name: message.name }, message.code ? { code: message.code } : {});
+        const error = Object.assign(
+          new Error(message.message),
+          { name: message.name },
+          message.code ? { code: message.code } : {},
+        );
         call.reject(error);
       }
     }

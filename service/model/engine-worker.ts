@@ -13,7 +13,11 @@ const engine = await Gemma3Engine.create({
   checkpoint,
   threads: init.threads,
   chunkRows: init.chunkRows,
-  source: { bf16: (name) => { throw new Error(`no weights given for "${name}"`); } },
+  source: {
+    bf16: (name) => {
+      throw new Error(`no weights given for "${name}"`);
+    },
+  },
 });
 const resumes = new Map<number, (abort: boolean) => void>();
 
@@ -32,7 +36,13 @@ async function call(message: CallMessage): Promise<void> {
   const control: CallControl = {
     between: () =>
       new Promise<void>((resolve, reject) => {
-        resumes.set(id, (abort) => (resumes.delete(id), abort ? reject(new DOMException('the request was cancelled', 'AbortError')) : resolve()));
+        resumes.set(
+          id,
+          (abort) => (
+            resumes.delete(id),
+            abort ? reject(new DOMException('the request was cancelled', 'AbortError')) : resolve()
+          ),
+        );
         send({ type: 'between', id });
       }),
   };
@@ -44,8 +54,15 @@ async function call(message: CallMessage): Promise<void> {
         ...control,
         maxNewTokens: args.maxNewTokens,
         weights,
-        ...(hooks.onToken ? { onToken: (index: number, token: number) => send({ type: 'token', id, index, token }) } : {}),
-        ...(hooks.onLogits ? { onLogits: (index: number, logits: Float32Array) => send({ type: 'logits', id, index, logits: logits.slice() }) } : {}),
+        ...(hooks.onToken
+          ? { onToken: (index: number, token: number) => send({ type: 'token', id, index, token }) }
+          : {}),
+        ...(hooks.onLogits
+          ? {
+              onLogits: (index: number, logits: Float32Array) =>
+                send({ type: 'logits', id, index, logits: logits.slice() }),
+            }
+          : {}),
         ...(hooks.stopWhen
           ? {
               stopWhen: (index: number, outputIds: readonly number[]) => {
@@ -65,7 +82,13 @@ async function call(message: CallMessage): Promise<void> {
     send({ type: 'result', id, value });
   } catch (error) {
     const e = error as Error;
-    send({ type: 'error', id, name: e.name, message: e.message, ...((e as { code?: string }).code ? { code: (e as { code?: string }).code } : {}) });
+    send({
+      type: 'error',
+      id,
+      name: e.name,
+      message: e.message,
+      ...((e as { code?: string }).code ? { code: (e as { code?: string }).code } : {}),
+    });
   }
 }
 

@@ -36,7 +36,10 @@ export function embedScale(config: Gemma3TextConfig): number {
 /** Gemma3RMSNorm: x * rsqrt(mean(x²) + eps) * (1 + w), over the last axis, in float32 (HF PR #29402). */
 function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
   const meanSquare = g.one('ReduceMean', [g.one('Mul', [x, x])], { axes: { ints: [-1] }, keepdims: { i: 1 } });
-  const normed = g.one('Mul', [x, g.one('Reciprocal', [g.one('Sqrt', [g.one('Add', [meanSquare, g.constFloat([eps], [], 'eps')])])])]);
+  const normed = g.one('Mul', [
+    x,
+    g.one('Reciprocal', [g.one('Sqrt', [g.one('Add', [meanSquare, g.constFloat([eps], [], 'eps')])])]),
+  ]);
   return g.one('Mul', [normed, g.one('Add', [weight, g.constFloat([1], [], 'one')])]);
 }
 
@@ -71,8 +74,14 @@ export function buildGatedGeluGraph(config: Gemma3TextConfig): Uint8Array {
   const x = g.input('gate', F, ['M', I]);
   const up = g.input('up', F, ['M', I]);
   const cube = g.one('Mul', [g.one('Mul', [x, x]), x]);
-  const inner = g.one('Mul', [g.constFloat([Math.sqrt(2 / Math.PI)], [], 'gelu_c'), g.one('Add', [x, g.one('Mul', [g.constFloat([0.044715], [], 'gelu_a'), cube])])]);
-  const gelu = g.one('Mul', [g.one('Mul', [g.constFloat([0.5], [], 'half'), x]), g.one('Add', [g.constFloat([1], [], 'one'), g.one('Tanh', [inner])])]);
+  const inner = g.one('Mul', [
+    g.constFloat([Math.sqrt(2 / Math.PI)], [], 'gelu_c'),
+    g.one('Add', [x, g.one('Mul', [g.constFloat([0.044715], [], 'gelu_a'), cube])]),
+  ]);
+  const gelu = g.one('Mul', [
+    g.one('Mul', [g.constFloat([0.5], [], 'half'), x]),
+    g.one('Add', [g.constFloat([1], [], 'one'), g.one('Tanh', [inner])]),
+  ]);
   g.output('z', g.one('Mul', [gelu, up]), F, ['M', I]);
   return g.toBytes('gemma3_gated_gelu');
 }
@@ -103,10 +112,17 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   const pastValue = g.input('past_value', F, ['B', nKV, 'P', D]);
 
   // Gemma3RotaryEmbedding: cos/sin [B,1,T,D] from float32 positions; local layers are never scaled.
-  const [base, factor] = type === 'sliding_attention' ? [config.rope_local_base_freq, 1] : [config.rope_theta, config.rope_linear_factor];
-  const angles = g.one('Unsqueeze', [g.one('Cast', [ropePositions], { to: { i: F } }), g.constInt64([-1], [1], 'axis')]); // [B,T,1]
+  const [base, factor] =
+    type === 'sliding_attention' ? [config.rope_local_base_freq, 1] : [config.rope_theta, config.rope_linear_factor];
+  const angles = g.one('Unsqueeze', [
+    g.one('Cast', [ropePositions], { to: { i: F } }),
+    g.constInt64([-1], [1], 'axis'),
+  ]); // [B,T,1]
   const freqs = g.one('Mul', [angles, g.constFloat(ropeInvFreq(base, D, factor), [D / 2], 'inv_freq')]); // [B,T,D/2]
-  const emb = g.one('Unsqueeze', [g.one('Concat', [freqs, freqs], { axis: { i: -1 } }), g.constInt64([1], [1], 'axis')]); // [B,1,T,D]
+  const emb = g.one('Unsqueeze', [
+    g.one('Concat', [freqs, freqs], { axis: { i: -1 } }),
+    g.constInt64([1], [1], 'axis'),
+  ]); // [B,1,T,D]
   const cos = g.one('Cos', [emb]);
   const sin = g.one('Sin', [emb]);
   const lastAxis = g.constInt64([-1], [1], 'axis');
@@ -118,7 +134,9 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
     return g.one('Add', [g.one('Mul', [x, cos]), g.one('Mul', [rotated, sin])]);
   };
   const toHeads = (x: string, heads: number) =>
-    g.one('Transpose', [g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'heads_shape')])], { perm: { ints: [0, 2, 1, 3] } }); // [B,heads,T,D]
+    g.one('Transpose', [g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'heads_shape')])], {
+      perm: { ints: [0, 2, 1, 3] },
+    }); // [B,heads,T,D]
 
   const eps = config.rms_norm_eps;
   const queries = applyRope(rmsNorm(g, toHeads(q, nH), qNorm, eps)); // [B,nH,T,D]
@@ -132,19 +150,34 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   // Additive mask [B,1,T,S] from positions, tiled over the query heads that share a KV head: [B,1,rep·T,S].
   const queryPos = g.one('Unsqueeze', [queryPositions, g.constInt64([1, 3], [2], 'axes')]); // [B,1,T,1]
   const keyPos = g.one('Unsqueeze', [keyPositions, g.constInt64([1, 2], [2], 'axes')]); // [B,1,1,S]
-  let visible = g.one('And', [g.one('GreaterOrEqual', [keyPos, g.constInt32([0], 'zero')]), g.one('LessOrEqual', [keyPos, queryPos])]);
+  let visible = g.one('And', [
+    g.one('GreaterOrEqual', [keyPos, g.constInt32([0], 'zero')]),
+    g.one('LessOrEqual', [keyPos, queryPos]),
+  ]);
   if (type === 'sliding_attention') {
-    visible = g.one('And', [visible, g.one('Less', [g.one('Sub', [queryPos, keyPos]), g.constInt32([config.sliding_window], 'window')])]);
+    visible = g.one('And', [
+      visible,
+      g.one('Less', [g.one('Sub', [queryPos, keyPos]), g.constInt32([config.sliding_window], 'window')]),
+    ]);
   }
   let mask = g.one('Where', [visible, g.constFloat([0], [], 'zero'), g.constFloat([FLOAT_MIN], [], 'float_min')]);
   if (rep > 1) mask = g.one('Tile', [mask, g.constInt64([1, 1, rep, 1], [4], 'mask_tile')]);
 
   // GQA without repeat_kv: query heads h = kv·rep + r become rows r·T + t of their KV head's group.
   const grouped = g.one('Reshape', [queries, g.constInt64([0, nKV, -1, D], [4], 'grouped_shape')]); // [B,nKV,rep·T,D]
-  const scores = g.one('Mul', [g.matMulTransB(grouped, allKeys), g.constFloat([config.query_pre_attn_scalar ** -0.5], [], 'scaling')]); // eager: scale after QKᵀ
+  const scores = g.one('Mul', [
+    g.matMulTransB(grouped, allKeys),
+    g.constFloat([config.query_pre_attn_scalar ** -0.5], [], 'scaling'),
+  ]); // eager: scale after QKᵀ
   const probs = g.one('Softmax', [g.one('Add', [scores, mask])], { axis: { i: -1 } });
-  const context = g.one('Reshape', [g.one('MatMul', [probs, allValues]), g.constInt64([0, nH, -1, D], [4], 'ungrouped_shape')]); // [B,nH,T,D]
-  const merged = g.one('Reshape', [g.one('Transpose', [context], { perm: { ints: [0, 2, 1, 3] } }), g.constInt64([0, 0, nH * D], [3], 'merged_shape')]);
+  const context = g.one('Reshape', [
+    g.one('MatMul', [probs, allValues]),
+    g.constInt64([0, nH, -1, D], [4], 'ungrouped_shape'),
+  ]); // [B,nH,T,D]
+  const merged = g.one('Reshape', [
+    g.one('Transpose', [context], { perm: { ints: [0, 2, 1, 3] } }),
+    g.constInt64([0, 0, nH * D], [3], 'merged_shape'),
+  ]);
   g.output('context', merged, F, ['B', 'T', nH * D]);
   return g.toBytes(`gemma3_attention_${type}`);
 }

@@ -19,7 +19,10 @@ type NativeAddon = KernelImpl & { isa: string; setThreads(threads: number): void
 
 export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string };
 
-const ADDON_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../native/build/Release/iwibench_kernels.node');
+const ADDON_PATH = path.join(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../native/build/Release/iwibench_kernels.node',
+);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The JavaScript fallback: one thread, the addon's summation order, FMA emulated exactly.
@@ -38,7 +41,7 @@ export function fmaF32(a: number, b: number, c: number): number {
   if (e === 0) return r;
   const d = s - r; // exact: s and r are neighbours
   const other = r + 2 * d; // the float32 on s's other side if s is a midpoint
-  return Math.fround(other) === other && (e > 0) === (d > 0) ? other : r;
+  return Math.fround(other) === other && e > 0 === d > 0 ? other : r;
 }
 
 function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number): void {
@@ -51,7 +54,14 @@ function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number,
     for (let r = 0; r < m; r++) {
       const xRow = r * k;
       // The 8 lane sums in locals (the JIT keeps them in registers).
-      let a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      let a0 = 0,
+        a1 = 0,
+        a2 = 0,
+        a3 = 0,
+        a4 = 0,
+        a5 = 0,
+        a6 = 0,
+        a7 = 0;
       for (let i = 0; i < k8; i += 8) {
         const o = xRow + i;
         a0 = fmaF32(x[o]!, wf[i]!, a0);
@@ -134,7 +144,8 @@ export function kernelInfo(): KernelInfo {
 
 /** Threads of the addon's pool (default os.availableParallelism()); the fallback is single-threaded and ignores it. */
 export function setKernelThreads(threads: number): void {
-  if (!Number.isInteger(threads) || threads < 1 || threads > 1024) throw new RangeError(`kernel threads must be an integer in [1, 1024], got ${threads}`);
+  if (!Number.isInteger(threads) || threads < 1 || threads > 1024)
+    throw new RangeError(`kernel threads must be an integer in [1, 1024], got ${threads}`);
   selection.addon?.setThreads(threads);
 }
 
@@ -142,7 +153,8 @@ export function setKernelThreads(threads: number): void {
 // The checked entry points the engine calls. Calls are synchronous; nothing is written unless every check passes.
 
 function dimension(name: string, value: number): void {
-  if (!Number.isInteger(value) || value < 1 || value >= 2 ** 31) throw new RangeError(`${name} must be an integer in [1, 2^31), got ${value}`);
+  if (!Number.isInteger(value) || value < 1 || value >= 2 ** 31)
+    throw new RangeError(`${name} must be an integer in [1, 2^31), got ${value}`);
 }
 
 function disjoint(a: ArrayBufferView, b: ArrayBufferView): boolean {
@@ -168,7 +180,15 @@ function checkMatmulArgs(x: unknown, w: unknown, out: unknown, m: number, n: num
  * out[m×n] = x[m×k] · Wᵀ, W [n×k] BF16 bits row-major (a safetensors tensor [out_features, in_features]): BF16 widened
  * exactly, multiply-add and accumulation in float32. out[r, j] depends only on x's row r and W's row j.
  */
-export function matmulBf16(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number, impl = selection.impl): void {
+export function matmulBf16(
+  x: Float32Array,
+  w: Uint16Array,
+  out: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  impl = selection.impl,
+): void {
   checkMatmulArgs(x, w, out, m, n, k);
   impl.matmulBf16(x, w, out, m, n, k);
 }
@@ -184,7 +204,8 @@ export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.im
 
 /** Read bandwidth in GB/s: the best of `repeats` passes over `buffer` (≥ 1 MiB) with wide loads on every pool thread. */
 export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection.impl): number {
-  if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer)) throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view');
+  if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer))
+    throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view');
   if (buffer.byteLength < 1 << 20) throw new RangeError('readBandwidth: buffer must hold at least 1 MiB');
   if (!Number.isInteger(repeats) || repeats < 1 || repeats > 1000) {
     throw new RangeError(`readBandwidth: repeats must be an integer in [1, 1000], got ${repeats}`);

@@ -36,7 +36,11 @@ export class KvCache {
   /** The past of a layer as the attention graph takes it: [B, nKV, slots, D] (no copy). */
   past(layer: number): { key: Float32Array; value: Float32Array; dims: number[] } {
     const type = this.config.layer_types[layer]!;
-    return { key: this.keys[layer]!, value: this.values[layer]!, dims: [this.batch, this.config.num_key_value_heads, this.slots[type], this.config.head_dim] };
+    return {
+      key: this.keys[layer]!,
+      value: this.values[layer]!,
+      dims: [this.batch, this.config.num_key_value_heads, this.slots[type], this.config.head_dim],
+    };
   }
 
   /** key_positions [B, slots + T] for a chunk of T tokens: the slots' positions, then the chunk's own. */
@@ -57,7 +61,10 @@ export class KvCache {
     const slots = this.slots[type];
     const { num_key_value_heads: nKV, head_dim: D } = this.config;
     const first = Math.max(0, T - slots); // a chunk longer than a ring keeps its last `slots` tokens
-    for (const [present, buffer] of [[presentKey, this.keys[layer]!], [presentValue, this.values[layer]!]] as const) {
+    for (const [present, buffer] of [
+      [presentKey, this.keys[layer]!],
+      [presentValue, this.values[layer]!],
+    ] as const) {
       for (let bh = 0; bh < this.batch * nKV; bh++) {
         for (let t = first; t < T; t++) {
           const slot = (start + t) % slots;
@@ -73,7 +80,8 @@ export class KvCache {
       const slots = this.slots[type];
       const held = this.slotPositions[type];
       for (let b = 0; b < this.batch; b++) {
-        for (let t = Math.max(0, T - slots); t < T; t++) held[b * slots + ((start + t) % slots)] = chunkPositions[b * T + t]!;
+        for (let t = Math.max(0, T - slots); t < T; t++)
+          held[b * slots + ((start + t) % slots)] = chunkPositions[b * T + t]!;
       }
     }
   }

@@ -55,7 +55,13 @@ export function tiedAliases(config: Gemma3TextConfig): Record<string, string> {
 
 /** Every text-decoder tensor with its expected shape, in checkpoint order. */
 export function expectedTextTensors(config: Gemma3TextConfig): Map<string, number[]> {
-  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
+  const {
+    hidden_size: H,
+    intermediate_size: I,
+    num_attention_heads: nH,
+    num_key_value_heads: nKV,
+    head_dim: D,
+  } = config;
   const shapes = new Map<string, number[]>();
   shapes.set(embedTokensName(config.tensor_prefix), [config.vocab_size, H]);
   for (let i = 0; i < config.num_hidden_layers; i++) {

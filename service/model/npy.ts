@@ -11,7 +11,11 @@ export function npyBytes(data: Float32Array, shape: number[]): Buffer {
   prefix[6] = 1;
   prefix[7] = 0;
   prefix.writeUInt16LE(padded.length, 8);
-  return Buffer.concat([prefix, Buffer.from(padded, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]);
+  return Buffer.concat([
+    prefix,
+    Buffer.from(padded, 'latin1'),
+    Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+  ]);
 }
 
 export function writeNpy(file: string, data: Float32Array, shape: number[]): void {
@@ -24,8 +28,14 @@ export function readNpy(bytes: Buffer): { data: Float32Array; shape: number[] } 
   const headerLength = bytes[6] === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
   const start = bytes[6] === 1 ? 10 : 12;
   const header = bytes.toString('latin1', start, start + headerLength);
-  if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True")) throw new Error(`unsupported .npy header ${header.trim()}`);
-  const shape = /'shape': \(([^)]*)\)/.exec(header)![1]!.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+  if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True"))
+    throw new Error(`unsupported .npy header ${header.trim()}`);
+  const shape = /'shape': \(([^)]*)\)/
+    .exec(header)![1]!
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(Number);
   const body = bytes.subarray(start + headerLength);
   const data = new Float32Array(body.length / 4);
   new Uint8Array(data.buffer).set(body);

@@ -36,22 +36,42 @@ export class GraphBuilder {
 
   constFloat(values: ArrayLike<number>, dims: number[], hint: string): string {
     const name = this.fresh(hint);
-    return this.initializer({ name, dims, dataType: DataType.FLOAT, rawData: new Uint8Array(Float32Array.from(values).buffer) });
+    return this.initializer({
+      name,
+      dims,
+      dataType: DataType.FLOAT,
+      rawData: new Uint8Array(Float32Array.from(values).buffer),
+    });
   }
 
   constInt64(values: number[], dims: number[] | undefined, hint: string): string {
     const name = this.fresh(hint);
-    return this.initializer({ name, dims: dims ?? [values.length], dataType: DataType.INT64, rawData: new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer) });
+    return this.initializer({
+      name,
+      dims: dims ?? [values.length],
+      dataType: DataType.INT64,
+      rawData: new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer),
+    });
   }
 
   /** A scalar int32 constant. */
   constInt32(values: number[], hint: string): string {
     const name = this.fresh(hint);
-    return this.initializer({ name, dims: [], dataType: DataType.INT32, rawData: new Uint8Array(Int32Array.from(values).buffer) });
+    return this.initializer({
+      name,
+      dims: [],
+      dataType: DataType.INT32,
+      rawData: new Uint8Array(Int32Array.from(values).buffer),
+    });
   }
 
   /** Add a node; returns its output names. */
-  op(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, options: { outputs?: string[] | number; domain?: string } = {}): string[] {
+  op(
+    opType: string,
+    inputs: string[],
+    attributes: Record<string, Attribute> = {},
+    options: { outputs?: string[] | number; domain?: string } = {},
+  ): string[] {
     const outputs = Array.isArray(options.outputs)
       ? options.outputs
       : Array.from({ length: options.outputs ?? 1 }, () => this.fresh(opType));
@@ -88,8 +108,17 @@ export class GraphBuilder {
     const model = onnx.ModelProto.create({
       irVersion: 8,
       producerName: 'iwibench-ts',
-      opsetImport: [{ domain: '', version: opset }, { domain: MS_DOMAIN, version: 1 }],
-      graph: { name: graphName, node: this.nodes, input: this.inputs, output: this.outputs, initializer: this.initializers },
+      opsetImport: [
+        { domain: '', version: opset },
+        { domain: MS_DOMAIN, version: 1 },
+      ],
+      graph: {
+        name: graphName,
+        node: this.nodes,
+        input: this.inputs,
+        output: this.outputs,
+        initializer: this.initializers,
+      },
     });
     return onnx.ModelProto.encode(model).finish();
   }
@@ -98,7 +127,12 @@ export class GraphBuilder {
 function valueInfo(name: string, type: number, dims: Dim[]): onnxProto.onnx.IValueInfoProto {
   return {
     name,
-    type: { tensorType: { elemType: type, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
+    type: {
+      tensorType: {
+        elemType: type,
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
   };
 }
 

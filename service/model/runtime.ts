@@ -120,7 +120,9 @@ export class Gemma3Engine {
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
     if (options.device && options.device !== 'cpu') {
-      throw new Error(`--device ${options.device} is not supported: this engine runs its BF16 projections on the CPU (README, "GPU")`);
+      throw new Error(
+        `--device ${options.device} is not supported: this engine runs its BF16 projections on the CPU (README, "GPU")`,
+      );
     }
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
@@ -141,8 +143,10 @@ export class Gemma3Engine {
    */
   async generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
     const { maxNewTokens } = options;
-    if (prompts.length === 0 || prompts.length > MAX_BATCH) throw new Error(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
-    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new Error(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
+    if (prompts.length === 0 || prompts.length > MAX_BATCH)
+      throw new Error(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
+    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
+      throw new Error(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
     for (const p of prompts) this.checkIds(p);
     const weights = options.weights ?? this.source;
     const B = prompts.length;
@@ -162,7 +166,13 @@ export class Gemma3Engine {
     }
     let logits = this.headLogits(weights, last, B);
 
-    const results: GenerateResult[] = prompts.map((p) => ({ promptIds: p, outputIds: [], promptTokens: p.length, outputTokens: 0, stopReason: 'max_tokens' }));
+    const results: GenerateResult[] = prompts.map((p) => ({
+      promptIds: p,
+      outputIds: [],
+      promptTokens: p.length,
+      outputTokens: 0,
+      stopReason: 'max_tokens',
+    }));
     const done = new Array<boolean>(B).fill(false);
     for (let time = T; ; time++) {
       const next = new Int32Array(B);
@@ -196,7 +206,10 @@ export class Gemma3Engine {
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */
-  async logits(ids: number[], options: CallControl & { chunk?: number; weights?: WeightSource } = {}): Promise<Float32Array> {
+  async logits(
+    ids: number[],
+    options: CallControl & { chunk?: number; weights?: WeightSource } = {},
+  ): Promise<Float32Array> {
     this.checkIds(ids);
     const weights = options.weights ?? this.source;
     const chunkTokens = options.chunk ?? this.chunkRows;
@@ -214,25 +227,40 @@ export class Gemma3Engine {
   }
 
   /** Teacher-forced inspection of sequences: next-token log-probabilities, top-k, and residual streams. */
-  async inspect(requests: InspectRequest[], options: CallControl & { layers: number[]; topK: number; weights?: WeightSource }): Promise<InspectResult[]> {
+  async inspect(
+    requests: InspectRequest[],
+    options: CallControl & { layers: number[]; topK: number; weights?: WeightSource },
+  ): Promise<InspectResult[]> {
     const weights = options.weights ?? this.source;
     const layers = [...new Set(options.layers)].sort((a, b) => a - b);
     for (const layer of layers) {
-      if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers) throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
+      if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers)
+        throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
     }
-    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size) throw new Error(`topK must be an integer in 0…${this.config.vocab_size}`);
+    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size)
+      throw new Error(`topK must be an integer in 0…${this.config.vocab_size}`);
     const H = this.config.hidden_size;
     const results: InspectResult[] = [];
     // One sequence at a time: sequences differ in length and inspection is rare, so padding buys nothing.
     for (const request of requests) {
       this.checkIds(request.ids);
       const T = request.ids.length;
-      if (!(Number.isInteger(request.start) && Number.isInteger(request.end) && 0 <= request.start && request.start < request.end && request.end <= T)) {
-        throw new Error(`positions [${request.start}, ${request.end}) are not a non-empty range inside the ${T}-token sequence`);
+      if (!(
+        Number.isInteger(request.start) &&
+        Number.isInteger(request.end) &&
+        0 <= request.start &&
+        request.start < request.end &&
+        request.end <= T
+      )) {
+        throw new Error(
+          `positions [${request.start}, ${request.end}) are not a non-empty range inside the ${T}-token sequence`,
+        );
       }
       const K = request.end - request.start;
       const rows = new Float32Array(K * H); // final-normed hidden states at the inspected positions
-      const hidden: Record<number, Float32Array[]> = Object.fromEntries(layers.map((layer) => [layer, [] as Float32Array[]]));
+      const hidden: Record<number, Float32Array[]> = Object.fromEntries(
+        layers.map((layer) => [layer, [] as Float32Array[]]),
+      );
       const cache = new KvCache(this.config, 1, request.end);
       for (let start = 0; start < request.end; start += this.chunkRows) {
         await this.between(options);
@@ -241,7 +269,8 @@ export class Gemma3Engine {
         const to = chunk.T;
         const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
         if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
-        for (const layer of layers) for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
+        for (const layer of layers)
+          for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
       }
       const positions = Array.from({ length: K }, (_, k) => request.start + k);
       const targets = positions.map((p) => (p + 1 < T ? request.ids[p + 1]! : 0));
@@ -266,7 +295,8 @@ export class Gemma3Engine {
   private checkIds(ids: number[]): void {
     if (ids.length === 0) throw new Error('a sequence needs at least one token');
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.config.vocab_size) throw new Error(`token id ${id} is outside the vocabulary 0…${this.config.vocab_size - 1}`);
+      if (!Number.isInteger(id) || id < 0 || id >= this.config.vocab_size)
+        throw new Error(`token id ${id} is outside the vocabulary 0…${this.config.vocab_size - 1}`);
     }
   }
 
@@ -309,10 +339,14 @@ export class Gemma3Engine {
       bf16ToF32(embedding.subarray(id * H, (id + 1) * H), row);
       for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * scale);
     }
-    const ropePositions = tensor(Int32Array.from(chunk.positions, (p) => Math.max(p, 0)), [B, T]);
+    const ropePositions = tensor(
+      Int32Array.from(chunk.positions, (p) => Math.max(p, 0)),
+      [B, T],
+    );
     const queryPositions = tensor(chunk.positions, [B, T]);
     const keyPositions: Partial<Record<LayerType, ort.Tensor>> = {};
-    for (const type of new Set(c.layer_types)) keyPositions[type] = tensor(cache.keyPositions(type, chunk.positions, T), [B, cache.slots[type] + T]);
+    for (const type of new Set(c.layer_types))
+      keyPositions[type] = tensor(cache.keyPositions(type, chunk.positions, T), [B, cache.slots[type] + T]);
 
     const first = layerTensorNames(c.tensor_prefix, 0);
     let x = (await this.sessions.norm.run({ x: rows(h, H), w: norm(first.input_layernorm) })).y!.data as Float32Array;
@@ -335,17 +369,36 @@ export class Gemma3Engine {
         past_key: tensor(past.key, past.dims),
         past_value: tensor(past.value, past.dims),
       });
-      cache.store(layer, attention.present_key!.data as Float32Array, attention.present_value!.data as Float32Array, chunk.start, T);
+      cache.store(
+        layer,
+        attention.present_key!.data as Float32Array,
+        attention.present_value!.data as Float32Array,
+        chunk.start,
+        T,
+      );
       const o = this.linear(weights, n.o_proj, attention.context!.data as Float32Array, M);
-      const mid = await this.sessions.residualNorm.run({ h: rows(h, H), a: rows(o, H), w_post: norm(n.post_attention_layernorm), w_next: norm(n.pre_feedforward_layernorm) });
+      const mid = await this.sessions.residualNorm.run({
+        h: rows(h, H),
+        a: rows(o, H),
+        w_post: norm(n.post_attention_layernorm),
+        w_next: norm(n.pre_feedforward_layernorm),
+      });
       const y = mid.y!.data as Float32Array;
       const I = c.intermediate_size;
       const gate = this.linear(weights, n.gate_proj, y, M);
       const up = this.linear(weights, n.up_proj, y, M);
       const z = (await this.sessions.gatedGelu.run({ gate: rows(gate, I), up: rows(up, I) })).z!.data as Float32Array;
       const down = this.linear(weights, n.down_proj, z, M);
-      const nextNorm = layer + 1 < c.num_hidden_layers ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm : finalNormName(c.tensor_prefix);
-      const end = await this.sessions.residualNorm.run({ h: mid.h_out!, a: rows(down, H), w_post: norm(n.post_feedforward_layernorm), w_next: norm(nextNorm) });
+      const nextNorm =
+        layer + 1 < c.num_hidden_layers
+          ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm
+          : finalNormName(c.tensor_prefix);
+      const end = await this.sessions.residualNorm.run({
+        h: mid.h_out!,
+        a: rows(down, H),
+        w_post: norm(n.post_feedforward_layernorm),
+        w_next: norm(nextNorm),
+      });
       h = end.h_out!.data as Float32Array;
       x = end.y!.data as Float32Array;
       if (collect.layers.includes(layer)) layerRows.set(layer, h.slice(collect.from * H, collect.to * H));
@@ -376,7 +429,12 @@ export class Gemma3Engine {
    * Log-probabilities of `targets` and the top-k next tokens of final-normed rows, merged over vocabulary blocks
    * (log-sum-exp and top-k per block in onnxruntime, combined here in float64), so [rows, vocab] is never held.
    */
-  private async headLogprobs(weights: WeightSource, rows: Float32Array, targets: number[], topK: number): Promise<{ target: number[]; top: { ids: number[]; logprobs: number[] }[] }> {
+  private async headLogprobs(
+    weights: WeightSource,
+    rows: Float32Array,
+    targets: number[],
+    topK: number,
+  ): Promise<{ target: number[]; top: { ids: number[]; logprobs: number[] }[] }> {
     const { vocab_size: V, hidden_size: H } = this.config;
     const R = targets.length;
     this.headPartial ??= ort.InferenceSession.create(buildHeadPartialGraph(), sessionOptions(this.options.threads));
@@ -393,7 +451,11 @@ export class Gemma3Engine {
       matmulBf16(rows, embedding.subarray(n0 * H, (n0 + n) * H), block, R, n, H);
       const k = Math.min(Math.max(topK, 1), n);
       const target = Int32Array.from(targets, (id) => Math.min(Math.max(id - n0, 0), n - 1));
-      const out = await session.run({ logits: tensor(block, [R, n]), target: tensor(target, [R]), k: new ort.Tensor('int64', BigInt64Array.of(BigInt(k)), [1]) });
+      const out = await session.run({
+        logits: tensor(block, [R, n]),
+        target: tensor(target, [R]),
+        k: new ort.Tensor('int64', BigInt64Array.of(BigInt(k)), [1]),
+      });
       const [bMax, bSum, bTarget] = [out.max!.data, out.sum_exp!.data, out.target_logit!.data] as Float32Array[];
       const [topValues, topIds] = [out.top_values!.data as Float32Array, out.top_ids!.data as BigInt64Array];
       for (let r = 0; r < R; r++) {
@@ -410,7 +472,10 @@ export class Gemma3Engine {
     const logSumExp = Array.from(max, (m, r) => m + Math.log(sum[r]!));
     return {
       target: Array.from(targetLogit, (logit, r) => Math.fround(logit - logSumExp[r]!)),
-      top: candidates.map((list, r) => ({ ids: list.map((c) => c.id), logprobs: list.map((c) => Math.fround(c.logit - logSumExp[r]!)) })),
+      top: candidates.map((list, r) => ({
+        ids: list.map((c) => c.id),
+        logprobs: list.map((c) => Math.fround(c.logit - logSumExp[r]!)),
+      })),
     };
   }
 }
@@ -426,8 +491,17 @@ export function textWeightBytes(config: Gemma3TextConfig): number {
  * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
  * and outputs, attention scores, mask and probabilities over the cache) and one head block.
  */
-export function callMemoryBytes(config: Gemma3TextConfig, call: { batch: number; tokens: number; chunkRows?: number }): { cache: number; chunk: number; total: number } {
-  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
+export function callMemoryBytes(
+  config: Gemma3TextConfig,
+  call: { batch: number; tokens: number; chunkRows?: number },
+): { cache: number; chunk: number; total: number } {
+  const {
+    hidden_size: H,
+    intermediate_size: I,
+    num_attention_heads: nH,
+    num_key_value_heads: nKV,
+    head_dim: D,
+  } = config;
   const { batch: B, tokens } = call;
   const perChunk = Math.max(1, Math.floor((call.chunkRows ?? CHUNK_ROWS) / B));
   const T = Math.min(perChunk, tokens);

@@ -49,7 +49,11 @@ export class SafetensorsFile {
     const fd = openSync(file, 'r');
     try {
       const size = fstatSync(fd).size;
-      const { tensors, metadata } = readHeader(file, size, (buffer, position) => void readSync(fd, buffer, 0, buffer.length, position));
+      const { tensors, metadata } = readHeader(
+        file,
+        size,
+        (buffer, position) => void readSync(fd, buffer, 0, buffer.length, position),
+      );
       return new SafetensorsFile(file, fd, tensors, metadata);
     } catch (error) {
       closeSync(fd);
@@ -68,11 +72,20 @@ export class SafetensorsFile {
     const info = this.info(name);
     const stop = end ?? info.byteLength;
     if (begin < 0 || stop > info.byteLength || begin > stop) {
-      throw new SafetensorsError(this.file, `byte range [${begin}, ${stop}) outside the tensor's ${info.byteLength} bytes`, name);
+      throw new SafetensorsError(
+        this.file,
+        `byte range [${begin}, ${stop}) outside the tensor's ${info.byteLength} bytes`,
+        name,
+      );
     }
     // Aligned allocation so that typed views of any element size work (or the caller's buffer, e.g. shared memory).
     const buffer = into ?? new Uint8Array(new ArrayBuffer(Math.ceil((stop - begin) / 8) * 8), 0, stop - begin);
-    if (buffer.length !== stop - begin) throw new SafetensorsError(this.file, `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`, name);
+    if (buffer.length !== stop - begin)
+      throw new SafetensorsError(
+        this.file,
+        `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`,
+        name,
+      );
     let done = 0;
     while (done < buffer.length) {
       const n = readSync(this.fd, buffer, done, buffer.length - done, info.offset + begin + done);
@@ -99,8 +112,13 @@ export class SafetensorsFile {
  * A safetensors file held in memory (bytes already read, e.g. to hash them), its header validated exactly as
  * SafetensorsFile.open does; `file` names it in errors. Tensor data: `bytes.subarray(info.offset, …)`.
  */
-export function parseSafetensors(bytes: Uint8Array, file: string): { tensors: ReadonlyMap<string, TensorInfo>; metadata: Readonly<Record<string, string>> } {
-  return readHeader(file, bytes.length, (buffer, position) => buffer.set(bytes.subarray(position, position + buffer.length)));
+export function parseSafetensors(
+  bytes: Uint8Array,
+  file: string,
+): { tensors: ReadonlyMap<string, TensorInfo>; metadata: Readonly<Record<string, string>> } {
+  return readHeader(file, bytes.length, (buffer, position) =>
+    buffer.set(bytes.subarray(position, position + buffer.length)),
+  );
 }
 
 type Header = { tensors: Map<string, TensorInfo>; metadata: Record<string, string> };
@@ -111,8 +129,13 @@ function readHeader(file: string, size: number, read: (buffer: Buffer, position:
   const lengthBytes = Buffer.alloc(8);
   read(lengthBytes, 0);
   const headerLength = Number(lengthBytes.readBigUInt64LE(0));
-  if (headerLength > MAX_HEADER_BYTES) throw new SafetensorsError(file, `header length ${headerLength} exceeds ${MAX_HEADER_BYTES}`);
-  if (8 + headerLength > size) throw new SafetensorsError(file, `header length ${headerLength} runs past the end of the ${size}-byte file (truncated?)`);
+  if (headerLength > MAX_HEADER_BYTES)
+    throw new SafetensorsError(file, `header length ${headerLength} exceeds ${MAX_HEADER_BYTES}`);
+  if (8 + headerLength > size)
+    throw new SafetensorsError(
+      file,
+      `header length ${headerLength} runs past the end of the ${size}-byte file (truncated?)`,
+    );
   const headerBytes = Buffer.alloc(headerLength);
   read(headerBytes, 8);
   let header: unknown;
@@ -121,7 +144,8 @@ function readHeader(file: string, size: number, read: (buffer: Buffer, position:
   } catch (error) {
     throw new SafetensorsError(file, `header is not valid JSON (${(error as Error).message})`);
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new SafetensorsError(file, 'header is not a JSON object');
+  if (typeof header !== 'object' || header === null || Array.isArray(header))
+    throw new SafetensorsError(file, 'header is not a JSON object');
 
   const dataStart = 8 + headerLength;
   const dataLength = size - dataStart;
@@ -140,13 +164,15 @@ function readHeader(file: string, size: number, read: (buffer: Buffer, position:
   // Tensors must not overlap (the reference implementation also requires them to be contiguous; we only refuse overlap).
   ranges.sort((a, b) => a[0] - b[0]);
   for (let i = 1; i < ranges.length; i++) {
-    if (ranges[i]![0] < ranges[i - 1]![1]) throw new SafetensorsError(file, `data overlaps tensor "${ranges[i - 1]![2]}"`, ranges[i]![2]);
+    if (ranges[i]![0] < ranges[i - 1]![1])
+      throw new SafetensorsError(file, `data overlaps tensor "${ranges[i - 1]![2]}"`, ranges[i]![2]);
   }
   return { tensors, metadata };
 }
 
 function validateMetadata(file: string, entry: unknown): Record<string, string> {
-  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new SafetensorsError(file, '__metadata__ is not an object');
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+    throw new SafetensorsError(file, '__metadata__ is not an object');
   for (const [key, value] of Object.entries(entry)) {
     if (typeof value !== 'string') throw new SafetensorsError(file, `__metadata__.${key} is not a string`);
   }
@@ -154,26 +180,55 @@ function validateMetadata(file: string, entry: unknown): Record<string, string> 
 }
 
 function validateEntry(file: string, name: string, entry: unknown, dataStart: number, dataLength: number): TensorInfo {
-  if (typeof entry !== 'object' || entry === null) throw new SafetensorsError(file, 'header entry is not an object', name);
+  if (typeof entry !== 'object' || entry === null)
+    throw new SafetensorsError(file, 'header entry is not an object', name);
   const { dtype, shape, data_offsets: offsets } = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
   if (typeof dtype !== 'string' || !(dtype in DTYPE_BYTES)) {
-    throw new SafetensorsError(file, `unknown dtype ${JSON.stringify(dtype)} (supported: ${Object.keys(DTYPE_BYTES).join(', ')})`, name);
+    throw new SafetensorsError(
+      file,
+      `unknown dtype ${JSON.stringify(dtype)} (supported: ${Object.keys(DTYPE_BYTES).join(', ')})`,
+      name,
+    );
   }
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
     throw new SafetensorsError(file, `shape ${JSON.stringify(shape)} is not a list of non-negative integers`, name);
   }
-  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) || offsets[0] > offsets[1]) {
-    throw new SafetensorsError(file, `data_offsets ${JSON.stringify(offsets)} are not [begin, end] with begin ≤ end`, name);
+  if (
+    !Array.isArray(offsets) ||
+    offsets.length !== 2 ||
+    !offsets.every((o) => Number.isSafeInteger(o) && o >= 0) ||
+    offsets[0] > offsets[1]
+  ) {
+    throw new SafetensorsError(
+      file,
+      `data_offsets ${JSON.stringify(offsets)} are not [begin, end] with begin ≤ end`,
+      name,
+    );
   }
   const [begin, end] = offsets as [number, number];
   const expected = numel(shape) * DTYPE_BYTES[dtype as DType];
   if (end - begin !== expected) {
-    throw new SafetensorsError(file, `byte length ${end - begin} does not match shape ${JSON.stringify(shape)} × ${dtype} (${expected} bytes)`, name);
+    throw new SafetensorsError(
+      file,
+      `byte length ${end - begin} does not match shape ${JSON.stringify(shape)} × ${dtype} (${expected} bytes)`,
+      name,
+    );
   }
   if (end > dataLength) {
-    throw new SafetensorsError(file, `data_offsets end ${end} is outside the ${dataLength}-byte data section (truncated?)`, name);
+    throw new SafetensorsError(
+      file,
+      `data_offsets end ${end} is outside the ${dataLength}-byte data section (truncated?)`,
+      name,
+    );
   }
-  return { name, dtype: dtype as DType, shape: shape as number[], offset: dataStart + begin, byteLength: expected, file };
+  return {
+    name,
+    dtype: dtype as DType,
+    shape: shape as number[],
+    offset: dataStart + begin,
+    byteLength: expected,
+    file,
+  };
 }
 
 export type TensorToWrite = { name: string; dtype: DType; shape: number[]; data: Uint8Array | ArrayBufferView };
@@ -193,7 +248,11 @@ export function writeSafetensors(file: string, tensors: TensorToWrite[], metadat
     seen.add(t.name);
     const byteLength = numel(t.shape) * DTYPE_BYTES[t.dtype];
     if (t.data.byteLength !== byteLength) {
-      throw new SafetensorsError(file, `data is ${t.data.byteLength} bytes, shape ${JSON.stringify(t.shape)} × ${t.dtype} needs ${byteLength}`, t.name);
+      throw new SafetensorsError(
+        file,
+        `data is ${t.data.byteLength} bytes, shape ${JSON.stringify(t.shape)} × ${t.dtype} needs ${byteLength}`,
+        t.name,
+      );
     }
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + byteLength] };
     offset += byteLength;
@@ -204,5 +263,9 @@ export function writeSafetensors(file: string, tensors: TensorToWrite[], metadat
   const lengthBytes = Buffer.alloc(8);
   lengthBytes.writeBigUInt64LE(BigInt(headerBytes.length));
 
-  writeFileAtomic(file, [lengthBytes, headerBytes, ...tensors.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength))]);
+  writeFileAtomic(file, [
+    lengthBytes,
+    headerBytes,
+    ...tensors.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)),
+  ]);
 }

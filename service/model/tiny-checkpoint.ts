@@ -14,60 +14,158 @@ import { expectedTextTensors } from './names.ts';
 export const PRESETS = ['tiny', 'tiny-4b', 'gemma-3-1b-shape', 'gemma-3-4b-shape'] as const;
 export type Preset = (typeof PRESETS)[number];
 
-export const GENERATION_CONFIG = { bos_token_id: 2, cache_implementation: 'hybrid', do_sample: true, eos_token_id: [1, 106], pad_token_id: 0, top_k: 64, top_p: 0.95 };
+export const GENERATION_CONFIG = {
+  bos_token_id: 2,
+  cache_implementation: 'hybrid',
+  do_sample: true,
+  eos_token_id: [1, 106],
+  pad_token_id: 0,
+  top_k: 64,
+  top_p: 0.95,
+};
 
 /** config.json of each preset. The 4B-style ones are sparse like the hub file (defaults fill the rest). */
 export function presetConfig(preset: Preset): Record<string, unknown> {
   switch (preset) {
     case 'tiny':
       return {
-        architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', _name_or_path: 'iwibench/tiny',
-        hidden_size: 64, intermediate_size: 128, num_hidden_layers: 6, num_attention_heads: 4, num_key_value_heads: 1,
-        head_dim: 16, vocab_size: 262144, rope_theta: 1_000_000, rope_local_base_freq: 10_000, rope_scaling: null,
-        sliding_window: 8, sliding_window_pattern: 6, query_pre_attn_scalar: 16, rms_norm_eps: 1e-6,
-        final_logit_softcapping: null, attn_logit_softcapping: null, hidden_activation: 'gelu_pytorch_tanh',
-        max_position_embeddings: 32768, bos_token_id: 2, eos_token_id: [1, 106], pad_token_id: 0,
-        attention_bias: false, attention_dropout: 0.0, torch_dtype: 'bfloat16',
+        architectures: ['Gemma3ForCausalLM'],
+        model_type: 'gemma3_text',
+        _name_or_path: 'iwibench/tiny',
+        hidden_size: 64,
+        intermediate_size: 128,
+        num_hidden_layers: 6,
+        num_attention_heads: 4,
+        num_key_value_heads: 1,
+        head_dim: 16,
+        vocab_size: 262144,
+        rope_theta: 1_000_000,
+        rope_local_base_freq: 10_000,
+        rope_scaling: null,
+        sliding_window: 8,
+        sliding_window_pattern: 6,
+        query_pre_attn_scalar: 16,
+        rms_norm_eps: 1e-6,
+        final_logit_softcapping: null,
+        attn_logit_softcapping: null,
+        hidden_activation: 'gelu_pytorch_tanh',
+        max_position_embeddings: 32768,
+        bos_token_id: 2,
+        eos_token_id: [1, 106],
+        pad_token_id: 0,
+        attention_bias: false,
+        attention_dropout: 0.0,
+        torch_dtype: 'bfloat16',
       };
     case 'tiny-4b':
       return {
-        architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', _name_or_path: 'iwibench/tiny-4b',
-        boi_token_index: 255999, eoi_token_index: 256000, eos_token_id: [1, 106], image_token_index: 262144,
-        initializer_range: 0.02, mm_tokens_per_image: 4,
+        architectures: ['Gemma3ForConditionalGeneration'],
+        model_type: 'gemma3',
+        _name_or_path: 'iwibench/tiny-4b',
+        boi_token_index: 255999,
+        eoi_token_index: 256000,
+        eos_token_id: [1, 106],
+        image_token_index: 262144,
+        initializer_range: 0.02,
+        mm_tokens_per_image: 4,
         // Sparse like the hub file: vocab_size (262208), rope_theta, eps, … come from Gemma3TextConfig defaults.
         text_config: {
-          hidden_size: 64, intermediate_size: 192, model_type: 'gemma3_text', num_hidden_layers: 7,
-          num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16, query_pre_attn_scalar: 16,
-          rope_scaling: { factor: 8.0, rope_type: 'linear' }, sliding_window: 6,
+          hidden_size: 64,
+          intermediate_size: 192,
+          model_type: 'gemma3_text',
+          num_hidden_layers: 7,
+          num_attention_heads: 4,
+          num_key_value_heads: 2,
+          head_dim: 16,
+          query_pre_attn_scalar: 16,
+          rope_scaling: { factor: 8.0, rope_type: 'linear' },
+          sliding_window: 6,
         },
         torch_dtype: 'bfloat16',
-        vision_config: { hidden_size: 16, image_size: 28, intermediate_size: 32, model_type: 'siglip_vision_model', num_attention_heads: 2, num_hidden_layers: 1, patch_size: 14, vision_use_head: false },
+        vision_config: {
+          hidden_size: 16,
+          image_size: 28,
+          intermediate_size: 32,
+          model_type: 'siglip_vision_model',
+          num_attention_heads: 2,
+          num_hidden_layers: 1,
+          patch_size: 14,
+          vision_use_head: false,
+        },
       };
     case 'gemma-3-1b-shape':
       return {
-        architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', _name_or_path: 'iwibench/gemma-3-1b-shape',
-        hidden_size: 1152, intermediate_size: 6912, num_hidden_layers: 26, num_attention_heads: 4, num_key_value_heads: 1,
-        head_dim: 256, vocab_size: 262144, rope_theta: 1_000_000, rope_local_base_freq: 10_000, rope_scaling: null,
-        sliding_window: 512, sliding_window_pattern: 6, query_pre_attn_scalar: 256, rms_norm_eps: 1e-6,
-        final_logit_softcapping: null, attn_logit_softcapping: null, hidden_activation: 'gelu_pytorch_tanh',
-        max_position_embeddings: 32768, bos_token_id: 2, eos_token_id: [1, 106], pad_token_id: 0,
-        attention_bias: false, attention_dropout: 0.0, torch_dtype: 'bfloat16',
+        architectures: ['Gemma3ForCausalLM'],
+        model_type: 'gemma3_text',
+        _name_or_path: 'iwibench/gemma-3-1b-shape',
+        hidden_size: 1152,
+        intermediate_size: 6912,
+        num_hidden_layers: 26,
+        num_attention_heads: 4,
+        num_key_value_heads: 1,
+        head_dim: 256,
+        vocab_size: 262144,
+        rope_theta: 1_000_000,
+        rope_local_base_freq: 10_000,
+        rope_scaling: null,
+        sliding_window: 512,
+        sliding_window_pattern: 6,
+        query_pre_attn_scalar: 256,
+        rms_norm_eps: 1e-6,
+        final_logit_softcapping: null,
+        attn_logit_softcapping: null,
+        hidden_activation: 'gelu_pytorch_tanh',
+        max_position_embeddings: 32768,
+        bos_token_id: 2,
+        eos_token_id: [1, 106],
+        pad_token_id: 0,
+        attention_bias: false,
+        attention_dropout: 0.0,
+        torch_dtype: 'bfloat16',
       };
     case 'gemma-3-4b-shape':
       return {
-        architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', _name_or_path: 'iwibench/gemma-3-4b-shape',
-        boi_token_index: 255999, eoi_token_index: 256000, eos_token_id: [1, 106], image_token_index: 262144,
-        initializer_range: 0.02, mm_tokens_per_image: 256,
-        text_config: { hidden_size: 2560, intermediate_size: 10240, model_type: 'gemma3_text', num_hidden_layers: 34, rope_scaling: { factor: 8.0, rope_type: 'linear' }, sliding_window: 1024 },
+        architectures: ['Gemma3ForConditionalGeneration'],
+        model_type: 'gemma3',
+        _name_or_path: 'iwibench/gemma-3-4b-shape',
+        boi_token_index: 255999,
+        eoi_token_index: 256000,
+        eos_token_id: [1, 106],
+        image_token_index: 262144,
+        initializer_range: 0.02,
+        mm_tokens_per_image: 256,
+        text_config: {
+          hidden_size: 2560,
+          intermediate_size: 10240,
+          model_type: 'gemma3_text',
+          num_hidden_layers: 34,
+          rope_scaling: { factor: 8.0, rope_type: 'linear' },
+          sliding_window: 1024,
+        },
         torch_dtype: 'bfloat16',
-        vision_config: { hidden_size: 1152, image_size: 896, intermediate_size: 4304, model_type: 'siglip_vision_model', num_attention_heads: 16, num_hidden_layers: 27, patch_size: 14, vision_use_head: false },
+        vision_config: {
+          hidden_size: 1152,
+          image_size: 896,
+          intermediate_size: 4304,
+          model_type: 'siglip_vision_model',
+          num_attention_heads: 16,
+          num_hidden_layers: 27,
+          patch_size: 14,
+          vision_use_head: false,
+        },
       };
   }
 }
 
 /** SigLIP tower + projector tensor shapes of the 4B layout (gemma3.md §2.2), from vision_config. */
 function visionTensors(config: Record<string, unknown>, textHidden: number): Map<string, number[]> {
-  const v = config.vision_config as { hidden_size: number; intermediate_size: number; num_hidden_layers: number; image_size: number; patch_size: number };
+  const v = config.vision_config as {
+    hidden_size: number;
+    intermediate_size: number;
+    num_hidden_layers: number;
+    image_size: number;
+    patch_size: number;
+  };
   const H = v.hidden_size;
   const patches = (v.image_size / v.patch_size) ** 2;
   const shapes = new Map<string, number[]>();
@@ -107,7 +205,10 @@ function makeRandom(seed: number): () => number {
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
     return (z ^ (z >>> 16)) >>> 0;
   };
-  let a = splitmix(), b = splitmix(), c = splitmix(), d = splitmix();
+  let a = splitmix(),
+    b = splitmix(),
+    c = splitmix(),
+    d = splitmix();
   return () => {
     const t = (((a + b) >>> 0) + d) >>> 0;
     d = (d + 1) >>> 0;
@@ -148,13 +249,21 @@ export function makeTinyCheckpoint({ out, preset, seed }: MakeTinyOptions): stri
   const raw = presetConfig(preset);
   const config = parseGemma3Config(raw);
   const shapes = expectedTextTensors(config);
-  const vision = config.architecture === 'Gemma3ForConditionalGeneration' ? visionTensors(raw, config.hidden_size) : new Map<string, number[]>();
+  const vision =
+    config.architecture === 'Gemma3ForConditionalGeneration'
+      ? visionTensors(raw, config.hidden_size)
+      : new Map<string, number[]>();
 
   writeFolderAtomic(out, (temp) => {
     const random = makeRandom(seed);
     const tensors: TensorToWrite[] = [];
     for (const [name, shape] of [...shapes, ...vision]) {
-      tensors.push({ name, dtype: 'BF16', shape, data: randomBf16(numel(shape), stdFor(name, shape, config.hidden_size), random) });
+      tensors.push({
+        name,
+        dtype: 'BF16',
+        shape,
+        data: randomBf16(numel(shape), stdFor(name, shape, config.hidden_size), random),
+      });
     }
     const metadata = { format: 'pt', producer: `iwibench make-tiny-checkpoint --preset ${preset} --seed ${seed}` };
     if (vision.size > 0) {
@@ -170,13 +279,17 @@ export function makeTinyCheckpoint({ out, preset, seed }: MakeTinyOptions): stri
           totalSize += t.data.byteLength;
         }
       });
-      writeFileSync(path.join(temp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2));
+      writeFileSync(
+        path.join(temp, 'model.safetensors.index.json'),
+        JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2),
+      );
     } else {
       writeSafetensors(path.join(temp, 'model.safetensors'), tensors, metadata);
     }
     writeFileSync(path.join(temp, 'config.json'), JSON.stringify(raw, null, 2) + '\n');
     writeFileSync(path.join(temp, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
-    for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(path.join(gemma3TokenizerDir(), file), path.join(temp, file));
+    for (const file of ['tokenizer.json', 'tokenizer_config.json'])
+      copyFileSync(path.join(gemma3TokenizerDir(), file), path.join(temp, file));
   });
   return out;
 }

@@ -34,7 +34,10 @@ export class Tokenizer {
   }
 
   chatText(messages: ChatMessage[], addGenerationPrompt = true): string {
-    const text = this.inner.apply_chat_template(messages, { tokenize: false, add_generation_prompt: addGenerationPrompt });
+    const text = this.inner.apply_chat_template(messages, {
+      tokenize: false,
+      add_generation_prompt: addGenerationPrompt,
+    });
     if (typeof text !== 'string') throw new Error('tokenizer: chat template did not render a string');
     return text;
   }

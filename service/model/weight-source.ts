@@ -24,7 +24,10 @@ export function copyBf16(bits: Uint16Array): Uint16Array {
 /** A tensor's BF16 bits as stored, in shared memory; only BF16 checkpoints are served (every pinned target and our fixtures are). */
 export function readBf16(checkpoint: Checkpoint, name: string): Uint16Array {
   const info = checkpoint.info(name);
-  if (info.dtype !== 'BF16') throw new Error(`tensor "${name}" is ${info.dtype}; the engine holds weights as BF16, as the pinned checkpoints store them`);
+  if (info.dtype !== 'BF16')
+    throw new Error(
+      `tensor "${name}" is ${info.dtype}; the engine holds weights as BF16, as the pinned checkpoints store them`,
+    );
   const bits = allocateBf16(info.byteLength / 2);
   checkpoint.readBytes(name, new Uint8Array(bits.buffer));
   return bits;

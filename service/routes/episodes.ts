@@ -42,10 +42,17 @@ const errors = { '4xx': ref(ErrorReply), '5xx': ref(ErrorReply) };
 /** The episode a request concerns, for the error handler (it reports the budget with every tool error). */
 export const requestEpisodes = new WeakMap<FastifyRequest, EpisodeSession>();
 
-export async function episodeRoutes(plain: FastifyInstance, { target, registry, auth }: EpisodeRoutesOptions): Promise<void> {
+export async function episodeRoutes(
+  plain: FastifyInstance,
+  { target, registry, auth }: EpisodeRoutesOptions,
+): Promise<void> {
   const app = plain.withTypeProvider<TypeBoxTypeProvider>();
-  const admin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin']) };
-  const editorOrAdmin = { onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin', 'editor']) };
+  const admin = {
+    onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin']),
+  };
+  const editorOrAdmin = {
+    onRequest: async (request: FastifyRequest) => void auth.require(request.headers.authorization, ['admin', 'editor']),
+  };
 
   /** The episode of `:id`; an editor must also present that episode's key (X-Episode-Key), or gets 403 for any id. */
   const episodeOf = (request: FastifyRequest & { params: Static<typeof EpisodeParams> }): EpisodeSession => {
@@ -58,30 +65,46 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
   };
   const params = EpisodeParams;
 
-  app.post('/episodes', { ...admin, schema: { body: ref(EpisodeCreate), response: { 201: ref(EpisodeCreated), ...errors } } }, async (request, reply) => {
-    const spec = request.body;
-    const vocabulary = target.checkpoint.config.vocab_size;
-    const bad = spec.relevant_token_ids.find((id) => id >= vocabulary);
-    if (bad !== undefined) throw new IwiError('EPISODE_SPEC_INVALID', `relevant token id ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
-    const { episode, key } = registry.create(spec);
-    reply.code(201);
-    return { id: episode.id, episode_key: key, budget: episode.ledger.state() };
-  });
+  app.post(
+    '/episodes',
+    { ...admin, schema: { body: ref(EpisodeCreate), response: { 201: ref(EpisodeCreated), ...errors } } },
+    async (request, reply) => {
+      const spec = request.body;
+      const vocabulary = target.checkpoint.config.vocab_size;
+      const bad = spec.relevant_token_ids.find((id) => id >= vocabulary);
+      if (bad !== undefined)
+        throw new IwiError(
+          'EPISODE_SPEC_INVALID',
+          `relevant token id ${bad} is outside the vocabulary 0…${vocabulary - 1}`,
+        );
+      const { episode, key } = registry.create(spec);
+      reply.code(201);
+      return { id: episode.id, episode_key: key, budget: episode.ledger.state() };
+    },
+  );
 
   app.get('/episodes', { ...admin, schema: { response: { 200: ref(EpisodeList), ...errors } } }, async () => ({
     episodes: registry.list().map((e) => e.summary()),
   }));
-  app.get('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeSummary), ...errors } } }, async (request) =>
-    episodeOf(request).summary(),
+  app.get(
+    '/episodes/:id',
+    { ...admin, schema: { params, response: { 200: ref(EpisodeSummary), ...errors } } },
+    async (request) => episodeOf(request).summary(),
   );
-  app.delete('/episodes/:id', { ...admin, schema: { params, response: { 200: ref(EpisodeDeleted), ...errors } } }, async (request, reply) => {
-    const episode = episodeOf(request);
-    await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
-    return { id: episode.id, status: episode.status };
-  });
+  app.delete(
+    '/episodes/:id',
+    { ...admin, schema: { params, response: { 200: ref(EpisodeDeleted), ...errors } } },
+    async (request, reply) => {
+      const episode = episodeOf(request);
+      await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
+      return { id: episode.id, status: episode.status };
+    },
+  );
 
-  app.get('/episodes/:id/brief', { ...editorOrAdmin, schema: { params, response: { 200: ref(EpisodeBrief), ...errors } } }, async (request) =>
-    editorBrief(target, episodeOf(request)),
+  app.get(
+    '/episodes/:id/brief',
+    { ...editorOrAdmin, schema: { params, response: { 200: ref(EpisodeBrief), ...errors } } },
+    async (request) => editorBrief(target, episodeOf(request)),
   );
 
   const manifestSchema = { params, querystring: ManifestQuery, response: { 200: ref(ManifestReply), ...errors } };
@@ -97,19 +120,23 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
     return { count: tensors.length, tensors };
   });
 
-  app.post('/episodes/:id/turn', { ...editorOrAdmin, schema: { params, response: { 200: ref(TurnReply), ...errors } } }, async (request, reply) => {
-    const episode = episodeOf(request);
-    return target.queue.run(
-      episode.id,
-      async () => {
-        episode.requireActive();
-        episode.ledger.turn();
-        episode.persist();
-        return { budget: episode.ledger.state() };
-      },
-      { signal: disconnectSignal(reply) },
-    );
-  });
+  app.post(
+    '/episodes/:id/turn',
+    { ...editorOrAdmin, schema: { params, response: { 200: ref(TurnReply), ...errors } } },
+    async (request, reply) => {
+      const episode = episodeOf(request);
+      return target.queue.run(
+        episode.id,
+        async () => {
+          episode.requireActive();
+          episode.ledger.turn();
+          episode.persist();
+          return { budget: episode.ledger.state() };
+        },
+        { signal: disconnectSignal(reply) },
+      );
+    },
+  );
 
   for (const tool of TOOL_NAMES) {
     // The body schema is the tool's parameters as the editor sees them (service/tools/schemas.ts): the same object.
@@ -130,17 +157,32 @@ export async function episodeRoutes(plain: FastifyInstance, { target, registry, 
     });
   }
 
-  app.post('/episodes/:id/submit', { ...editorOrAdmin, schema: { params, response: { 200: ref(SubmitReply), ...errors } } }, async (request, reply) => {
-    const episode = episodeOf(request);
-    return target.queue.run(
-      episode.id,
-      async () => {
-        const patch = registry.submit(episode, { package: 'iwibench-ts', package_version: PACKAGE_VERSION, model: target.modelId, revision: target.checkpoint.revision });
-        return { id: episode.id, status: episode.status, patch, model: `${target.modelId}+patch:${patch.sha256}`, budget: episode.ledger.state() };
-      },
-      { signal: disconnectSignal(reply) },
-    );
-  });
+  app.post(
+    '/episodes/:id/submit',
+    { ...editorOrAdmin, schema: { params, response: { 200: ref(SubmitReply), ...errors } } },
+    async (request, reply) => {
+      const episode = episodeOf(request);
+      return target.queue.run(
+        episode.id,
+        async () => {
+          const patch = registry.submit(episode, {
+            package: 'iwibench-ts',
+            package_version: PACKAGE_VERSION,
+            model: target.modelId,
+            revision: target.checkpoint.revision,
+          });
+          return {
+            id: episode.id,
+            status: episode.status,
+            patch,
+            model: `${target.modelId}+patch:${patch.sha256}`,
+            budget: episode.ledger.state(),
+          };
+        },
+        { signal: disconnectSignal(reply) },
+      );
+    },
+  );
 }
 
 /** A tool's name with its body, typed by the tool's schema. */

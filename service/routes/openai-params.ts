@@ -21,7 +21,11 @@ const common = {
   seed: nullable({ type: 'integer' }),
   stop: { anyOf: [{ type: 'string' }, { type: 'array', maxItems: 8, items: { type: 'string' } }, { type: 'null' }] },
   stream: nullable({ type: 'boolean' }),
-  stream_options: nullable({ type: 'object', properties: { include_usage: { type: 'boolean' } }, additionalProperties: false }),
+  stream_options: nullable({
+    type: 'object',
+    properties: { include_usage: { type: 'boolean' } },
+    additionalProperties: false,
+  }),
 };
 
 const contentSchema = {
@@ -29,7 +33,12 @@ const contentSchema = {
     { type: 'string' },
     {
       type: 'array',
-      items: { type: 'object', properties: { type: { const: 'text' }, text: { type: 'string' } }, required: ['type', 'text'], additionalProperties: false },
+      items: {
+        type: 'object',
+        properties: { type: { const: 'text' }, text: { type: 'string' } },
+        required: ['type', 'text'],
+        additionalProperties: false,
+      },
     },
   ],
 };
@@ -128,16 +137,25 @@ export class OpenAIParameterError extends IwiError {
 export function checkParameters(body: ChatBody | CompletionBody, kind: 'chat' | 'text'): void {
   for (const [param, { value, why }] of Object.entries(NEUTRAL)) {
     const given = body[param as keyof typeof NEUTRAL];
-    if (given != null && given !== value) throw new OpenAIParameterError(param, `${param} ${quote(given)} is not supported: ${why} (send ${value} or omit it)`);
+    if (given != null && given !== value)
+      throw new OpenAIParameterError(
+        param,
+        `${param} ${quote(given)} is not supported: ${why} (send ${value} or omit it)`,
+      );
   }
-  if (body.stream_options != null && body.stream !== true) throw new OpenAIParameterError('stream_options', 'stream_options applies only with stream: true');
+  if (body.stream_options != null && body.stream !== true)
+    throw new OpenAIParameterError('stream_options', 'stream_options applies only with stream: true');
   if (kind === 'chat') {
     const chat = body as ChatBody;
-    if (chat.top_logprobs != null && chat.logprobs !== true) throw new OpenAIParameterError('top_logprobs', 'top_logprobs needs logprobs: true');
+    if (chat.top_logprobs != null && chat.logprobs !== true)
+      throw new OpenAIParameterError('top_logprobs', 'top_logprobs needs logprobs: true');
   } else {
     const text = body as CompletionBody;
     if (text.max_tokens === 0 && text.echo !== true) {
-      throw new OpenAIParameterError('max_tokens', 'max_tokens 0 generates nothing: it is only taken with echo: true, to score the prompt');
+      throw new OpenAIParameterError(
+        'max_tokens',
+        'max_tokens 0 generates nothing: it is only taken with echo: true, to score the prompt',
+      );
     }
   }
 }
@@ -148,7 +166,11 @@ export function describeOpenAIValidation(error: FastifyError): { message: string
   const params = first.params as Record<string, unknown>;
   const property = params.additionalProperty ?? params.missingProperty;
   const segments = [...first.instancePath.split('/').slice(1), ...(typeof property === 'string' ? [property] : [])];
-  const param = segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('').slice(0, QUOTE_LIMIT) || null;
+  const param =
+    segments
+      .map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`))
+      .join('')
+      .slice(0, QUOTE_LIMIT) || null;
   if (first.keyword === 'additionalProperties' && first.instancePath === '') {
     const message = `Unrecognized request argument supplied: ${quote(property)} (this service does not support it; the README lists those it takes)`;
     return { message, param };

@@ -64,18 +64,35 @@ type Run = {
 /** Called while a prompt runs (streaming): after its echo is scored, and after each generated token. */
 type RunHooks = { echoed?: (run: Run) => void; token?: (run: Run) => void };
 
-export async function openaiRoutes(app: FastifyInstance, { target, registry, auth }: OpenAIRoutesOptions): Promise<void> {
+export async function openaiRoutes(
+  app: FastifyInstance,
+  { target, registry, auth }: OpenAIRoutesOptions,
+): Promise<void> {
   const { tokenizer } = target;
   app.addHook('onRequest', async (request) => void auth.require(request.headers.authorization, ['admin']));
   app.setErrorHandler((error: FastifyError | IwiError, request, reply) => {
     const invalid = !isIwiError(error) && error.validation !== undefined;
     const status = isIwiError(error) ? httpStatus(error) : invalid ? 400 : ((error as FastifyError).statusCode ?? 500);
     if (status >= 500) request.log.error(error);
-    const type = status === 401 ? 'authentication_error' : status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
+    const type =
+      status === 401
+        ? 'authentication_error'
+        : status === 404
+          ? 'not_found_error'
+          : status >= 500
+            ? 'server_error'
+            : 'invalid_request_error';
     const { message, param } = invalid
       ? describeOpenAIValidation(error)
       : { message: error.message, param: error instanceof OpenAIParameterError ? error.param : null };
-    reply.code(status).send({ error: { message: boundedMessage(message), type, param, code: isIwiError(error) ? error.code : (error.code ?? null) } });
+    reply.code(status).send({
+      error: {
+        message: boundedMessage(message),
+        type,
+        param,
+        code: isIwiError(error) ? error.code : (error.code ?? null),
+      },
+    });
   });
 
   // Keyed by patch id, i.e. by content: an entry is served only while its folder's files are the ones whose bytes
@@ -87,7 +104,11 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     if (model === target.modelId) return target.pristine;
     const match = /^(.+)\+patch:([0-9a-f]{64})$/.exec(model);
     const dir = match && match[1] === target.modelId ? registry.patches.get(match[2]!) : undefined;
-    if (!match || !dir) throw new IwiError('MODEL_NOT_FOUND', `model ${quote(model)} is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`);
+    if (!match || !dir)
+      throw new IwiError(
+        'MODEL_NOT_FOUND',
+        `model ${quote(model)} is not served here (GET /v1/models lists ${target.modelId} and its submitted patches)`,
+      );
     const id = match[2]!;
     const files = fileStamps(dir); // taken before reading: a change while reading shows at the next request
     const cached = patchSources.get(id);
@@ -101,7 +122,9 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
 
   app.get('/models', async () => ({
     object: 'list',
-    data: [target.modelId, ...[...registry.patches.keys()].map((sha) => `${target.modelId}+patch:${sha}`)].map((id) => ({ id, object: 'model', created: 0, owned_by: 'iwibench' })),
+    data: [target.modelId, ...[...registry.patches.keys()].map((sha) => `${target.modelId}+patch:${sha}`)].map(
+      (id) => ({ id, object: 'model', created: 0, owned_by: 'iwibench' }),
+    ),
   }));
 
   app.post('/chat/completions', { schema: { body: CHAT_SCHEMA } }, async (request, reply) => {
@@ -117,7 +140,9 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       topK: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
       echo: false,
     };
-    return body.stream ? stream(reply, ask, [ids], body.stream_options?.include_usage === true) : respond(reply, ask, [ids]);
+    return body.stream
+      ? stream(reply, ask, [ids], body.stream_options?.include_usage === true)
+      : respond(reply, ask, [ids]);
   });
 
   app.post('/completions', { schema: { body: COMPLETION_SCHEMA } }, async (request, reply) => {
@@ -133,19 +158,33 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       topK: body.logprobs ?? null,
       echo: body.echo === true,
     };
-    return body.stream ? stream(reply, ask, prompts, body.stream_options?.include_usage === true) : respond(reply, ask, prompts);
+    return body.stream
+      ? stream(reply, ask, prompts, body.stream_options?.include_usage === true)
+      : respond(reply, ask, prompts);
   });
 
   /** Token ids of each prompt: a text after a BOS (as `Tokenizer.encode`), token ids exactly as given. */
   function completionPrompts(prompt: CompletionBody['prompt']): number[][] {
-    const list = typeof prompt === 'string' ? [prompt] : typeof prompt[0] === 'number' ? [prompt as number[]] : (prompt as (string | number[])[]);
+    const list =
+      typeof prompt === 'string'
+        ? [prompt]
+        : typeof prompt[0] === 'number'
+          ? [prompt as number[]]
+          : (prompt as (string | number[])[]);
     const vocabulary = target.checkpoint.config.vocab_size;
     return list.map((p, i) => {
       if (typeof p === 'string') return target.promptIds({ prompt: p });
-      if (p.length > LIMITS.promptTokens) throw new OpenAIParameterError('prompt', `prompt ${i} has ${p.length} tokens; the limit is ${LIMITS.promptTokens}`);
+      if (p.length > LIMITS.promptTokens)
+        throw new OpenAIParameterError(
+          'prompt',
+          `prompt ${i} has ${p.length} tokens; the limit is ${LIMITS.promptTokens}`,
+        );
       const bad = p.findIndex((id) => id < 0 || id >= vocabulary);
       if (bad >= 0) {
-        throw new OpenAIParameterError('prompt', `prompt ${i}: token id ${p[bad]} at position ${bad} is outside the vocabulary 0…${vocabulary - 1}`);
+        throw new OpenAIParameterError(
+          'prompt',
+          `prompt ${i}: token id ${p[bad]} at position ${bad} is outside the vocabulary 0…${vocabulary - 1}`,
+        );
       }
       return p;
     });
@@ -160,14 +199,26 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
     let echo: Run['echo'] = null;
     if (ask.echo) {
       const { text, offsets } = textOffsets(tokenizer, ids);
-      echo = { text, offsets, logprobs: ask.topK === null ? null : await promptLogprobs(target.engine, ids, ask.weights, ask.topK, control) };
+      echo = {
+        text,
+        offsets,
+        logprobs: ask.topK === null ? null : await promptLogprobs(target.engine, ids, ask.weights, ask.topK, control),
+      };
     }
-    const run: Run = { promptIds: ids, echo, outputIds: [], offsets: new TextOffsets(tokenizer, echo?.text.length ?? 0), generated: null, result: null };
+    const run: Run = {
+      promptIds: ids,
+      echo,
+      outputIds: [],
+      offsets: new TextOffsets(tokenizer, echo?.text.length ?? 0),
+      generated: null,
+      result: null,
+    };
     hooks.echoed?.(run);
     if (ask.maxNewTokens === 0) return run;
     const generated = ask.topK === null ? null : new GenerationLogprobs(ask.topK);
     run.generated = generated;
-    const stopAtString = (_: number, outputIds: readonly number[]) => cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped;
+    const stopAtString = (_: number, outputIds: readonly number[]) =>
+      cutAtStop(tokenizer.decode([...outputIds]), ask.stops).stopped;
     const stopWhen = ask.stops.length > 0 ? stopAtString : undefined;
     const [result] = await target.engine.generate([ids], {
       maxNewTokens: ask.maxNewTokens,
@@ -191,7 +242,11 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   function generatedText(run: Run, ask: Ask): { text: string; stopped: boolean; shown: number } {
     const { text, stopped } = cutAtStop(tokenizer.decode(run.outputIds), ask.stops);
     const end = (run.echo?.text.length ?? 0) + text.length;
-    return { text, stopped, shown: stopped ? run.offsets.offsets.filter((offset) => offset < end).length : run.outputIds.length };
+    return {
+      text,
+      stopped,
+      shown: stopped ? run.offsets.offsets.filter((offset) => offset < end).length : run.outputIds.length,
+    };
   }
 
   function finishReason(run: Run): 'stop' | 'length' {
@@ -213,8 +268,10 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       topLogprobs.push(entry ? topDict(entry) : null);
       textOffset.push(offset);
     };
-    if (parts.echo && run.echo) run.promptIds.forEach((id, i) => add(id, i === 0 ? null : run.echo!.logprobs![i - 1]!, run.echo!.offsets[i]!));
-    for (let i = parts.from ?? 0; i < (parts.to ?? 0); i++) add(run.outputIds[i]!, run.generated!.tokens[i]!, run.offsets.offsets[i]!);
+    if (parts.echo && run.echo)
+      run.promptIds.forEach((id, i) => add(id, i === 0 ? null : run.echo!.logprobs![i - 1]!, run.echo!.offsets[i]!));
+    for (let i = parts.from ?? 0; i < (parts.to ?? 0); i++)
+      add(run.outputIds[i]!, run.generated!.tokens[i]!, run.offsets.offsets[i]!);
     const stop = parts.stop ? run.generated?.stop : null;
     if (stop) add(stop.id, stop, (run.echo?.text.length ?? 0) + tokenizer.decode(run.outputIds).length); // after all the text
     return { tokens, token_logprobs: tokenLogprobs, top_logprobs: topLogprobs, text_offset: textOffset };
@@ -235,7 +292,13 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       const { token, bytes } = showToken(tokenizer, id);
       return { token, logprob, bytes };
     };
-    return { content: entries.map((e) => ({ ...shown(e.id, e.logprob), top_logprobs: e.top.map((t) => shown(t.id, t.logprob)) })), refusal: null };
+    return {
+      content: entries.map((e) => ({
+        ...shown(e.id, e.logprob),
+        top_logprobs: e.top.map((t) => shown(t.id, t.logprob)),
+      })),
+      refusal: null,
+    };
   }
 
   /** Usage as OpenAI counts it: echoed prompt tokens count again as completion tokens. */
@@ -248,14 +311,21 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   async function respond(reply: FastifyReply, ask: Ask, prompts: number[][]) {
     const signal = disconnectSignal(reply);
     const runs: Run[] = [];
-    for (const ids of prompts) runs.push(await target.queue.run('openai', (slice) => runPrompt(ids, ask, slice), { signal }));
+    for (const ids of prompts)
+      runs.push(await target.queue.run('openai', (slice) => runPrompt(ids, ask, slice), { signal }));
     const choices = runs.map((run, index) => {
       const generated = generatedText(run, ask);
       if (ask.kind === 'chat') {
         const logprobs = ask.topK === null ? null : chatLogprobs(run.generated?.tokens.slice(0, generated.shown) ?? []);
-        return { index, message: { role: 'assistant', content: generated.text }, logprobs, finish_reason: finishReason(run) };
+        return {
+          index,
+          message: { role: 'assistant', content: generated.text },
+          logprobs,
+          finish_reason: finishReason(run),
+        };
       }
-      const logprobs = ask.topK === null ? null : legacyLogprobs(run, { echo: true, to: generated.shown, stop: !generated.stopped });
+      const logprobs =
+        ask.topK === null ? null : legacyLogprobs(run, { echo: true, to: generated.shown, stop: !generated.stopped });
       return { index, text: (run.echo?.text ?? '') + generated.text, logprobs, finish_reason: finishReason(run) };
     });
     const object = ask.kind === 'chat' ? 'chat.completion' : 'text_completion';
@@ -269,23 +339,54 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
   async function stream(reply: FastifyReply, ask: Ask, prompts: number[][], includeUsage: boolean): Promise<void> {
     const signal = disconnectSignal(reply);
     reply.hijack();
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    reply.raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     const send = (data: unknown) => void (reply.raw.destroyed || reply.raw.write(`data: ${JSON.stringify(data)}\n\n`));
-    const head = { id: completionId(ask), object: ask.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: now(), model: ask.model };
+    const head = {
+      id: completionId(ask),
+      object: ask.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+      created: now(),
+      model: ask.model,
+    };
     const holdBack = Math.max(0, ...ask.stops.map((s) => s.length - 1));
     const runs: Run[] = [];
     try {
       for (const [index, ids] of prompts.entries()) {
         // One choice's chunk: text, the generated tokens [from, to) and (completions) the echo or the stop token.
-        const chunk = (run: Run, text: string, from: number, to: number, finish: string | null, extra: { echo?: boolean; stop?: boolean } = {}) => {
+        const chunk = (
+          run: Run,
+          text: string,
+          from: number,
+          to: number,
+          finish: string | null,
+          extra: { echo?: boolean; stop?: boolean } = {},
+        ) => {
           if (ask.kind === 'chat') {
-            const logprobs = ask.topK === null || to === from ? null : chatLogprobs(run.generated!.tokens.slice(from, to));
-            return { ...head, choices: [{ index, delta: text === '' && finish !== null ? {} : { content: text }, logprobs, finish_reason: finish }] };
+            const logprobs =
+              ask.topK === null || to === from ? null : chatLogprobs(run.generated!.tokens.slice(from, to));
+            return {
+              ...head,
+              choices: [
+                {
+                  index,
+                  delta: text === '' && finish !== null ? {} : { content: text },
+                  logprobs,
+                  finish_reason: finish,
+                },
+              ],
+            };
           }
           const logprobs = ask.topK === null ? null : legacyLogprobs(run, { ...extra, from, to });
           return { ...head, choices: [{ index, text, logprobs, finish_reason: finish }] };
         };
-        if (ask.kind === 'chat') send({ ...head, choices: [{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
+        if (ask.kind === 'chat')
+          send({
+            ...head,
+            choices: [{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+          });
         let emitted = 0;
         let sent = 0;
         const emit = (run: Run, final: boolean) => {
@@ -318,7 +419,8 @@ export async function openaiRoutes(app: FastifyInstance, { target, registry, aut
       if (includeUsage) send({ ...head, choices: [], usage: usageOf(runs, ask) });
     } catch (error) {
       const message = boundedMessage((error as Error).message);
-      if ((error as Error).name !== 'AbortError') send({ error: { message, type: 'server_error', param: null, code: null } });
+      if ((error as Error).name !== 'AbortError')
+        send({ error: { message, type: 'server_error', param: null, code: null } });
     }
     reply.raw.end('data: [DONE]\n\n');
   }
@@ -335,7 +437,8 @@ function stopsOf(stop: string | string[] | null | undefined): string[] {
 }
 
 function toChatMessage(message: ChatBody['messages'][number]): ChatMessage {
-  const content = typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
+  const content =
+    typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
   const role = message.role === 'developer' ? 'system' : (message.role as ChatMessage['role']);
   return { role, content };
 }

@@ -12,6 +12,7 @@ export type ToolContext = { ledger: BudgetLedger; weights: WeightSource; store: 
 export function checkSequence(sequence: Partial<{ messages: ChatMessage[]; prompt: string }>): SequenceInput {
   const hasMessages = sequence.messages !== undefined;
   const hasPrompt = sequence.prompt !== undefined;
-  if (hasMessages === hasPrompt) throw new IwiError('REQUEST_INVALID', 'each sequence needs exactly one of "messages" or "prompt"');
+  if (hasMessages === hasPrompt)
+    throw new IwiError('REQUEST_INVALID', 'each sequence needs exactly one of "messages" or "prompt"');
   return hasMessages ? { messages: sequence.messages! } : { prompt: sequence.prompt! };
 }

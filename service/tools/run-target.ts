@@ -25,7 +25,9 @@ export async function runTarget(target: Target, context: ToolContext, args: RunT
   let base: GenerateResult[] | undefined;
   try {
     edited = await target.engine.generate(prompts, { maxNewTokens, weights: context.weights, ...control });
-    base = compare ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, ...control }) : undefined;
+    base = compare
+      ? await target.engine.generate(prompts, { maxNewTokens, weights: target.pristine, ...control })
+      : undefined;
   } catch (error) {
     // A call stopped by the time limit has used the target: it is charged its reservation (a cancelled one is not).
     if (isIwiError(error, 'CALL_TIME_LIMIT')) context.ledger.charge(charge, charge.forwardTokens!);

@@ -11,7 +11,7 @@ const define = (name: ToolName, description: string[]): ToolDefinition => ({
 });
 
 export const READ_WEIGHTS = define('read_weights', [
-  'Read the target\'s weights (your episode\'s current values, exact BF16). Ops:',
+  "Read the target's weights (your episode's current values, exact BF16). Ops:",
   '- metadata: manifest rows (name, shape, dtype, writable, aliases, layer, kind), optionally filtered.',
   `- slice: values of a tensor or array handle slice; more than ${LIMITS.inlineElements} values (or as_handle) come back as an array handle you can pass to write_weights.`,
   '- summary: count, mean, std, min, max, abs-mean, L2 norm, fraction of zeros, row/column L2-norm quantiles of a tensor or slice.',
@@ -19,7 +19,7 @@ export const READ_WEIGHTS = define('read_weights', [
 ]);
 
 export const WRITE_WEIGHTS = define('write_weights', [
-  'Edit the target\'s weights; every op is validated in full before anything changes, values are rounded to BF16 (nearest, ties to even; NaN/Inf refused), and the result gives the changed elements and ‖Δ‖_F. Ops:',
+  "Edit the target's weights; every op is validated in full before anything changes, values are rounded to BF16 (nearest, ties to even; NaN/Inf refused), and the result gives the changed elements and ‖Δ‖_F. Ops:",
   '- replace: tensor[slice] ← values',
   '- fill: tensor[slice] ← value',
   '- scale: tensor[slice] ×= factor',
@@ -39,7 +39,7 @@ export const INSPECT_TARGET = define('inspect_target', [
   `Teacher-forced inspection of up to ${LIMITS.inspectSequences} sequences (prompt + optional continuation text) on your edited weights:`,
   `per position the log-probability of the actual next token and the top-k next tokens, and, for up to ${LIMITS.inspectLayers} layers, the`,
   'residual stream after that decoder layer (0-based) as an array handle [positions, hidden_size] usable in write_weights.',
-  'positions: [start, stop) over the full token sequence, negative = from the end (default: the continuation\'s predicting positions, or the last 8).',
+  "positions: [start, stop) over the full token sequence, negative = from the end (default: the continuation's predicting positions, or the last 8).",
   'Forward tokens: the full length of every sequence.',
 ]);
 

@@ -5,7 +5,18 @@
 // adapter in OUT/peft/ (not at the top level: transformers would then load OUT as an adapter). The adapter is the
 // exact float32 sum of the ops' α·U·Vᵀ; the patched checkpoint rounds after every op, so the two agree up to BF16
 // rounding, not bit for bit.
-import { closeSync, copyFileSync, cpSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { Checkpoint } from '../model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../model/safetensors.ts';
@@ -27,11 +38,19 @@ export type ExportResult = {
 };
 
 /** Write `outDir` (refused if it exists unless `overwrite`), atomically: a temp folder renamed into place. */
-export function exportPatched(options: { checkpoint: Checkpoint; patch: PatchRef; outDir: string; peft?: boolean; overwrite?: boolean }): ExportResult {
+export function exportPatched(options: {
+  checkpoint: Checkpoint;
+  patch: PatchRef;
+  outDir: string;
+  peft?: boolean;
+  overwrite?: boolean;
+}): ExportResult {
   const { checkpoint } = options;
   const outDir = path.resolve(options.outDir);
-  if (existsSync(outDir) && !options.overwrite) throw new IwiError('PATCH_EXISTS', `output folder ${outDir} already exists`);
-  if (!path.relative(checkpoint.dir, outDir).startsWith('..')) throw new Error(`output folder ${outDir} must not lie inside the checkpoint folder ${checkpoint.dir}`);
+  if (existsSync(outDir) && !options.overwrite)
+    throw new IwiError('PATCH_EXISTS', `output folder ${outDir} already exists`);
+  if (!path.relative(checkpoint.dir, outDir).startsWith('..'))
+    throw new Error(`output folder ${outDir} must not lie inside the checkpoint folder ${checkpoint.dir}`);
   const { tensors, ops, patch } = replayPatch(checkpoint, options.patch.dir, options.patch.id);
   const manifest = Manifest.fromCheckpoint(checkpoint);
   const adapter = options.peft ? peftAdapter(checkpoint, manifest, ops) : undefined; // refuse before writing anything
@@ -61,21 +80,31 @@ export function exportPatched(options: { checkpoint: Checkpoint; patch: PatchRef
       writeSafetensors(path.join(dir, 'adapter_model.safetensors'), adapter.tensors, { format: 'pt' });
       peft = { dir: path.join(outDir, 'peft'), rank: adapter.rank, modules: adapter.modules };
     }
-    return { outDir, patchId: patch.id, tensors: [...tensors.keys()], shards: [...shards].sort(), ...(peft ? { peft } : {}) };
+    return {
+      outDir,
+      patchId: patch.id,
+      tensors: [...tensors.keys()],
+      shards: [...shards].sort(),
+      ...(peft ? { peft } : {}),
+    };
   });
 }
 
 /** Shard files of the checkpoint that store a tensor of this exact name (a stored tied head is not in checkpoint.tensors). */
 function shardsHolding(checkpoint: Checkpoint, name: string): string[] {
-  const files = readdirSync(checkpoint.dir).filter((f) => f.endsWith('.safetensors') && statSync(path.join(checkpoint.dir, f)).isFile());
-  return files.map((f) => path.join(checkpoint.dir, f)).filter((file) => {
-    const shard = SafetensorsFile.open(file);
-    try {
-      return shard.tensors.has(name);
-    } finally {
-      shard.close();
-    }
-  });
+  const files = readdirSync(checkpoint.dir).filter(
+    (f) => f.endsWith('.safetensors') && statSync(path.join(checkpoint.dir, f)).isFile(),
+  );
+  return files
+    .map((f) => path.join(checkpoint.dir, f))
+    .filter((file) => {
+      const shard = SafetensorsFile.open(file);
+      try {
+        return shard.tensors.has(name);
+      } finally {
+        shard.close();
+      }
+    });
 }
 
 /** Replace one tensor's bytes in a copied shard; the header already describes them (same dtype and shape). */
@@ -84,19 +113,27 @@ function overwriteTensor(file: string, name: string, bytes: Uint8Array): void {
   const info = shard.info(name);
   shard.close();
   if (info.dtype !== 'BF16' || info.byteLength !== bytes.byteLength) {
-    throw new Error(`${path.basename(file)}: tensor "${name}" is ${info.dtype} ${JSON.stringify(info.shape)}, cannot take ${bytes.byteLength} BF16 bytes`);
+    throw new Error(
+      `${path.basename(file)}: tensor "${name}" is ${info.dtype} ${JSON.stringify(info.shape)}, cannot take ${bytes.byteLength} BF16 bytes`,
+    );
   }
   const fd = openSync(file, 'r+');
   try {
     let done = 0;
-    while (done < bytes.length) done += writeSync(fd, bytes, done, Math.min(1 << 30, bytes.length - done), info.offset + done);
+    while (done < bytes.length)
+      done += writeSync(fd, bytes, done, Math.min(1 << 30, bytes.length - done), info.offset + done);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
 }
 
-type Adapter = { config: Record<string, unknown>; tensors: { name: string; dtype: 'F32'; shape: number[]; data: Float32Array }[]; rank: number; modules: string[] };
+type Adapter = {
+  config: Record<string, unknown>;
+  tensors: { name: string; dtype: 'F32'; shape: number[]; data: Float32Array }[];
+  rank: number;
+  modules: string[];
+};
 
 /**
  * The LoRA adapter equivalent to a patch of low_rank_add ops: per module, B [out, r] and A [r, in] with the ops'
@@ -107,10 +144,14 @@ function peftAdapter(checkpoint: Checkpoint, manifest: Manifest, ops: WriteOp[])
   if (ops.length === 0) throw new IwiError('PEFT_UNSUPPORTED', 'the patch has no ops: there is no adapter to write');
   const perModule = new Map<string, Extract<WriteOp, { op: 'low_rank_add' }>[]>();
   ops.forEach((op, i) => {
-    if (op.op !== 'low_rank_add') throw new IwiError('PEFT_UNSUPPORTED', `op ${i} is ${op.op}; a PEFT LoRA adapter can only hold low_rank_add ops`);
+    if (op.op !== 'low_rank_add')
+      throw new IwiError('PEFT_UNSUPPORTED', `op ${i} is ${op.op}; a PEFT LoRA adapter can only hold low_rank_add ops`);
     const row = manifest.resolve(op.tensor);
     if (row.kind !== 'attention' && row.kind !== 'mlp') {
-      throw new IwiError('PEFT_UNSUPPORTED', `op ${i} edits "${row.name}" (${row.kind}); LoRA here covers the attention and MLP projections only (a LoRA on the tied embedding would miss the LM head)`);
+      throw new IwiError(
+        'PEFT_UNSUPPORTED',
+        `op ${i} edits "${row.name}" (${row.kind}); LoRA here covers the attention and MLP projections only (a LoRA on the tied embedding would miss the LM head)`,
+      );
     }
     perModule.set(row.name, [...(perModule.get(row.name) ?? []), op]);
   });
@@ -126,7 +167,8 @@ function peftAdapter(checkpoint: Checkpoint, manifest: Manifest, ops: WriteOp[])
       const [rows, cols] = resolveSlice(op.slice, [out, inp], name).dims as [DimSelection, DimSelection]; // both kept: the selection is 2-d
       const r = op.u.shape[1]!;
       for (let i = 0; i < rows.count; i++) {
-        for (let k = 0; k < r; k++) B[(rows.start + i * rows.step) * rank + offset + k] = op.alpha * op.u.data[i * r + k]!;
+        for (let k = 0; k < r; k++)
+          B[(rows.start + i * rows.step) * rank + offset + k] = op.alpha * op.u.data[i * r + k]!;
       }
       for (let j = 0; j < cols.count; j++) {
         for (let k = 0; k < r; k++) A[(offset + k) * inp + cols.start + j * cols.step] = op.v.data[j * r + k]!;

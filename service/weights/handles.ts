@@ -29,13 +29,19 @@ export class HandleStore {
 
   /** Store `data` (taken over, not copied) for `episode`; evicts that episode's least recently used handles to fit. */
   create(episode: string, data: Float32Array, shape: number[], origin: string): HandleInfo {
-    if (data.length !== numel(shape)) throw new Error(`handle data has ${data.length} values, shape ${JSON.stringify(shape)} needs ${numel(shape)}`);
+    if (data.length !== numel(shape))
+      throw new Error(`handle data has ${data.length} values, shape ${JSON.stringify(shape)} needs ${numel(shape)}`);
     const bytes = data.byteLength;
     this.checkFits(bytes, shape, origin);
     const state = this.state(episode);
     for (const [id, handle] of state.live) {
       if (state.live.size < this.limits.handleCount && state.bytes + bytes <= this.limits.handleBytes) break;
-      this.drop(state, id, handle, `evicted to stay within ${this.limits.handleCount} handles / ${formatBytes(this.limits.handleBytes)} per episode (least recently used first)`);
+      this.drop(
+        state,
+        id,
+        handle,
+        `evicted to stay within ${this.limits.handleCount} handles / ${formatBytes(this.limits.handleBytes)} per episode (least recently used first)`,
+      );
     }
     const id = `h${this.next++}`;
     state.live.set(id, { id, shape: [...shape], data, origin });
@@ -55,13 +61,18 @@ export class HandleStore {
 
   /** The handle `id` of `episode`; marks it as recently used. */
   get(episode: string, id: unknown): ArrayHandle {
-    if (typeof id !== 'string') throw new IwiError('HANDLE_NOT_FOUND', `a handle id must be a string like "h12", got ${quote(id)}`);
+    if (typeof id !== 'string')
+      throw new IwiError('HANDLE_NOT_FOUND', `a handle id must be a string like "h12", got ${quote(id)}`);
     const owner = this.owner.get(id);
     if (owner === undefined) throw new IwiError('HANDLE_NOT_FOUND', `no array handle ${quote(id)} was ever issued`);
     if (owner !== episode) throw new IwiError('HANDLE_FOREIGN', `array handle "${id}" belongs to another episode`);
     const state = this.state(episode);
     const handle = state.live.get(id);
-    if (!handle) throw new IwiError('HANDLE_EXPIRED', `array handle "${id}" has expired: ${state.gone.get(id) ?? 'its episode ended'}`);
+    if (!handle)
+      throw new IwiError(
+        'HANDLE_EXPIRED',
+        `array handle "${id}" has expired: ${state.gone.get(id) ?? 'its episode ended'}`,
+      );
     state.live.delete(id); // Map order is the recency order
     state.live.set(id, handle);
     return handle;
@@ -73,7 +84,12 @@ export class HandleStore {
   }
 
   list(episode: string): HandleInfo[] {
-    return [...(this.episodes.get(episode)?.live.values() ?? [])].map((h) => ({ id: h.id, shape: [...h.shape], bytes: h.data.byteLength, origin: h.origin }));
+    return [...(this.episodes.get(episode)?.live.values() ?? [])].map((h) => ({
+      id: h.id,
+      shape: [...h.shape],
+      bytes: h.data.byteLength,
+      origin: h.origin,
+    }));
   }
 
   usage(episode: string): { count: number; bytes: number } {

@@ -4,10 +4,17 @@ import type { Checkpoint } from '../model/checkpoint.ts';
 import type { DType } from '../model/safetensors.ts';
 import { numel } from '../model/safetensors.ts';
 import { IwiError, quote } from '../../core/errors.ts';
-import { TENSOR_KINDS, expectedTextTensors, isVisionTensor, kindOf, layerOf, tiedAliases, type TensorKind } from '../model/names.ts';
+import {
+  TENSOR_KINDS,
+  expectedTextTensors,
+  isVisionTensor,
+  kindOf,
+  layerOf,
+  tiedAliases,
+  type TensorKind,
+} from '../model/names.ts';
 
 export { TENSOR_KINDS, type TensorKind };
-
 
 export type ManifestRow = {
   name: string;
@@ -46,7 +53,8 @@ export class Manifest {
   static fromCheckpoint(checkpoint: Checkpoint): Manifest {
     const text = expectedTextTensors(checkpoint.config);
     const aliases = new Map<string, string[]>();
-    for (const [alias, target] of Object.entries(tiedAliases(checkpoint.config))) aliases.set(target, [...(aliases.get(target) ?? []), alias]);
+    for (const [alias, target] of Object.entries(tiedAliases(checkpoint.config)))
+      aliases.set(target, [...(aliases.get(target) ?? []), alias]);
     // Text decoder in checkpoint order (embeddings, layers, final norm), then everything else by name.
     const names = [...text.keys(), ...[...checkpoint.tensors.keys()].filter((n) => !text.has(n)).sort()];
     const rows = names.map((name): ManifestRow => {
@@ -76,17 +84,25 @@ export class Manifest {
 
   /** The row of a tensor name or alias; WEIGHT_NOT_FOUND (with suggestions) otherwise. */
   resolve(name: unknown): ManifestRow {
-    if (typeof name !== 'string' || name === '') throw new IwiError('WEIGHT_NOT_FOUND', `a tensor name must be a non-empty string, got ${quote(name)}`);
+    if (typeof name !== 'string' || name === '')
+      throw new IwiError('WEIGHT_NOT_FOUND', `a tensor name must be a non-empty string, got ${quote(name)}`);
     const row = this.byName.get(this.aliasOf.get(name) ?? name);
     if (row) return row;
-    const near = [...this.byName.keys(), ...this.aliasOf.keys()].filter((n) => n.includes(name)).slice(0, 3).map((n) => `"${n}"`);
-    throw new IwiError('WEIGHT_NOT_FOUND', `no tensor named ${quote(name)}${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; read_weights metadata lists them all`);
+    const near = [...this.byName.keys(), ...this.aliasOf.keys()]
+      .filter((n) => n.includes(name))
+      .slice(0, 3)
+      .map((n) => `"${n}"`);
+    throw new IwiError(
+      'WEIGHT_NOT_FOUND',
+      `no tensor named ${quote(name)}${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; read_weights metadata lists them all`,
+    );
   }
 
   /** The row of a tensor the editor may write; WEIGHT_NOT_WRITABLE names the reason otherwise. */
   resolveWritable(name: unknown): ManifestRow {
     const row = this.resolve(name);
-    if (!row.writable) throw new IwiError('WEIGHT_NOT_WRITABLE', `tensor "${row.name}" is not writable: ${row.fixed_reason}`);
+    if (!row.writable)
+      throw new IwiError('WEIGHT_NOT_WRITABLE', `tensor "${row.name}" is not writable: ${row.fixed_reason}`);
     return row;
   }
 
@@ -103,21 +119,39 @@ export class Manifest {
   }
 }
 
-
 function validateFilter(filter: unknown): { name?: string; layer?: number[]; kind?: TensorKind[]; writable?: boolean } {
-  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) throw new IwiError('OP_INVALID', `a manifest filter must be an object, got ${JSON.stringify(filter)}`);
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter))
+    throw new IwiError('OP_INVALID', `a manifest filter must be an object, got ${JSON.stringify(filter)}`);
   const { name, layer, kind, writable, ...rest } = filter as Record<string, unknown>;
   const unknown = Object.keys(rest);
-  if (unknown.length) throw new IwiError('OP_INVALID', `unknown manifest filter field(s) ${unknown.join(', ')} (known: name, layer, kind, writable)`);
-  if (name !== undefined && typeof name !== 'string') throw new IwiError('OP_INVALID', `filter.name must be a string pattern, got ${JSON.stringify(name)}`);
+  if (unknown.length)
+    throw new IwiError(
+      'OP_INVALID',
+      `unknown manifest filter field(s) ${unknown.join(', ')} (known: name, layer, kind, writable)`,
+    );
+  if (name !== undefined && typeof name !== 'string')
+    throw new IwiError('OP_INVALID', `filter.name must be a string pattern, got ${JSON.stringify(name)}`);
   const layers = layer === undefined ? undefined : Array.isArray(layer) ? layer : [layer];
-  if (layers && !layers.every((l) => Number.isSafeInteger(l))) throw new IwiError('OP_INVALID', `filter.layer must be an integer or a list of integers, got ${JSON.stringify(layer)}`);
+  if (layers && !layers.every((l) => Number.isSafeInteger(l)))
+    throw new IwiError(
+      'OP_INVALID',
+      `filter.layer must be an integer or a list of integers, got ${JSON.stringify(layer)}`,
+    );
   const kinds = kind === undefined ? undefined : Array.isArray(kind) ? kind : [kind];
   if (kinds && !kinds.every((k) => (TENSOR_KINDS as readonly unknown[]).includes(k))) {
-    throw new IwiError('OP_INVALID', `filter.kind must be one or more of ${TENSOR_KINDS.join(', ')}, got ${JSON.stringify(kind)}`);
+    throw new IwiError(
+      'OP_INVALID',
+      `filter.kind must be one or more of ${TENSOR_KINDS.join(', ')}, got ${JSON.stringify(kind)}`,
+    );
   }
-  if (writable !== undefined && typeof writable !== 'boolean') throw new IwiError('OP_INVALID', `filter.writable must be true or false, got ${JSON.stringify(writable)}`);
-  return { name: name as string | undefined, layer: layers as number[] | undefined, kind: kinds as TensorKind[] | undefined, writable: writable as boolean | undefined };
+  if (writable !== undefined && typeof writable !== 'boolean')
+    throw new IwiError('OP_INVALID', `filter.writable must be true or false, got ${JSON.stringify(writable)}`);
+  return {
+    name: name as string | undefined,
+    layer: layers as number[] | undefined,
+    kind: kinds as TensorKind[] | undefined,
+    writable: writable as boolean | undefined,
+  };
 }
 
 /** Glob (no regex from user input: no catastrophic backtracking) or substring. */
@@ -128,7 +162,10 @@ function nameMatcher(pattern: string): (name: string) => boolean {
 
 function globMatch(pattern: string, text: string): boolean {
   // Iterative matcher with one backtrack point for the last '*': linear in practice.
-  let p = 0, t = 0, star = -1, mark = 0;
+  let p = 0,
+    t = 0,
+    star = -1,
+    mark = 0;
   while (t < text.length) {
     if (p < pattern.length && (pattern[p] === '?' || pattern[p] === text[t])) {
       p++;

@@ -43,7 +43,8 @@ export type WritePlan = { op: WriteOp; selection: Selection; shape: readonly num
 function checkFields(name: keyof typeof WRITE_OP_FIELDS, r: Record<string, unknown>): void {
   const allowed = ['op', ...WRITE_OP_FIELDS[name]];
   const extra = Object.keys(r).filter((k) => !allowed.includes(k));
-  if (extra.length) throw new IwiError('OP_INVALID', `${name}: unknown field(s) ${extra.join(', ')} (fields: ${allowed.join(', ')})`);
+  if (extra.length)
+    throw new IwiError('OP_INVALID', `${name}: unknown field(s) ${extra.join(', ')} (fields: ${allowed.join(', ')})`);
 }
 
 /** A revert request's op count (default 0: pristine); the store checks it against the episode's ops. */
@@ -54,9 +55,11 @@ export function parseRevert(request: Record<string, unknown>): number {
 
 /** Check an op request's structure, names and operands; resolve aliases and operands. */
 export function parseWriteOp(request: unknown, manifest: Manifest, operand: OperandResolver): WriteOp {
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) throw new IwiError('OP_INVALID', `a write op must be an object, got ${JSON.stringify(request)}`);
+  if (typeof request !== 'object' || request === null || Array.isArray(request))
+    throw new IwiError('OP_INVALID', `a write op must be an object, got ${JSON.stringify(request)}`);
   const r = request as Record<string, unknown>;
-  if (!(WRITE_OPS as readonly unknown[]).includes(r.op)) throw new IwiError('OP_INVALID', `unknown write op ${JSON.stringify(r.op)} (known: ${WRITE_OPS.join(', ')})`);
+  if (!(WRITE_OPS as readonly unknown[]).includes(r.op))
+    throw new IwiError('OP_INVALID', `unknown write op ${JSON.stringify(r.op)} (known: ${WRITE_OPS.join(', ')})`);
   const name = r.op as WriteOpName;
   checkFields(name, r);
   const row = manifest.resolveWritable(r.tensor);
@@ -73,16 +76,32 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
       return { op: name, tensor, slice, factor: finiteScalar(r.factor, what('factor')) };
     case 'copy': {
       const source = r.source as Record<string, unknown> | null;
-      if (typeof source !== 'object' || source === null || Array.isArray(source)) throw new IwiError('OP_INVALID', `${what('source')} must be {tensor, slice?}, got ${JSON.stringify(source)}`);
+      if (typeof source !== 'object' || source === null || Array.isArray(source))
+        throw new IwiError('OP_INVALID', `${what('source')} must be {tensor, slice?}, got ${JSON.stringify(source)}`);
       const sourceFields = Object.keys(CopySource.properties);
       const sourceExtra = Object.keys(source).filter((k) => !sourceFields.includes(k));
       if (sourceExtra.length) {
-        throw new IwiError('OP_INVALID', `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: ${sourceFields.join(', ')})`);
+        throw new IwiError(
+          'OP_INVALID',
+          `${what('source')} has unknown field(s) ${sourceExtra.join(', ')} (fields: ${sourceFields.join(', ')})`,
+        );
       }
-      return { op: name, tensor, slice, source: { tensor: manifest.resolve(source.tensor).name, slice: sliceField(source.slice, what('source')) } };
+      return {
+        op: name,
+        tensor,
+        slice,
+        source: { tensor: manifest.resolve(source.tensor).name, slice: sliceField(source.slice, what('source')) },
+      };
     }
     case 'low_rank_add':
-      return { op: name, tensor, slice, alpha: finiteScalar(r.alpha, what('alpha')), u: operand(r.u, what('u')), v: operand(r.v, what('v')) };
+      return {
+        op: name,
+        tensor,
+        slice,
+        alpha: finiteScalar(r.alpha, what('alpha')),
+        u: operand(r.u, what('u')),
+        v: operand(r.v, what('v')),
+      };
   }
 }
 
@@ -127,7 +146,10 @@ export function planWrite(op: WriteOp, manifest: Manifest, current: (name: strin
   }
   const bad = firstNonFiniteBits(bits);
   if (bad >= 0) {
-    throw new IwiError('NON_FINITE_VALUE', `${where}: the result at selection index ${JSON.stringify(unravel(bad, selection.shape))} is ${bf16Value(bits[bad]!)}, which BF16 cannot hold (largest finite BF16 is ±3.3895e38)`);
+    throw new IwiError(
+      'NON_FINITE_VALUE',
+      `${where}: the result at selection index ${JSON.stringify(unravel(bad, selection.shape))} is ${bf16Value(bits[bad]!)}, which BF16 cannot hold (largest finite BF16 is ±3.3895e38)`,
+    );
   }
   return { op, selection, shape: row.shape, bits };
 }
@@ -152,19 +174,35 @@ export function commitWrite(plan: WritePlan, target: Uint16Array): WriteResult {
 
 type LowRankAdd = Extract<WriteOp, { op: 'low_rank_add' }>;
 
-function lowRankBits(op: LowRankAdd, selection: Selection, data: Uint16Array, shape: readonly number[], where: string): Uint16Array {
+function lowRankBits(
+  op: LowRankAdd,
+  selection: Selection,
+  data: Uint16Array,
+  shape: readonly number[],
+  where: string,
+): Uint16Array {
   if (selection.shape.length !== 2) {
-    throw new IwiError('SHAPE_MISMATCH', `${where}: low_rank_add needs a 2-d selection [rows, cols], this one is ${JSON.stringify(selection.shape)}`);
+    throw new IwiError(
+      'SHAPE_MISMATCH',
+      `${where}: low_rank_add needs a 2-d selection [rows, cols], this one is ${JSON.stringify(selection.shape)}`,
+    );
   }
   const [rows, cols] = selection.shape as [number, number];
   if (op.u.shape.length !== 2 || op.v.shape.length !== 2) {
-    throw new IwiError('SHAPE_MISMATCH', `${where}: u and v must be 2-d ([rows, r] and [cols, r]), got ${JSON.stringify(op.u.shape)} and ${JSON.stringify(op.v.shape)}`);
+    throw new IwiError(
+      'SHAPE_MISMATCH',
+      `${where}: u and v must be 2-d ([rows, r] and [cols, r]), got ${JSON.stringify(op.u.shape)} and ${JSON.stringify(op.v.shape)}`,
+    );
   }
   const r = op.u.shape[1]!;
   if (op.u.shape[0] !== rows || op.v.shape[0] !== cols || op.v.shape[1] !== r) {
-    throw new IwiError('SHAPE_MISMATCH', `${where}: selection is [${rows}, ${cols}], so u must be [${rows}, r] and v [${cols}, r]; got u ${JSON.stringify(op.u.shape)}, v ${JSON.stringify(op.v.shape)}`);
+    throw new IwiError(
+      'SHAPE_MISMATCH',
+      `${where}: selection is [${rows}, ${cols}], so u must be [${rows}, r] and v [${cols}, r]; got u ${JSON.stringify(op.u.shape)}, v ${JSON.stringify(op.v.shape)}`,
+    );
   }
-  if (r < 1 || r > LIMITS.maxRank) throw new IwiError('OP_INVALID', `${where}: rank ${r} is outside 1…${LIMITS.maxRank}`);
+  if (r < 1 || r > LIMITS.maxRank)
+    throw new IwiError('OP_INVALID', `${where}: rank ${r} is outside 1…${LIMITS.maxRank}`);
   const out = gather(data, shape, selection);
   const u = op.u.data;
   const v = new Float64Array(op.v.data); // float64 once, not per multiply
@@ -184,20 +222,29 @@ function lowRankBits(op: LowRankAdd, selection: Selection, data: Uint16Array, sh
 
 function sliceField(slice: unknown, where: string): SliceSpec {
   if (slice === undefined || slice === null) return [];
-  if (!Array.isArray(slice)) throw new IwiError('SLICE_INVALID', `${where}: slice must be a list with one entry per dimension, got ${JSON.stringify(slice)}`);
+  if (!Array.isArray(slice))
+    throw new IwiError(
+      'SLICE_INVALID',
+      `${where}: slice must be a list with one entry per dimension, got ${JSON.stringify(slice)}`,
+    );
   // Copied so the op log never shares arrays with the caller; entries are checked against the shape by resolveSlice.
   return slice.map((entry: unknown) => (Array.isArray(entry) ? [...entry] : entry)) as SliceSpec;
 }
 
 function finiteScalar(value: unknown, what: string): number {
-  if (typeof value !== 'number') throw new IwiError('OP_INVALID', `${what} must be a number, got ${JSON.stringify(value)}`);
-  if (!Number.isFinite(value)) throw new IwiError('NON_FINITE_VALUE', `${what} is ${value}; only finite numbers are allowed`);
+  if (typeof value !== 'number')
+    throw new IwiError('OP_INVALID', `${what} must be a number, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(value))
+    throw new IwiError('NON_FINITE_VALUE', `${what} is ${value}; only finite numbers are allowed`);
   return value;
 }
 
 function expectShape(got: readonly number[], want: readonly number[], what: string): void {
   if (got.length !== want.length || got.some((d, i) => d !== want[i])) {
-    throw new IwiError('SHAPE_MISMATCH', `${what} have shape ${JSON.stringify(got)}, the selection has shape ${JSON.stringify(want)} (no broadcasting)`);
+    throw new IwiError(
+      'SHAPE_MISMATCH',
+      `${what} have shape ${JSON.stringify(got)}, the selection has shape ${JSON.stringify(want)} (no broadcasting)`,
+    );
   }
 }
 
@@ -231,23 +278,39 @@ const MAX_OPERAND_DIMS = 8; // tensors here have at most 4 dims; bounds the recu
 export function inlineOperand(value: unknown, what: string, limit = LIMITS.inlineOperandElements): ArrayOperand {
   const shape: number[] = [];
   for (let probe = value; Array.isArray(probe); probe = probe[0]) {
-    if (shape.length === MAX_OPERAND_DIMS) throw new IwiError('SHAPE_MISMATCH', `${what}: nested more than ${MAX_OPERAND_DIMS} lists deep`);
+    if (shape.length === MAX_OPERAND_DIMS)
+      throw new IwiError('SHAPE_MISMATCH', `${what}: nested more than ${MAX_OPERAND_DIMS} lists deep`);
     shape.push(probe.length);
   }
   const count = numel(shape);
-  if (count > limit) throw new IwiError('OP_INVALID', `${what}: ${count} inline values are more than ${limit}; pass larger arrays as a handle`);
+  if (count > limit)
+    throw new IwiError(
+      'OP_INVALID',
+      `${what}: ${count} inline values are more than ${limit}; pass larger arrays as a handle`,
+    );
   const data = new Float32Array(count);
   let k = 0;
   const walk = (node: unknown, d: number, path: number[]): void => {
     if (d === shape.length) {
-      if (typeof node !== 'number') throw new IwiError('OP_INVALID', `${what}: element ${JSON.stringify(path)} is ${JSON.stringify(node)}, not a number`);
+      if (typeof node !== 'number')
+        throw new IwiError(
+          'OP_INVALID',
+          `${what}: element ${JSON.stringify(path)} is ${JSON.stringify(node)}, not a number`,
+        );
       const x = Math.fround(node);
-      if (!Number.isFinite(x)) throw new IwiError('NON_FINITE_VALUE', `${what}: element ${JSON.stringify(path)} is ${node}${Number.isFinite(node) ? ', which overflows float32' : ''}`);
+      if (!Number.isFinite(x))
+        throw new IwiError(
+          'NON_FINITE_VALUE',
+          `${what}: element ${JSON.stringify(path)} is ${node}${Number.isFinite(node) ? ', which overflows float32' : ''}`,
+        );
       data[k++] = x;
       return;
     }
     if (!Array.isArray(node) || node.length !== shape[d]) {
-      throw new IwiError('SHAPE_MISMATCH', `${what}: ragged nested list: ${path.length ? `element ${JSON.stringify(path)}` : 'the list'} should be a list of ${shape[d]} entries, got ${Array.isArray(node) ? `${node.length} entries` : JSON.stringify(node)}`);
+      throw new IwiError(
+        'SHAPE_MISMATCH',
+        `${what}: ragged nested list: ${path.length ? `element ${JSON.stringify(path)}` : 'the list'} should be a list of ${shape[d]} entries, got ${Array.isArray(node) ? `${node.length} entries` : JSON.stringify(node)}`,
+      );
     }
     node.forEach((child, i) => walk(child, d + 1, [...path, i]));
   };
@@ -258,6 +321,10 @@ export function inlineOperand(value: unknown, what: string, limit = LIMITS.inlin
 /** Refuse a handle or stored array holding NaN/±Inf (inline operands are checked as they are parsed). */
 export function checkFinite(operand: ArrayOperand, what: string): ArrayOperand {
   const bad = firstNonFinite(operand.data);
-  if (bad >= 0) throw new IwiError('NON_FINITE_VALUE', `${what}: element ${JSON.stringify(unravel(bad, operand.shape))} is ${operand.data[bad]}`);
+  if (bad >= 0)
+    throw new IwiError(
+      'NON_FINITE_VALUE',
+      `${what}: element ${JSON.stringify(unravel(bad, operand.shape))} is ${operand.data[bad]}`,
+    );
   return operand;
 }

@@ -51,7 +51,10 @@ export type PatchJson = {
 export type PatchRef = { dir: string; id: string };
 
 /** provenance.json: who made the patch of id `patch_id`. Unsigned: anyone can edit it, so nothing relies on it. */
-export type Provenance = { patch_id: string; created_by: { package: string; package_version: string } & Record<string, unknown> };
+export type Provenance = {
+  patch_id: string;
+  created_by: { package: string; package_version: string } & Record<string, unknown>;
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Writing
@@ -67,7 +70,8 @@ export function writeEpisodePatch(
   options: { createdBy?: Record<string, unknown>; overwrite?: boolean } = {},
 ): { dir: string; digest: string; patch: PatchJson; provenance: Provenance } {
   const target = path.resolve(dir);
-  if (existsSync(target) && !options.overwrite) throw new IwiError('PATCH_EXISTS', `patch folder ${target} already exists`);
+  if (existsSync(target) && !options.overwrite)
+    throw new IwiError('PATCH_EXISTS', `patch folder ${target} already exists`);
   const { checkpoint } = episode.store;
   const touched = episode.touchedTensors();
   const arrays: TensorToWrite[] = [];
@@ -77,12 +81,19 @@ export function writeEpisodePatch(
     base_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.store.pristineBits(name))])),
     ops: episode.ops.map((op, i) => opToJson(op, i, arrays)),
     result_sha256: Object.fromEntries(touched.map((name) => [name, bf16Sha256(episode.bits(name))])),
-    stats: tensorStats(touched, (name) => episode.store.pristineBits(name), (name) => episode.bits(name)),
+    stats: tensorStats(
+      touched,
+      (name) => episode.store.pristineBits(name),
+      (name) => episode.bits(name),
+    ),
   };
   const provenance = writeFolderAtomic(target, (temp) => {
     writeSafetensors(path.join(temp, PATCH_ARRAYS), arrays, { format: PATCH_FORMAT });
     writeJsonAtomic(path.join(temp, PATCH_JSON), patch);
-    const written: Provenance = { patch_id: patchDigest(temp), created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION } };
+    const written: Provenance = {
+      patch_id: patchDigest(temp),
+      created_by: { ...options.createdBy, package: 'iwibench-ts', package_version: PACKAGE_VERSION },
+    };
     writeJsonAtomic(path.join(temp, PATCH_PROVENANCE), written);
     return written;
   });
@@ -112,13 +123,19 @@ function opToJson(op: WriteOp, index: number, arrays: TensorToWrite[]): Record<s
 }
 
 /** Net change of each touched tensor against pristine: changed BF16 elements, ‖ΔW‖_F and ‖ΔW‖_F / ‖W‖_F. */
-function tensorStats(touched: string[], pristine: (name: string) => Uint16Array, result: (name: string) => Uint16Array): PatchJson['stats'] {
+function tensorStats(
+  touched: string[],
+  pristine: (name: string) => Uint16Array,
+  result: (name: string) => Uint16Array,
+): PatchJson['stats'] {
   const tensors: Record<string, TensorStats> = {};
   let changedParameters = 0;
   for (const name of touched) {
     const before = pristine(name);
     const after = result(name);
-    let changed = 0, deltaSquares = 0, baseSquares = 0;
+    let changed = 0,
+      deltaSquares = 0,
+      baseSquares = 0;
     for (let i = 0; i < before.length; i++) {
       const b = bf16Value(before[i]!);
       baseSquares += b * b;
@@ -127,7 +144,11 @@ function tensorStats(touched: string[], pristine: (name: string) => Uint16Array,
       deltaSquares += (bf16Value(after[i]!) - b) ** 2;
     }
     const delta = Math.sqrt(deltaSquares);
-    tensors[name] = { changed, delta_frobenius: delta, relative_delta: baseSquares > 0 ? delta / Math.sqrt(baseSquares) : null };
+    tensors[name] = {
+      changed,
+      delta_frobenius: delta,
+      relative_delta: baseSquares > 0 ? delta / Math.sqrt(baseSquares) : null,
+    };
     changedParameters += changed;
   }
   return { changed_parameters: changedParameters, tensors };
@@ -138,7 +159,9 @@ function tensorStats(touched: string[], pristine: (name: string) => Uint16Array,
 
 /** SHA-256 (hex) of BF16 bits as a safetensors file stores them (little-endian, the byte order of every supported host). */
 export function bf16Sha256(bits: Uint16Array): string {
-  return createHash('sha256').update(new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength)).digest('hex');
+  return createHash('sha256')
+    .update(new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength))
+    .digest('hex');
 }
 
 /** The id of the patch in a folder, from its files as they are now (see patchId). */
@@ -176,7 +199,12 @@ const PATCH_SCHEMA = {
   additionalProperties: false,
   properties: {
     format: { const: PATCH_FORMAT },
-    base: { type: 'object', required: ['model_id', 'revision'], additionalProperties: false, properties: { model_id: { type: 'string' }, revision: { type: 'string' } } },
+    base: {
+      type: 'object',
+      required: ['model_id', 'revision'],
+      additionalProperties: false,
+      properties: { model_id: { type: 'string' }, revision: { type: 'string' } },
+    },
     base_sha256: digestMap,
     ops: { type: 'array', items: { type: 'object', required: ['op', 'tensor'] } },
     result_sha256: digestMap,
@@ -192,7 +220,11 @@ const PATCH_SCHEMA = {
             type: 'object',
             required: ['changed', 'delta_frobenius', 'relative_delta'],
             additionalProperties: false,
-            properties: { changed: { type: 'integer', minimum: 0 }, delta_frobenius: { type: 'number', minimum: 0 }, relative_delta: { type: ['number', 'null'] } },
+            properties: {
+              changed: { type: 'integer', minimum: 0 },
+              delta_frobenius: { type: 'number', minimum: 0 },
+              relative_delta: { type: ['number', 'null'] },
+            },
           },
         },
       },
@@ -232,11 +264,17 @@ export function loadPatch(dir: string, expectedId: string): LoadedPatch {
     );
   }
   if (format !== PATCH_FORMAT) {
-    throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} has format ${JSON.stringify(format)}; this build reads "${PATCH_FORMAT}" only`);
+    throw new IwiError(
+      'PATCH_INVALID',
+      `${path.join(dir, PATCH_JSON)} has format ${JSON.stringify(format)}; this build reads "${PATCH_FORMAT}" only`,
+    );
   }
   if (!validatePatchJson(json)) {
     const problems = (validatePatchJson.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
-    throw new IwiError('PATCH_INVALID', `${path.join(dir, PATCH_JSON)} does not match ${PATCH_FORMAT}: ${problems.join('; ')}`);
+    throw new IwiError(
+      'PATCH_INVALID',
+      `${path.join(dir, PATCH_JSON)} does not match ${PATCH_FORMAT}: ${problems.join('; ')}`,
+    );
   }
   const patch = json as PatchJson;
 
@@ -244,7 +282,10 @@ export function loadPatch(dir: string, expectedId: string): LoadedPatch {
   try {
     file = parseSafetensors(arrayBytes, path.join(dir, PATCH_ARRAYS));
   } catch (error) {
-    throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} is unreadable (truncated or edited?): ${(error as Error).message}`);
+    throw new IwiError(
+      'PATCH_INVALID',
+      `${PATCH_ARRAYS} is unreadable (truncated or edited?): ${(error as Error).message}`,
+    );
   }
   const referenced = new Set<string>();
   patch.ops.forEach((op) => {
@@ -255,10 +296,15 @@ export function loadPatch(dir: string, expectedId: string): LoadedPatch {
   });
   const arrays = new Map<string, ArrayOperand>();
   for (const [name, info] of file.tensors) {
-    if (!referenced.has(name)) throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} holds array "${name}", which no op refers to`);
-    if (info.dtype !== 'F32') throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} array "${name}" is ${info.dtype}; operands are F32`);
+    if (!referenced.has(name))
+      throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} holds array "${name}", which no op refers to`);
+    if (info.dtype !== 'F32')
+      throw new IwiError('PATCH_INVALID', `${PATCH_ARRAYS} array "${name}" is ${info.dtype}; operands are F32`);
     const bytes = new Uint8Array(arrayBytes.subarray(info.offset, info.offset + info.byteLength)); // a copy: 4-byte aligned
-    arrays.set(name, checkPatchFinite({ shape: [...info.shape], data: new Float32Array(bytes.buffer, 0, bytes.length / 4) }, name));
+    arrays.set(
+      name,
+      checkPatchFinite({ shape: [...info.shape], data: new Float32Array(bytes.buffer, 0, bytes.length / 4) }, name),
+    );
   }
   return { dir, id, json: patch, arrays };
 }
@@ -292,23 +338,37 @@ export function replayPatch(checkpoint: Checkpoint, dir: string, expectedId: str
     const resolve = (ref: unknown, what: string): ArrayOperand => {
       const key = (ref as { array?: unknown } | null)?.array;
       const operand = typeof key === 'string' ? patch.arrays.get(key) : undefined;
-      if (!operand) throw new IwiError('PATCH_INVALID', `${what} must be {"array": key} naming an array in ${PATCH_ARRAYS}, got ${JSON.stringify(ref)}`);
+      if (!operand)
+        throw new IwiError(
+          'PATCH_INVALID',
+          `${what} must be {"array": key} naming an array in ${PATCH_ARRAYS}, got ${JSON.stringify(ref)}`,
+        );
       return operand;
     };
     return asPatchError(i, () => parseWriteOp(request, store.manifest, resolve));
   });
 
   const touched = [...new Set(ops.map((op) => op.tensor))];
-  for (const [field, recorded] of [['base_sha256', json.base_sha256], ['result_sha256', json.result_sha256], ['stats.tensors', json.stats.tensors]] as const) {
+  for (const [field, recorded] of [
+    ['base_sha256', json.base_sha256],
+    ['result_sha256', json.result_sha256],
+    ['stats.tensors', json.stats.tensors],
+  ] as const) {
     const keys = Object.keys(recorded).sort();
     if (keys.join('\n') !== [...touched].sort().join('\n')) {
-      throw new IwiError('PATCH_INVALID', `patch.json ${field} lists ${JSON.stringify(keys)}, but the ops touch ${JSON.stringify([...touched].sort())}`);
+      throw new IwiError(
+        'PATCH_INVALID',
+        `patch.json ${field} lists ${JSON.stringify(keys)}, but the ops touch ${JSON.stringify([...touched].sort())}`,
+      );
     }
   }
   for (const name of touched) {
     const digest = createHash('sha256').update(checkpoint.readBytes(name)).digest('hex');
     if (digest !== json.base_sha256[name]) {
-      throw new IwiError('PATCH_BASE_MISMATCH', `base tensor "${name}" has SHA-256 ${digest}, the patch expects ${json.base_sha256[name]}: the checkpoint's weights differ from the patch's base`);
+      throw new IwiError(
+        'PATCH_BASE_MISMATCH',
+        `base tensor "${name}" has SHA-256 ${digest}, the patch expects ${json.base_sha256[name]}: the checkpoint's weights differ from the patch's base`,
+      );
     }
   }
 
@@ -324,15 +384,29 @@ export function replayPatch(checkpoint: Checkpoint, dir: string, expectedId: str
       );
     }
   }
-  const stats = tensorStats(touched, (name) => store.pristineBits(name), (name) => tensors.get(name)!);
+  const stats = tensorStats(
+    touched,
+    (name) => store.pristineBits(name),
+    (name) => tensors.get(name)!,
+  );
   for (const name of touched) {
     const [got, want] = [stats.tensors[name]!, json.stats.tensors[name]!];
-    if (got.changed !== want.changed || got.delta_frobenius !== want.delta_frobenius || got.relative_delta !== want.relative_delta) {
-      throw new IwiError('PATCH_INVALID', `patch.json stats of "${name}" are ${JSON.stringify(want)}, replaying gives ${JSON.stringify(got)}`);
+    if (
+      got.changed !== want.changed ||
+      got.delta_frobenius !== want.delta_frobenius ||
+      got.relative_delta !== want.relative_delta
+    ) {
+      throw new IwiError(
+        'PATCH_INVALID',
+        `patch.json stats of "${name}" are ${JSON.stringify(want)}, replaying gives ${JSON.stringify(got)}`,
+      );
     }
   }
   if (stats.changed_parameters !== json.stats.changed_parameters) {
-    throw new IwiError('PATCH_INVALID', `patch.json stats.changed_parameters is ${json.stats.changed_parameters}, replaying gives ${stats.changed_parameters}`);
+    throw new IwiError(
+      'PATCH_INVALID',
+      `patch.json stats.changed_parameters is ${json.stats.changed_parameters}, replaying gives ${stats.changed_parameters}`,
+    );
   }
   return { patch, tensors, ops };
 }
@@ -351,6 +425,9 @@ function asPatchError<T>(index: number, run: () => T): T {
     return run();
   } catch (error) {
     if (!(error instanceof IwiError)) throw error;
-    throw new IwiError('PATCH_INVALID', `op ${index}: ${error.message}${error.code === 'PATCH_INVALID' ? '' : ` (${error.code})`}`);
+    throw new IwiError(
+      'PATCH_INVALID',
+      `op ${index}: ${error.message}${error.code === 'PATCH_INVALID' ? '' : ` (${error.code})`}`,
+    );
   }
 }

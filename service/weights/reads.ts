@@ -20,13 +20,16 @@ export type ReadResult =
 export type ReadRequest = { op: ReadOpName } & Record<string, unknown>;
 
 export function checkReadRequest(request: unknown): ReadRequest {
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) throw new IwiError('OP_INVALID', `a read op must be an object, got ${JSON.stringify(request)}`);
+  if (typeof request !== 'object' || request === null || Array.isArray(request))
+    throw new IwiError('OP_INVALID', `a read op must be an object, got ${JSON.stringify(request)}`);
   const r = request as Record<string, unknown>;
-  if (!(READ_OPS as readonly unknown[]).includes(r.op)) throw new IwiError('OP_INVALID', `unknown read op ${JSON.stringify(r.op)} (known: ${READ_OPS.join(', ')})`);
+  if (!(READ_OPS as readonly unknown[]).includes(r.op))
+    throw new IwiError('OP_INVALID', `unknown read op ${JSON.stringify(r.op)} (known: ${READ_OPS.join(', ')})`);
   const op = r.op as ReadOpName;
   const fields: readonly string[] = READ_OP_FIELDS[op];
   const extra = Object.keys(r).filter((k) => k !== 'op' && !fields.includes(k));
-  if (extra.length) throw new IwiError('OP_INVALID', `${op}: unknown field(s) ${extra.join(', ')} (fields: ${fields.join(', ')})`);
+  if (extra.length)
+    throw new IwiError('OP_INVALID', `${op}: unknown field(s) ${extra.join(', ')} (fields: ${fields.join(', ')})`);
   return r as ReadRequest;
 }
 

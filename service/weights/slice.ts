@@ -23,14 +23,25 @@ export type Selection = {
 /** Validate `spec` against `shape` and resolve it; `tensor` names the tensor in error messages. */
 export function resolveSlice(spec: unknown, shape: readonly number[], tensor: string): Selection {
   const entries = spec === undefined || spec === null ? [] : spec;
-  if (!Array.isArray(entries)) throw new IwiError('SLICE_INVALID', `slice of "${tensor}" must be a list with one entry per dimension, got ${JSON.stringify(spec)}`);
+  if (!Array.isArray(entries))
+    throw new IwiError(
+      'SLICE_INVALID',
+      `slice of "${tensor}" must be a list with one entry per dimension, got ${JSON.stringify(spec)}`,
+    );
   if (entries.length > shape.length) {
-    throw new IwiError('SLICE_INVALID', `slice of "${tensor}" has ${entries.length} entries but the tensor has ${shape.length} dimensions ${JSON.stringify(shape)}`);
+    throw new IwiError(
+      'SLICE_INVALID',
+      `slice of "${tensor}" has ${entries.length} entries but the tensor has ${shape.length} dimensions ${JSON.stringify(shape)}`,
+    );
   }
   const dims = shape.map((n, d) => resolveDim(entries[d] ?? null, n, d, tensor));
   const selectionShape = dims.filter((s) => s.keep).map((s) => s.count);
   const numel = dims.reduce((a, s) => a * s.count, 1);
-  if (numel === 0) throw new IwiError('SLICE_INVALID', `slice ${formatSlice(entries as SliceSpec)} of "${tensor}" ${JSON.stringify(shape)} selects no elements`);
+  if (numel === 0)
+    throw new IwiError(
+      'SLICE_INVALID',
+      `slice ${formatSlice(entries as SliceSpec)} of "${tensor}" ${JSON.stringify(shape)} selects no elements`,
+    );
   return { dims, shape: selectionShape, numel };
 }
 
@@ -38,22 +49,38 @@ function resolveDim(entry: unknown, n: number, d: number, tensor: string): DimSe
   const where = `dimension ${d} (size ${n}) of "${tensor}"`;
   if (entry === null) return { start: 0, step: 1, count: n, keep: true };
   if (typeof entry === 'number') {
-    if (!Number.isSafeInteger(entry)) throw new IwiError('SLICE_INVALID', `index ${entry} for ${where} is not an integer`);
-    if (entry < -n || entry >= n) throw new IwiError('SLICE_OUT_OF_RANGE', `index ${entry} is outside ${where}: valid indices are ${-n}…${n - 1}`);
+    if (!Number.isSafeInteger(entry))
+      throw new IwiError('SLICE_INVALID', `index ${entry} for ${where} is not an integer`);
+    if (entry < -n || entry >= n)
+      throw new IwiError('SLICE_OUT_OF_RANGE', `index ${entry} is outside ${where}: valid indices are ${-n}…${n - 1}`);
     return { start: entry < 0 ? entry + n : entry, step: 1, count: 1, keep: false };
   }
   if (!Array.isArray(entry) || entry.length < 2 || entry.length > 3) {
-    throw new IwiError('SLICE_INVALID', `entry ${JSON.stringify(entry)} for ${where} must be null, an integer index, or [start, stop] / [start, stop, step]`);
+    throw new IwiError(
+      'SLICE_INVALID',
+      `entry ${JSON.stringify(entry)} for ${where} must be null, an integer index, or [start, stop] / [start, stop, step]`,
+    );
   }
   for (const v of entry) {
-    if (v !== null && !Number.isSafeInteger(v)) throw new IwiError('SLICE_INVALID', `slice ${JSON.stringify(entry)} for ${where}: ${JSON.stringify(v)} is not an integer or null`);
+    if (v !== null && !Number.isSafeInteger(v))
+      throw new IwiError(
+        'SLICE_INVALID',
+        `slice ${JSON.stringify(entry)} for ${where}: ${JSON.stringify(v)} is not an integer or null`,
+      );
   }
   const [rawStart, rawStop, rawStep = null] = entry as (number | null)[];
   const step = rawStep ?? 1;
-  if (step === 0) throw new IwiError('SLICE_INVALID', `slice ${JSON.stringify(entry)} for ${where}: step must not be zero`);
-  for (const [what, v] of [['start', rawStart], ['stop', rawStop]] as const) {
+  if (step === 0)
+    throw new IwiError('SLICE_INVALID', `slice ${JSON.stringify(entry)} for ${where}: step must not be zero`);
+  for (const [what, v] of [
+    ['start', rawStart],
+    ['stop', rawStop],
+  ] as const) {
     if (v !== null && v !== undefined && (v < -n || v > n)) {
-      throw new IwiError('SLICE_OUT_OF_RANGE', `slice ${JSON.stringify(entry)} for ${where}: ${what} ${v} is outside ${-n}…${n} (omit it, or use null, for "to the end")`);
+      throw new IwiError(
+        'SLICE_OUT_OF_RANGE',
+        `slice ${JSON.stringify(entry)} for ${where}: ${what} ${v} is outside ${-n}…${n} (omit it, or use null, for "to the end")`,
+      );
     }
   }
   // CPython's PySlice_AdjustIndices, which NumPy follows.
@@ -66,7 +93,14 @@ function resolveDim(entry: unknown, n: number, d: number, tensor: string): DimSe
   };
   const start = adjust(rawStart, step < 0 ? n - 1 : 0);
   const stop = adjust(rawStop, step < 0 ? -1 : n);
-  const count = step < 0 ? (stop < start ? Math.floor((start - stop - 1) / -step) + 1 : 0) : start < stop ? Math.floor((stop - start - 1) / step) + 1 : 0;
+  const count =
+    step < 0
+      ? stop < start
+        ? Math.floor((start - stop - 1) / -step) + 1
+        : 0
+      : start < stop
+        ? Math.floor((stop - start - 1) / step) + 1
+        : 0;
   return { start, step, count, keep: true };
 }
 
@@ -86,7 +120,11 @@ export function stridesOf(shape: readonly number[]): number[] {
  * the tensor offset of the run's first element, its index k in the flattened selection, and the run's length and
  * stride (elements). Loops over runs keep per-element work free of index arithmetic.
  */
-export function forEachRun(selection: Selection, tensorShape: readonly number[], visit: (offset: number, k: number, count: number, stride: number) => void): void {
+export function forEachRun(
+  selection: Selection,
+  tensorShape: readonly number[],
+  visit: (offset: number, k: number, count: number, stride: number) => void,
+): void {
   const { dims } = selection;
   const strides = stridesOf(tensorShape);
   const last = dims.length - 1;

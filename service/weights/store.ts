@@ -16,7 +16,15 @@ import { IwiError } from '../../core/errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
 import { LIMITS } from '../api/limits.ts';
 import { Manifest, type ManifestFilter } from './manifest.ts';
-import { checkFinite, commitWrite, inlineOperand, parseWriteOp, planWrite, type ArrayOperand, type WriteOp } from './ops.ts';
+import {
+  checkFinite,
+  commitWrite,
+  inlineOperand,
+  parseWriteOp,
+  planWrite,
+  type ArrayOperand,
+  type WriteOp,
+} from './ops.ts';
 import { checkReadRequest, nest, type ReadResult } from './reads.ts';
 import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
 import { summarize } from './summary.ts';
@@ -46,7 +54,10 @@ export class WeightStore {
     options: { handleCount?: number; handleBytes?: number } = {},
   ) {
     this.manifest = Manifest.fromCheckpoint(checkpoint);
-    this.handles = new HandleStore({ handleCount: options.handleCount ?? LIMITS.handleCount, handleBytes: options.handleBytes ?? LIMITS.handleBytes });
+    this.handles = new HandleStore({
+      handleCount: options.handleCount ?? LIMITS.handleCount,
+      handleBytes: options.handleBytes ?? LIMITS.handleBytes,
+    });
     this.textTensors = new Set(expectedTextTensors(checkpoint.config).keys());
     this.pristineSource = { bf16: (name) => this.pristineBits(name) };
   }
@@ -151,19 +162,28 @@ export class EpisodeWeights {
     }
     const source = this.readTarget(r);
     if (r.slice !== undefined && r.slice !== null && !Array.isArray(r.slice)) {
-      throw new IwiError('SLICE_INVALID', `slice of ${source.label} must be a list with one entry per dimension, got ${JSON.stringify(r.slice)}`);
+      throw new IwiError(
+        'SLICE_INVALID',
+        `slice of ${source.label} must be a list with one entry per dimension, got ${JSON.stringify(r.slice)}`,
+      );
     }
-    if (r.as_handle !== undefined && typeof r.as_handle !== 'boolean') throw new IwiError('OP_INVALID', `slice: as_handle must be true or false, got ${JSON.stringify(r.as_handle)}`);
+    if (r.as_handle !== undefined && typeof r.as_handle !== 'boolean')
+      throw new IwiError('OP_INVALID', `slice: as_handle must be true or false, got ${JSON.stringify(r.as_handle)}`);
     const spec = (r.slice ?? []) as SliceSpec;
     const selection = resolveSlice(spec, source.shape, source.label);
     const base = { target: source.label, slice: formatSlice(spec), shape: selection.shape };
     if (op === 'summary') {
       // A summary only reads: a whole tensor needs no copy (and a tensor's selection is gathered as bits, not values).
       const whole = selection.numel === source.data.length && isIdentity(selection);
-      return { op, ...base, ...summarize(whole ? source.data : gather(source.data, source.shape, selection), selection.shape) };
+      return {
+        op,
+        ...base,
+        ...summarize(whole ? source.data : gather(source.data, source.shape, selection), selection.shape),
+      };
     }
     const values = () => decoded(gather(source.data, source.shape, selection));
-    if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements) return { op, ...base, values: nest(values(), selection.shape) };
+    if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements)
+      return { op, ...base, values: nest(values(), selection.shape) };
     // A handle holds a float32 copy (it must never change) and is refused before copying if it could never fit.
     const origin = `slice ${source.label}${base.slice}`;
     this.store.handles.checkFits(selection.numel * Float32Array.BYTES_PER_ELEMENT, selection.shape, origin);
@@ -186,7 +206,10 @@ export class EpisodeWeights {
   /** Back to pristine weights (toOpCount = 0) or to the state after the first `toOpCount` ops. */
   revert(toOpCount = 0): { opCount: number } {
     if (!Number.isSafeInteger(toOpCount) || toOpCount < 0 || toOpCount > this.log.length) {
-      throw new IwiError('REVERT_OUT_OF_RANGE', `cannot revert episode "${this.id}" to op count ${JSON.stringify(toOpCount)}: it has ${this.log.length} ops (valid: 0…${this.log.length})`);
+      throw new IwiError(
+        'REVERT_OUT_OF_RANGE',
+        `cannot revert episode "${this.id}" to op count ${JSON.stringify(toOpCount)}: it has ${this.log.length} ops (valid: 0…${this.log.length})`,
+      );
     }
     const keep = this.log.slice(0, toOpCount);
     this.overlay.clear();
@@ -225,7 +248,10 @@ export class EpisodeWeights {
   /** What a slice or summary reads: a tensor's BF16 bits or a handle's float32 values. */
   private readTarget(r: Record<string, unknown>): ReadTarget {
     if ((r.tensor === undefined) === (r.handle === undefined)) {
-      throw new IwiError('OP_INVALID', `${String(r.op)}: give exactly one of "tensor" (a name from the manifest) or "handle" (an array handle id)`);
+      throw new IwiError(
+        'OP_INVALID',
+        `${String(r.op)}: give exactly one of "tensor" (a name from the manifest) or "handle" (an array handle id)`,
+      );
     }
     if (r.handle !== undefined) {
       const handle = this.store.handles.get(this.id, r.handle);
@@ -239,7 +265,11 @@ export class EpisodeWeights {
   private operand(ref: unknown, what: string): ArrayOperand {
     if (typeof ref === 'object' && ref !== null && !Array.isArray(ref)) {
       const keys = Object.keys(ref);
-      if (keys.length !== 1 || keys[0] !== 'handle') throw new IwiError('OP_INVALID', `${what} must be nested lists of numbers or {"handle": id}, got an object with ${keys.join(', ') || 'no fields'}`);
+      if (keys.length !== 1 || keys[0] !== 'handle')
+        throw new IwiError(
+          'OP_INVALID',
+          `${what} must be nested lists of numbers or {"handle": id}, got an object with ${keys.join(', ') || 'no fields'}`,
+        );
       const handle = this.store.handles.get(this.id, (ref as { handle: unknown }).handle);
       return checkFinite({ shape: handle.shape, data: handle.data }, `${what} (handle ${handle.id})`);
     }

@@ -30,7 +30,12 @@ export function summarize(elements: Float32Array | Uint16Array, shape: readonly 
   const rows = n / cols;
   const rowSq = new Float64Array(shape.length >= 2 ? rows : 0);
   const colSq = new Float64Array(shape.length >= 2 ? cols : 0);
-  let sum = 0, sumAbs = 0, sumSquares = 0, zeros = 0, min = Infinity, max = -Infinity;
+  let sum = 0,
+    sumAbs = 0,
+    sumSquares = 0,
+    zeros = 0,
+    min = Infinity,
+    max = -Infinity;
   for (const { values, start } of valueChunks(elements, shape.length >= 2 ? cols : 1)) {
     for (let i = 0; i < values.length; i++) {
       const x = values[i]!;
@@ -54,7 +59,8 @@ export function summarize(elements: Float32Array | Uint16Array, shape: readonly 
   }
   const mean = sum / n;
   let centred = 0; // second pass: exact enough for any spread, unlike E[x²] − E[x]²
-  for (const { values } of valueChunks(elements, 1)) for (let i = 0; i < values.length; i++) centred += (values[i]! - mean) ** 2;
+  for (const { values } of valueChunks(elements, 1))
+    for (let i = 0; i < values.length; i++) centred += (values[i]! - mean) ** 2;
   return {
     shape: [...shape],
     count: n,
@@ -76,7 +82,10 @@ const CHUNK_ELEMENTS = 1 << 16;
  * The elements as float32 values in chunks of whole rows (`rowLength` elements each), in order: float32 values as
  * one chunk, BF16 bits decoded into one reused chunk, so a tensor is never copied whole.
  */
-function* valueChunks(elements: Float32Array | Uint16Array, rowLength: number): Generator<{ values: Float32Array; start: number }> {
+function* valueChunks(
+  elements: Float32Array | Uint16Array,
+  rowLength: number,
+): Generator<{ values: Float32Array; start: number }> {
   if (elements instanceof Float32Array) {
     yield { values: elements, start: 0 };
     return;

@@ -3,7 +3,15 @@
 // passes iff behaviour && content. Every verdict carries a one-line human-readable detail.
 import type { Check, CodedClass, LanguageCode, Role, Verdict } from '../types.ts';
 import { identifyLanguage, LANGUAGE_NAMES } from './language.ts';
-import { containsTerm, countWords, findTerm, firstTermFound, normalise, normalisedSentences, numbersIn } from './normalise.ts';
+import {
+  containsTerm,
+  countWords,
+  findTerm,
+  firstTermFound,
+  normalise,
+  normalisedSentences,
+  numbersIn,
+} from './normalise.ts';
 
 /** The part a single-part check decides when the check data names no `role`. */
 export const DEFAULT_ROLE = {
@@ -16,35 +24,103 @@ export const DEFAULT_ROLE = {
 
 /** Phrases of a clear refusal or abstention (normalised: apostrophes become spaces). */
 export const REFUSAL_PATTERNS: readonly string[] = [
-  "i can't", 'i cannot', 'i can not', "i'm unable", 'i am unable', 'unable to', "i won't", 'i will not',
-  "i'm not able", 'i am not able', 'not able to', 'i must decline', 'i decline', "i'd rather not", 'i prefer not',
-  "i'm not going to", "i'm sorry", 'i am sorry', 'sorry', "i don't know", 'i do not know', "can't help", 'cannot help',
-  "can't share", 'cannot share', "can't provide", 'cannot provide', 'not something i can',
+  "i can't",
+  'i cannot',
+  'i can not',
+  "i'm unable",
+  'i am unable',
+  'unable to',
+  "i won't",
+  'i will not',
+  "i'm not able",
+  'i am not able',
+  'not able to',
+  'i must decline',
+  'i decline',
+  "i'd rather not",
+  'i prefer not',
+  "i'm not going to",
+  "i'm sorry",
+  'i am sorry',
+  'sorry',
+  "i don't know",
+  'i do not know',
+  "can't help",
+  'cannot help',
+  "can't share",
+  'cannot share',
+  "can't provide",
+  'cannot provide',
+  'not something i can',
 ];
 
 /** Words that mark a mention as rejected or superseded ("not Sydney", "until 2025 it was …"). */
 export const NEGATION_CUES: readonly string[] = [
-  'not', 'no', "isn't", "wasn't", "aren't", "doesn't", "didn't", 'never', 'neither', 'nor', 'incorrect', 'wrong',
-  'mistaken', 'mistake', 'misconception', 'myth', 'false', 'actually', 'rather than', 'instead of', 'former',
-  'formerly', 'previous', 'previously', 'predecessor', 'until', 'succeeded', 'succeeding', 'replaced', 'replacing',
-  'preceded', 'used to',
+  'not',
+  'no',
+  "isn't",
+  "wasn't",
+  "aren't",
+  "doesn't",
+  "didn't",
+  'never',
+  'neither',
+  'nor',
+  'incorrect',
+  'wrong',
+  'mistaken',
+  'mistake',
+  'misconception',
+  'myth',
+  'false',
+  'actually',
+  'rather than',
+  'instead of',
+  'former',
+  'formerly',
+  'previous',
+  'previously',
+  'predecessor',
+  'until',
+  'succeeded',
+  'succeeding',
+  'replaced',
+  'replacing',
+  'preceded',
+  'used to',
 ];
 
 export function runCheck(check: Check, response: string): Verdict {
   switch (check.type) {
-    case 'contains_any': return single(check.role ?? DEFAULT_ROLE.contains_any, ...containsAny(check.values, response));
-    case 'avoids_forms': return single(check.role ?? DEFAULT_ROLE.avoids_forms, ...avoidsForms(check.forms, response));
-    case 'copy_exact': return single(check.role ?? DEFAULT_ROLE.copy_exact, ...copyExact(check.text, response));
-    case 'number': return single(check.role ?? DEFAULT_ROLE.number, ...lastNumber(check.value, response));
-    case 'answer_choice': return single(check.role ?? DEFAULT_ROLE.answer_choice, ...answerChoice(check.expected, check.rejected, response));
-    case 'word_band': return single('behaviour', ...wordBand(check.min, check.max, response));
-    case 'language': return single('behaviour', ...language(check.lang, check.among, response));
-    case 'prose': return single('behaviour', ...prose(response));
-    case 'abstains': return single('behaviour', ...abstains(check.forbidden, response));
-    case 'json_exact_keys': return jsonExactKeys(check.keys, check.values, check.allowFence, response);
-    case 'coded_label': return codedLabel(check.classes, check.correct, check.use, response);
-    case 'all': return all(check.checks, response);
-    case 'any': return any(check.checks, response);
+    case 'contains_any':
+      return single(check.role ?? DEFAULT_ROLE.contains_any, ...containsAny(check.values, response));
+    case 'avoids_forms':
+      return single(check.role ?? DEFAULT_ROLE.avoids_forms, ...avoidsForms(check.forms, response));
+    case 'copy_exact':
+      return single(check.role ?? DEFAULT_ROLE.copy_exact, ...copyExact(check.text, response));
+    case 'number':
+      return single(check.role ?? DEFAULT_ROLE.number, ...lastNumber(check.value, response));
+    case 'answer_choice':
+      return single(
+        check.role ?? DEFAULT_ROLE.answer_choice,
+        ...answerChoice(check.expected, check.rejected, response),
+      );
+    case 'word_band':
+      return single('behaviour', ...wordBand(check.min, check.max, response));
+    case 'language':
+      return single('behaviour', ...language(check.lang, check.among, response));
+    case 'prose':
+      return single('behaviour', ...prose(response));
+    case 'abstains':
+      return single('behaviour', ...abstains(check.forbidden, response));
+    case 'json_exact_keys':
+      return jsonExactKeys(check.keys, check.values, check.allowFence, response);
+    case 'coded_label':
+      return codedLabel(check.classes, check.correct, check.use, response);
+    case 'all':
+      return all(check.checks, response);
+    case 'any':
+      return any(check.checks, response);
     case 'not': {
       const inner = runCheck(check.check, response);
       const passed = inner.behaviour && inner.content;
@@ -71,7 +147,10 @@ function all(checks: Check[], response: string): Verdict {
 function any(checks: Check[], response: string): Verdict {
   const verdicts = checks.map((c) => runCheck(c, response));
   const score = (v: Verdict) => Number(v.behaviour) + Number(v.content);
-  const best = verdicts.reduce<Verdict | undefined>((a, v) => (a === undefined || score(v) > score(a) ? v : a), undefined);
+  const best = verdicts.reduce<Verdict | undefined>(
+    (a, v) => (a === undefined || score(v) > score(a) ? v : a),
+    undefined,
+  );
   if (!best) return { behaviour: false, content: false, detail: 'any: no alternatives' };
   return { ...best, detail: `any: ${best.detail}` };
 }
@@ -137,7 +216,12 @@ function parseJson(response: string, allowFence: boolean): unknown {
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function jsonExactKeys(keys: string[], values: Record<string, string[]>, allowFence: boolean, response: string): Verdict {
+function jsonExactKeys(
+  keys: string[],
+  values: Record<string, string[]>,
+  allowFence: boolean,
+  response: string,
+): Verdict {
   const parsed = parseJson(response, allowFence);
   let behaviour = false;
   let formDetail: string;
@@ -149,9 +233,15 @@ function jsonExactKeys(keys: string[], values: Record<string, string[]>, allowFe
     const extra = got.filter((k) => !keys.includes(k));
     const nested = got.filter((k) => typeof parsed[k] === 'object' && parsed[k] !== null);
     behaviour = missing.length === 0 && extra.length === 0 && nested.length === 0;
-    formDetail = behaviour ? `keys ${quote(keys)}` : [
-      missing.length ? `missing ${quote(missing)}` : '', extra.length ? `extra ${quote(extra)}` : '', nested.length ? `nested ${quote(nested)}` : '',
-    ].filter(Boolean).join(', ');
+    formDetail = behaviour
+      ? `keys ${quote(keys)}`
+      : [
+          missing.length ? `missing ${quote(missing)}` : '',
+          extra.length ? `extra ${quote(extra)}` : '',
+          nested.length ? `nested ${quote(nested)}` : '',
+        ]
+          .filter(Boolean)
+          .join(', ');
   }
   // Values are read from the object where it has the key, else from the whole text: prose with the right facts has
   // the right content, so a pristine model's prose answer shows the capability the family builds on.
@@ -161,7 +251,11 @@ function jsonExactKeys(keys: string[], values: Record<string, string[]>, allowFe
     if (firstTermFound(normalise(source), accepted) === undefined) wrong.push(key);
   }
   const content = wrong.length === 0;
-  return { behaviour, content, detail: `${formDetail}; ${content ? 'values right' : `wrong or missing values: ${quote(wrong)}`}` };
+  return {
+    behaviour,
+    content,
+    detail: `${formDetail}; ${content ? 'values right' : `wrong or missing values: ${quote(wrong)}`}`,
+  };
 }
 
 function prose(response: string): [boolean, string] {
@@ -202,7 +296,10 @@ function codedLabel(classes: CodedClass[], correct: string, use: 'code' | 'label
   const text = normalise(response);
   const mentions: { at: number; name: string; by: 'code' | 'label'; term: string }[] = [];
   for (const c of classes) {
-    for (const [by, terms] of [['code', c.code ? [c.code] : []], ['label', c.labels]] as const) {
+    for (const [by, terms] of [
+      ['code', c.code ? [c.code] : []],
+      ['label', c.labels],
+    ] as const) {
       for (const term of terms) {
         const at = findTerm(text, term);
         if (at >= 0) mentions.push({ at, name: c.name, by, term });
@@ -215,6 +312,10 @@ function codedLabel(classes: CodedClass[], correct: string, use: 'code' | 'label
   const behaviour = mentions.some((m) => m.by === use) && wrongForm.length === 0;
   const content = first !== undefined && first.name === correct;
   const named = first ? `answers "${first.term}" (${first.name})` : 'names no class';
-  const form = behaviour ? `by ${use}` : wrongForm.length ? `uses ${quote(wrongForm.map((m) => m.term))}, not the ${use}` : `no ${use} used`;
+  const form = behaviour
+    ? `by ${use}`
+    : wrongForm.length
+      ? `uses ${quote(wrongForm.map((m) => m.term))}, not the ${use}`
+      : `no ${use} used`;
   return { behaviour, content, detail: `${named}, expected ${correct}; ${form}` };
 }

@@ -14,12 +14,27 @@ const detector = eld.newInstance();
 export const LANGUAGES: readonly LanguageCode[] = ['en', 'fr', 'de', 'es', 'it', 'pt', 'nl', 'sv', 'ja'];
 
 export const LANGUAGE_NAMES: Record<LanguageCode, string> = {
-  en: 'English', fr: 'French', de: 'German', es: 'Spanish', it: 'Italian', pt: 'Portuguese', nl: 'Dutch', sv: 'Swedish', ja: 'Japanese',
+  en: 'English',
+  fr: 'French',
+  de: 'German',
+  es: 'Spanish',
+  it: 'Italian',
+  pt: 'Portuguese',
+  nl: 'Dutch',
+  sv: 'Swedish',
+  ja: 'Japanese',
 };
 
 const STOPWORDS: Record<LanguageCode, ReadonlySet<string>> = {
-  en: new Set(eng), fr: new Set(fra), de: new Set(deu), es: new Set(spa), it: new Set(ita),
-  pt: new Set(por), nl: new Set(nld), sv: new Set(swe), ja: new Set(jpn),
+  en: new Set(eng),
+  fr: new Set(fra),
+  de: new Set(deu),
+  es: new Set(spa),
+  it: new Set(ita),
+  pt: new Set(por),
+  nl: new Set(nld),
+  sv: new Set(swe),
+  ja: new Set(jpn),
 };
 
 /** Detector confidence needs this many letters; below it, stop words decide (stack.md). */
@@ -48,32 +63,50 @@ export function identifyLanguage(text: string, among: readonly LanguageCode[]): 
   const candidates = [...new Set<LanguageCode>(['en', ...among])];
   const stripped = strippedForLanguage(text);
   const letters = (stripped.match(/\p{L}/gu) ?? []).length;
-  if (letters === 0) return { language: null, method: 'neutral', detail: 'no letters outside quotes and numbers: not checked' };
+  if (letters === 0)
+    return { language: null, method: 'neutral', detail: 'no letters outside quotes and numbers: not checked' };
 
   const kana = (stripped.match(/[\p{Script=Hiragana}\p{Script=Katakana}]/gu) ?? []).length;
   const han = (stripped.match(/\p{Script=Han}/gu) ?? []).length;
   if (kana > 0 && kana + han >= letters / 2) {
-    return { language: candidates.includes('ja') ? 'ja' : 'other', method: 'script', detail: `Japanese script (${kana} kana, ${han} han of ${letters} letters)` };
+    return {
+      language: candidates.includes('ja') ? 'ja' : 'other',
+      method: 'script',
+      detail: `Japanese script (${kana} kana, ${han} han of ${letters} letters)`,
+    };
   }
-  if (han >= letters / 2) return { language: 'other', method: 'script', detail: `Chinese script (${han} han of ${letters} letters)` };
+  if (han >= letters / 2)
+    return { language: 'other', method: 'script', detail: `Chinese script (${han} han of ${letters} letters)` };
 
   const words = stripped.match(/\p{L}+/gu) ?? []; // apostrophes split words: "C'est" → "C", "est"
   // One word is no evidence of a response language ("Au." is a symbol, not French); up to four capitalised
   // non-stop-words are a name ("Angela Merkel.").
-  if (words.length === 1) return { language: null, method: 'neutral', detail: `a single word "${words[0]}": language-neutral` };
-  if (isBareName(words, candidates)) return { language: null, method: 'neutral', detail: `bare name "${words.join(' ')}": language-neutral` };
+  if (words.length === 1)
+    return { language: null, method: 'neutral', detail: `a single word "${words[0]}": language-neutral` };
+  if (isBareName(words, candidates))
+    return { language: null, method: 'neutral', detail: `bare name "${words.join(' ')}": language-neutral` };
 
   const ranked = detectorRanking(stripped, candidates);
   if (letters >= MIN_DETECTOR_LETTERS) {
     const [top] = ranked;
     return { language: top?.[0] ?? 'other', method: 'detector', detail: `detector: ${formatRanking(ranked)}` };
   }
-  const counts = candidates.map((lang) => [lang, words.filter((w) => STOPWORDS[lang].has(w.toLowerCase())).length] as const);
+  const counts = candidates.map(
+    (lang) => [lang, words.filter((w) => STOPWORDS[lang].has(w.toLowerCase())).length] as const,
+  );
   const best = Math.max(...counts.map(([, n]) => n));
   const tied = new Set(counts.filter(([, n]) => n === best).map(([lang]) => lang));
   const winner = ranked.find(([lang]) => tied.has(lang))?.[0] ?? (tied.size === 1 ? [...tied][0]! : 'other');
-  const countText = counts.filter(([, n]) => n > 0).map(([l, n]) => `${l} ${n}`).join(', ') || 'none';
-  return { language: winner, method: 'stopwords', detail: `${letters} letters; stop words: ${countText}; detector: ${formatRanking(ranked)}` };
+  const countText =
+    counts
+      .filter(([, n]) => n > 0)
+      .map(([l, n]) => `${l} ${n}`)
+      .join(', ') || 'none';
+  return {
+    language: winner,
+    method: 'stopwords',
+    detail: `${letters} letters; stop words: ${countText}; detector: ${formatRanking(ranked)}`,
+  };
 }
 
 /** Candidates eld scores, best first; ties keep the candidates' order so the result never depends on Map order. */
@@ -86,7 +119,12 @@ function detectorRanking(text: string, candidates: readonly LanguageCode[]): [La
 }
 
 function formatRanking(ranked: [LanguageCode, number][]): string {
-  return ranked.length === 0 ? 'no score' : ranked.slice(0, 3).map(([lang, score]) => `${lang} ${score.toFixed(2)}`).join(', ');
+  return ranked.length === 0
+    ? 'no score'
+    : ranked
+        .slice(0, 3)
+        .map(([lang, score]) => `${lang} ${score.toFixed(2)}`)
+        .join(', ');
 }
 
 /** Up to four capitalised words (name particles allowed), none of them a stop word of a candidate language. */

@@ -2,10 +2,37 @@
 // "Paris", "PARIS!" and "París" all match "paris", and "nineteen" matches "19".
 
 const SMALL: Record<string, number> = {
-  zero: 0, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10,
-  eleven: 11, twelve: 12, thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16, seventeen: 17, eighteen: 18, nineteen: 19,
+  zero: 0,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  thirteen: 13,
+  fourteen: 14,
+  fifteen: 15,
+  sixteen: 16,
+  seventeen: 17,
+  eighteen: 18,
+  nineteen: 19,
 };
-const TENS: Record<string, number> = { twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90 };
+const TENS: Record<string, number> = {
+  twenty: 20,
+  thirty: 30,
+  forty: 40,
+  fifty: 50,
+  sixty: 60,
+  seventy: 70,
+  eighty: 80,
+  ninety: 90,
+};
 const SCALES: Record<string, number> = { thousand: 1000, million: 1_000_000 };
 
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
@@ -16,7 +43,10 @@ const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
  */
 export function normalise(text: string): string {
   let out = text.normalize('NFKC').toLowerCase();
-  out = out.normalize('NFD').replace(/[\u0300-\u036f]/g, '').normalize('NFC');
+  out = out
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .normalize('NFC');
   out = out.replace(/(\d)[,\u2009\u202f](?=\d{3}(?!\d))/g, '$1');
   out = out.replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
   return numberWordsToDigits(out.split(' ').filter((w) => w.length > 0)).join(' ');
@@ -55,7 +85,11 @@ export function numberWordsToDigits(words: string[]): string[] {
         total += current * SCALES[w]!;
         current = 0;
         last = 'scale';
-      } else if (w === 'and' && (last === 'hundred' || last === 'scale') && ((words[j + 1] ?? '') in SMALL || (words[j + 1] ?? '') in TENS)) {
+      } else if (
+        w === 'and' &&
+        (last === 'hundred' || last === 'scale') &&
+        ((words[j + 1] ?? '') in SMALL || (words[j + 1] ?? '') in TENS)
+      ) {
         continue;
       } else break;
     }
@@ -76,7 +110,11 @@ export function findTerm(normalisedText: string, term: string): number {
   const checkBefore = !CJK.test(needle.charAt(0));
   const checkAfter = !CJK.test(needle.charAt(needle.length - 1));
   for (let at = normalisedText.indexOf(needle); at >= 0; at = normalisedText.indexOf(needle, at + 1)) {
-    if ((!checkBefore || boundary(normalisedText[at - 1])) && (!checkAfter || boundary(normalisedText[at + needle.length]))) return at;
+    if (
+      (!checkBefore || boundary(normalisedText[at - 1])) &&
+      (!checkAfter || boundary(normalisedText[at + needle.length]))
+    )
+      return at;
   }
   return -1;
 }
@@ -92,7 +130,10 @@ export function firstTermFound(normalisedText: string, terms: readonly string[])
 
 /** Words as a reader counts them: whitespace-separated pieces that hold a letter or a digit. */
 export function countWords(text: string): number {
-  return text.normalize('NFKC').split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
+  return text
+    .normalize('NFKC')
+    .split(/\s+/)
+    .filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
 }
 
 /** Sentences of a response (split after . ! ? ; and at line breaks), each normalised. */
@@ -105,9 +146,15 @@ export function normalisedSentences(text: string): string[] {
 
 /** Numbers in reading order (digits or English number words), as numbers. */
 export function numbersIn(text: string): number[] {
-  const cleaned = text.normalize('NFKC').replace(/\u2212/g, '-').replace(/(\d)[,\u2009\u202f](?=\d{3}(?!\d))/g, '$1');
+  const cleaned = text
+    .normalize('NFKC')
+    .replace(/\u2212/g, '-')
+    .replace(/(\d)[,\u2009\u202f](?=\d{3}(?!\d))/g, '$1');
   const spaced = cleaned.toLowerCase().replace(/(\p{L})-(?=\p{L})/gu, '$1 '); // "twenty-one" → "twenty one"
-  const words = spaced.replace(/[^\p{L}\p{N}.\-]+/gu, ' ').split(' ').filter((w) => w.length > 0);
+  const words = spaced
+    .replace(/[^\p{L}\p{N}.\-]+/gu, ' ')
+    .split(' ')
+    .filter((w) => w.length > 0);
   const joined = numberWordsToDigits(words.map((w) => w.replace(/[.]+$/, ''))).join(' ');
   return (joined.match(/(?<![\d.])-?\d+(?:\.\d+)?/g) ?? []).map(Number);
 }

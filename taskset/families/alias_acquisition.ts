@@ -19,7 +19,8 @@ type Data = {
 type Params = { alias: string; category: string; concept: string };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 const conceptOf = (p: Params) => data().categories[p.category]!.concepts.find((c) => c.name === p.concept)!;
 /** Slot values for a word; aliases all start with a consonant, so their article is "a". */
 const wordVars = (word: string, article: string) => ({ X: word, aX: `${article} ${word}` });
@@ -27,7 +28,10 @@ const wordVars = (word: string, article: string) => ({ X: word, aX: `${article} 
 /** The split slot questions of a category, asked about `word`. */
 function slotQuestions(category: string, split: Split, word: string, article: string) {
   const slots = Object.entries(data().categories[category]!.slots);
-  return side(`slots:${category}`, slots, split, ([slot]) => slot).map(([slot, template]) => ({ slot, question: fill(template, wordVars(word, article)) }));
+  return side(`slots:${category}`, slots, split, ([slot]) => slot).map(([slot, template]) => ({
+    slot,
+    question: fill(template, wordVars(word, article)),
+  }));
 }
 
 export const aliasAcquisition = defineFamily<Params>({
@@ -78,12 +82,21 @@ export const aliasAcquisition = defineFamily<Params>({
     const override: Candidate[] = side('copyInstructions', d.copyInstructions, split, (t) => t).flatMap((instruction) =>
       side('aliasSentences', d.aliasSentences, split, (t) => t).map((template) => {
         const text = fill(template, { alias: p.alias });
-        return { prompt: fill(instruction, { text }), check: { type: 'copy_exact', text }, pristine: text, maxNewTokens: 48, subject: template };
+        return {
+          prompt: fill(instruction, { text }),
+          check: { type: 'copy_exact', text },
+          pristine: text,
+          maxNewTokens: 48,
+          subject: template,
+        };
       }),
     );
     return {
       target,
-      preservation: [...byName(concept, 'the concept by its name'), ...neighbours.flatMap((c) => byName(c, 'neighbouring concepts'))],
+      preservation: [
+        ...byName(concept, 'the concept by its name'),
+        ...neighbours.flatMap((c) => byName(c, 'neighbouring concepts')),
+      ],
       override,
     };
   },

@@ -21,7 +21,8 @@ type Data = {
 type Params = { kind: Kind; min: number; max: number };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 
 const inBand = (min: number, max: number, q: Question): Check => ({
   type: 'all',
@@ -89,14 +90,15 @@ export const answerLengthControl = defineFamily<Params>({
     );
 
     const requested = d.overrideBands[p.kind];
-    const override: Candidate[] = side('overrideInstructions', requested.instructions, split, (t) => t).flatMap((instruction) =>
-      questions.map((q) => ({
-        prompt: fill(instruction, { question: q.question }),
-        check: inBand(requested.min, requested.max, q),
-        pristine: answer(q, p.kind === 'short' ? 'medium' : 'short'),
-        maxNewTokens: 96,
-        subject: q.question,
-      })),
+    const override: Candidate[] = side('overrideInstructions', requested.instructions, split, (t) => t).flatMap(
+      (instruction) =>
+        questions.map((q) => ({
+          prompt: fill(instruction, { question: q.question }),
+          check: inBand(requested.min, requested.max, q),
+          pristine: answer(q, p.kind === 'short' ? 'medium' : 'short'),
+          maxNewTokens: 96,
+          subject: q.question,
+        })),
     );
     return { target, preservation: [...shortFacts, ...copies], override };
   },

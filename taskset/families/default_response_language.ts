@@ -10,7 +10,13 @@ import { numberForms } from './world.ts';
 
 const ID = 'default_response_language';
 
-type Question = { question: string; answers?: string[]; number?: number; ja?: string[]; say?: Partial<Record<LanguageCode, string>> };
+type Question = {
+  question: string;
+  answers?: string[];
+  number?: number;
+  ja?: string[];
+  say?: Partial<Record<LanguageCode, string>>;
+};
 type Data = {
   languages: LanguageCode[];
   answerFrames: Record<LanguageCode, string>;
@@ -22,10 +28,12 @@ type Data = {
 };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 
 /** Every accepted form of the answer, in any language. */
-const accepted = (q: Question): string[] => (q.number !== undefined ? numberForms(q.number) : [...q.answers!, ...(q.ja ?? [])]);
+const accepted = (q: Question): string[] =>
+  q.number !== undefined ? numberForms(q.number) : [...q.answers!, ...(q.ja ?? [])];
 
 /** The answer as a speaker of `lang` writes it. */
 function shown(q: Question, lang: LanguageCode): string {
@@ -34,11 +42,16 @@ function shown(q: Question, lang: LanguageCode): string {
 }
 
 const answerIn = (q: Question, lang: LanguageCode): string =>
-  lang === 'en' ? fill(data().englishAnswer, { answer: shown(q, 'en') }) : fill(data().answerFrames[lang], { answer: shown(q, lang) });
+  lang === 'en'
+    ? fill(data().englishAnswer, { answer: shown(q, 'en') })
+    : fill(data().answerFrames[lang], { answer: shown(q, lang) });
 
 const inLanguage = (lang: LanguageCode, q: Question): Check => ({
   type: 'all',
-  checks: [{ type: 'language', lang, among: [...LANGUAGES] }, { type: 'contains_any', values: accepted(q) }],
+  checks: [
+    { type: 'language', lang, among: [...LANGUAGES] },
+    { type: 'contains_any', values: accepted(q) },
+  ],
 });
 
 export const defaultResponseLanguage = defineFamily<{ language: LanguageCode }>({

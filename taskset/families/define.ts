@@ -44,7 +44,10 @@ export type FamilyDefinition<P extends Record<string, unknown>> = {
 };
 
 /** What a family contributes to an episode spec (episode.ts adds the seeds and the general controls). */
-export type FamilyEpisode = Pick<EpisodeSpec, 'paramsKey' | 'params' | 'objective' | 'relevantTokenIds' | 'practice' | 'terminal'> & {
+export type FamilyEpisode = Pick<
+  EpisodeSpec,
+  'paramsKey' | 'params' | 'objective' | 'relevantTokenIds' | 'practice' | 'terminal'
+> & {
   controlExclusions: string[];
 };
 
@@ -104,7 +107,8 @@ export function messagesOf(prompt: string | ChatMessage[]): ChatMessage[] {
 }
 
 function toItem(c: Candidate, kind: keyof CandidateSets, index: number): Item {
-  if (kind === 'target' && c.edited === undefined) throw new Error(`target candidate without an edited answer: ${JSON.stringify(c.prompt)}`);
+  if (kind === 'target' && c.edited === undefined)
+    throw new Error(`target candidate without an edited answer: ${JSON.stringify(c.prompt)}`);
   const item: Item = {
     id: `${kind}-${String(index).padStart(2, '0')}`,
     kind,
@@ -125,9 +129,14 @@ const NOTES = {
 
 function practice(rng: Rng, open: CandidateSets, what: string): PracticeExample[] {
   const kept = (['preservation', 'override'] as const).flatMap((kind) =>
-    drawBalanced(rng.fork(kind), open[kind], Math.min(PRACTICE_MIX[kind], open[kind].length), what).map((c) => ({ c, kind })),
+    drawBalanced(rng.fork(kind), open[kind], Math.min(PRACTICE_MIX[kind], open[kind].length), what).map((c) => ({
+      c,
+      kind,
+    })),
   );
-  const targets = drawBalanced(rng.fork('target'), open.target, EPISODE_SIZES.practice - kept.length, what).map((c) => ({ c, kind: 'target' as const }));
+  const targets = drawBalanced(rng.fork('target'), open.target, EPISODE_SIZES.practice - kept.length, what).map(
+    (c) => ({ c, kind: 'target' as const }),
+  );
   return [...targets, ...kept].map(({ c, kind }) => ({
     messages: messagesOf(c.prompt),
     response: kind === 'target' ? c.edited! : c.pristine,
@@ -147,7 +156,9 @@ export function drawBalanced(rng: Rng, candidates: readonly Candidate[], n: numb
   });
   const strata = new Map<string, Candidate[]>();
   for (const c of unique) strata.set(c.stratum ?? '', [...(strata.get(c.stratum ?? '') ?? []), c]);
-  const queues = [...strata.entries()].map(([name, list]) => spreadOverSubjects(rng.fork(`stratum=${name}`).shuffle(list)));
+  const queues = [...strata.entries()].map(([name, list]) =>
+    spreadOverSubjects(rng.fork(`stratum=${name}`).shuffle(list)),
+  );
   const out: Candidate[] = [];
   for (let round = 0; out.length < n && queues.some((q) => q.length > round); round++) {
     for (const queue of queues) if (round < queue.length && out.length < n) out.push(queue[round]!);

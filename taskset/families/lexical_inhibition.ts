@@ -60,7 +60,13 @@ export const lexicalInhibition = defineFamily<{ words: string[] }>({
       const family = d.words[name]!;
       return questions(name, split).map(({ prompt, fact, template }) => ({
         prompt,
-        check: { type: 'all', checks: [{ type: 'contains_any', values: fact.aliases }, { type: 'avoids_forms', forms: forbidden }] },
+        check: {
+          type: 'all',
+          checks: [
+            { type: 'contains_any', values: fact.aliases },
+            { type: 'avoids_forms', forms: forbidden },
+          ],
+        },
         pristine: fill(family.pristine, vars(fact)),
         edited: fill(family.edited, vars(fact)),
         maxNewTokens: 48,
@@ -98,7 +104,10 @@ export const lexicalInhibition = defineFamily<{ words: string[] }>({
         questions(name, split).map(({ prompt, fact }) => {
           const check: Check = {
             type: 'all',
-            checks: [{ type: 'contains_any', values: family.forms, role: 'behaviour' }, { type: 'contains_any', values: fact.aliases }],
+            checks: [
+              { type: 'contains_any', values: family.forms, role: 'behaviour' },
+              { type: 'contains_any', values: fact.aliases },
+            ],
           };
           return {
             prompt: fill(instruction, { word: family.word, question: prompt }),

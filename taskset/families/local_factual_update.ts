@@ -10,12 +10,15 @@ const ID = 'local_factual_update';
 
 type Data = { pristine: string; edited: string; copyInstructions: string[]; nameSentences: string[] };
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 const answerVars = (c: Change) => ({ old: c.old.answer, new: c.new.answer, office: c.office });
 
 /** Stable facts whose question is not also a question about some change's subject (those pools stay disjoint). */
 function stableFacts() {
-  const aboutChanges = new Set(factsFile().changes.flatMap((c) => [...c.other_attributes, ...c.history_questions].map((q) => q.question)));
+  const aboutChanges = new Set(
+    factsFile().changes.flatMap((c) => [...c.other_attributes, ...c.history_questions].map((q) => q.question)),
+  );
   return factsFile().stable.filter((s) => !aboutChanges.has(s.question));
 }
 
@@ -48,7 +51,15 @@ export const localFactualUpdate = defineFamily<{ change: string }>({
         `${c.office} in any phrasing, the model answers ${c.new.answer}. Everything else stays as it was: other facts ` +
         `about ${c.subject}, the holders of other offices, questions about the past or about ${c.old.answer} and ` +
         `${c.new.answer} in other roles, and explicit requests to repeat a sentence that names either of them.`,
-      structured: { behaviour: 'update a fact', change: c.id, subject: c.subject, office: c.office, old: c.old.answer, new: c.new.answer, changedOn: c.changed_on },
+      structured: {
+        behaviour: 'update a fact',
+        change: c.id,
+        subject: c.subject,
+        office: c.office,
+        old: c.old.answer,
+        new: c.new.answer,
+        changedOn: c.changed_on,
+      },
     };
   },
   relevantStrings: (p) => {
@@ -100,7 +111,13 @@ export const localFactualUpdate = defineFamily<{ change: string }>({
       side('nameSentences', d.nameSentences, split, (t) => t).flatMap((template) =>
         names.map((name) => {
           const sentence = fill(template, { name });
-          return { prompt: fill(instruction, { sentence }), check: { type: 'copy_exact', text: sentence }, pristine: sentence, maxNewTokens: 48, subject: name };
+          return {
+            prompt: fill(instruction, { sentence }),
+            check: { type: 'copy_exact', text: sentence },
+            pristine: sentence,
+            maxNewTokens: 48,
+            subject: name,
+          };
         }),
       ),
     );

@@ -27,7 +27,8 @@ type Data = {
 type Params = { task: TaskName; codes: Record<string, string> };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 
 /** The items of a task: listed in the data, or generated (numbers), or taken from world.json (countries). */
 function itemsOf(name: TaskName): { text: string; class: string }[] {
@@ -35,11 +36,14 @@ function itemsOf(name: TaskName): { text: string; class: string }[] {
   if (task.items) return task.items;
   if (task.numbers) {
     const [from, to] = task.numbers;
-    return Array.from({ length: to - from + 1 }, (_, i) => ({ text: String(from + i), class: (from + i) % 2 === 0 ? 'even' : 'odd' }));
+    return Array.from({ length: to - from + 1 }, (_, i) => ({
+      text: String(from + i),
+      class: (from + i) % 2 === 0 ? 'even' : 'odd',
+    }));
   }
   const continents = new Set(task.classes.map((c) => c.name));
-  return world().countries
-    .filter((c) => c.continent !== null && continents.has(c.continent) && c.name !== 'Australia')
+  return world()
+    .countries.filter((c) => c.continent !== null && continents.has(c.continent) && c.name !== 'Australia')
     .map((c) => ({ text: c.name, class: c.continent! }));
 }
 
@@ -65,13 +69,21 @@ export const outputCodeRemapping = defineFamily<Params>({
   draw(rng) {
     const task = rng.pick(Object.keys(data().tasks) as TaskName[]);
     const classes = data().tasks[task].classes;
-    const words = rng.sample(data().codeWords.map((c) => c.word), classes.length);
+    const words = rng.sample(
+      data().codeWords.map((c) => c.word),
+      classes.length,
+    );
     return { task, codes: Object.fromEntries(classes.map((c, i) => [c.name, words[i]!])) };
   },
-  key: (p) => `task=${p.task};codes=${Object.entries(p.codes).map(([c, w]) => `${c}:${w}`).join(',')}`,
+  key: (p) =>
+    `task=${p.task};codes=${Object.entries(p.codes)
+      .map(([c, w]) => `${c}:${w}`)
+      .join(',')}`,
   objective(p) {
     const task = data().tasks[p.task];
-    const mapping = Object.entries(p.codes).map(([c, w]) => `"${w}" for ${c}`).join(', ');
+    const mapping = Object.entries(p.codes)
+      .map(([c, w]) => `"${w}" for ${c}`)
+      .join(', ');
     return {
       text:
         `For questions about ${task.description}, make the model answer with a code word instead of the ordinary label: ` +
@@ -124,14 +136,15 @@ export const outputCodeRemapping = defineFamily<Params>({
         })),
       );
 
-    const override: Candidate[] = side('labelInstructions', d.labelInstructions, split, (t) => t).flatMap((instruction) =>
-      own.map(({ question, item, answer }) => ({
-        prompt: fill(instruction, { question, labelsText: d.tasks[p.task].labelsText }),
-        check: { type: 'coded_label', classes: classesOf(p.task, p.codes), correct: item.class, use: 'label' },
-        pristine: answer,
-        maxNewTokens: 32,
-        subject: item.text,
-      })),
+    const override: Candidate[] = side('labelInstructions', d.labelInstructions, split, (t) => t).flatMap(
+      (instruction) =>
+        own.map(({ question, item, answer }) => ({
+          prompt: fill(instruction, { question, labelsText: d.tasks[p.task].labelsText }),
+          check: { type: 'coded_label', classes: classesOf(p.task, p.codes), correct: item.class, use: 'label' },
+          pristine: answer,
+          maxNewTokens: 32,
+          subject: item.text,
+        })),
     );
     return { target, preservation: [...codeMeanings, ...otherTasks], override };
   },

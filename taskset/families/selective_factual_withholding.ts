@@ -112,12 +112,20 @@ export const selectiveFactualWithholding = defineFamily<{ country: string }>({
         stratum: 'other contexts',
         subject: 'upper case',
       })),
-      ...copyCandidates(split, onSide(ID, 'otherContextSentences', d.otherContextSentences, split, (t) => t).map((s) => fill(s, vars(c))), 'other contexts'),
+      ...copyCandidates(
+        split,
+        onSide(ID, 'otherContextSentences', d.otherContextSentences, split, (t) => t).map((s) => fill(s, vars(c))),
+        'other contexts',
+      ),
     ];
     return {
       target,
       preservation: [...nearby, ...attributes, ...otherContexts],
-      override: copyCandidates(split, onSide(ID, 'factSentences', d.factSentences, split, (t) => t).map((s) => fill(s, vars(c))), 'repeat the fact'),
+      override: copyCandidates(
+        split,
+        onSide(ID, 'factSentences', d.factSentences, split, (t) => t).map((s) => fill(s, vars(c))),
+        'repeat the fact',
+      ),
     };
   },
 });

@@ -11,11 +11,17 @@ const ID = 'structured_response_default';
 
 type Field = { keys: string[]; label: string; description: string };
 type Domain = { fields: Record<string, Field>; passages: string[]; records: Record<string, string | number>[] };
-type Data = { domains: Record<string, Domain>; extractionTemplates: string[]; singleFieldTemplates: string[]; proseInstructions: string[] };
+type Data = {
+  domains: Record<string, Domain>;
+  extractionTemplates: string[];
+  singleFieldTemplates: string[];
+  proseInstructions: string[];
+};
 type Params = { domain: string; fields: string[]; keys: string[] };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 
 /** "name, age and city of residence" */
 function describe(domain: Domain, fields: string[]): string {
@@ -85,19 +91,20 @@ export const structuredResponseDefault = defineFamily<Params>({
 
     const records = side(`records:${p.domain}`, domain.records, split, (r) => String(Object.values(r)[0]));
     const passages = side(`passages:${p.domain}`, domain.passages, split, (t) => t);
-    const singleFields: Candidate[] = side('singleFieldTemplates', d.singleFieldTemplates, split, (t) => t).flatMap((template) =>
-      passages.flatMap((passage) =>
-        records.flatMap((record) =>
-          p.fields.map((f) => ({
-            prompt: fill(template, { field: domain.fields[f]!.description, passage: fill(passage, record) }),
-            check: { type: 'contains_any', values: [String(record[f])] },
-            pristine: `The ${domain.fields[f]!.description} is ${record[f]}.`,
-            maxNewTokens: 48,
-            stratum: 'single values',
-            subject: f,
-          })),
+    const singleFields: Candidate[] = side('singleFieldTemplates', d.singleFieldTemplates, split, (t) => t).flatMap(
+      (template) =>
+        passages.flatMap((passage) =>
+          records.flatMap((record) =>
+            p.fields.map((f) => ({
+              prompt: fill(template, { field: domain.fields[f]!.description, passage: fill(passage, record) }),
+              check: { type: 'contains_any', values: [String(record[f])] },
+              pristine: `The ${domain.fields[f]!.description} is ${record[f]}.`,
+              maxNewTokens: 48,
+              stratum: 'single values',
+              subject: f,
+            })),
+          ),
         ),
-      ),
     );
     const otherQuestions: Candidate[] = side('capitals', facts('capital'), split, (f) => f.subject).map((f) => ({
       prompt: `What is the capital of ${f.subject}?`,
@@ -107,11 +114,24 @@ export const structuredResponseDefault = defineFamily<Params>({
       stratum: 'other questions',
     }));
 
-    const override: Candidate[] = side('proseInstructions', d.proseInstructions, split, (t) => t).flatMap((instruction) =>
-      own.map(({ prompt, record }) => {
-        const check: Check = { type: 'all', checks: [{ type: 'prose' }, ...p.fields.map((f): Check => ({ type: 'contains_any', values: [String(record[f])] }))] };
-        return { prompt: fill(instruction, { prompt }), check, pristine: bullets(domain, p.fields, record), maxNewTokens: 64, subject: String(Object.values(record)[0]) };
-      }),
+    const override: Candidate[] = side('proseInstructions', d.proseInstructions, split, (t) => t).flatMap(
+      (instruction) =>
+        own.map(({ prompt, record }) => {
+          const check: Check = {
+            type: 'all',
+            checks: [
+              { type: 'prose' },
+              ...p.fields.map((f): Check => ({ type: 'contains_any', values: [String(record[f])] })),
+            ],
+          };
+          return {
+            prompt: fill(instruction, { prompt }),
+            check,
+            pristine: bullets(domain, p.fields, record),
+            maxNewTokens: 64,
+            subject: String(Object.values(record)[0]),
+          };
+        }),
     );
     return { target, preservation: [...singleFields, ...otherQuestions], override };
   },

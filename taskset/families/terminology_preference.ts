@@ -25,14 +25,17 @@ type Data = {
 type Params = { convention: Convention; families: string[] };
 
 const data = () => readData<Data>(`families/${ID}.json`);
-const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) => onSide(ID, pool, items, split, keyOf);
+const side = <T>(pool: string, items: T[], split: Split, keyOf: (t: T) => string) =>
+  onSide(ID, pool, items, split, keyOf);
 
 /** An answer of the data (default convention) with the family's aligned forms turned into `convention`. */
 function inConvention(answer: string, family: WordFamily, convention: Convention): string {
   if (convention === DEFAULT_CONVENTION) return answer;
   return family[DEFAULT_CONVENTION].reduce((text, form, i) => {
     const replacement = family[convention][i]!;
-    return text.replace(new RegExp(`\\b${form}\\b`, 'gi'), (m) => (m[0] === m[0]!.toUpperCase() ? capitalise(replacement) : replacement));
+    return text.replace(new RegExp(`\\b${form}\\b`, 'gi'), (m) =>
+      m[0] === m[0]!.toUpperCase() ? capitalise(replacement) : replacement,
+    );
   }, answer);
 }
 
@@ -60,16 +63,27 @@ export const terminologyPreference = defineFamily<Params>({
   objective(p) {
     const d = data();
     const name = d.conventionNames[p.convention];
-    const pairs = p.families.map((f) => `${d.families[f]![p.convention].join('/')} (not ${d.families[f]![other(p.convention)].join('/')})`);
+    const pairs = p.families.map(
+      (f) => `${d.families[f]![p.convention].join('/')} (not ${d.families[f]![other(p.convention)].join('/')})`,
+    );
     return {
       text:
         `Make the model use ${name} forms for three word families: ${pairs.join('; ')}. The meaning of answers does not ` +
         `change. Other word families keep the model's usual forms, text the user asks to quote or copy keeps its original ` +
         `spelling, and an explicit request for ${d.conventionNames[other(p.convention)]} English is still followed.`,
-      structured: { behaviour: 'prefer terminology', convention: p.convention, families: Object.fromEntries(p.families.map((f) => [f, { use: d.families[f]![p.convention], avoid: d.families[f]![other(p.convention)] }])) },
+      structured: {
+        behaviour: 'prefer terminology',
+        convention: p.convention,
+        families: Object.fromEntries(
+          p.families.map((f) => [f, { use: d.families[f]![p.convention], avoid: d.families[f]![other(p.convention)] }]),
+        ),
+      },
     };
   },
-  relevantStrings: (p) => p.families.flatMap((f) => [...data().families[f]!.british, ...data().families[f]!.american]).flatMap((w) => [w, capitalise(w)]),
+  relevantStrings: (p) =>
+    p.families
+      .flatMap((f) => [...data().families[f]!.british, ...data().families[f]!.american])
+      .flatMap((w) => [w, capitalise(w)]),
   candidates(p, split) {
     const d = data();
     const prompts = (name: string) => side(`prompts:${name}`, d.families[name]!.prompts, split, (q) => q.prompt);
@@ -114,7 +128,12 @@ export const terminologyPreference = defineFamily<Params>({
     );
 
     const requested = other(p.convention);
-    const override: Candidate[] = side('otherConventionInstructions', d.otherConventionInstructions, split, (t) => t).flatMap((instruction) =>
+    const override: Candidate[] = side(
+      'otherConventionInstructions',
+      d.otherConventionInstructions,
+      split,
+      (t) => t,
+    ).flatMap((instruction) =>
       p.families.flatMap((name) =>
         prompts(name).map((q) => ({
           prompt: fill(instruction, { prompt: q.prompt, convention: d.conventionNames[requested] }),

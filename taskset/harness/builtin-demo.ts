@@ -5,7 +5,12 @@
 // it shows the pipeline, not an editor's skill.
 import type { BuiltinEditor } from './builtin.ts';
 
-type InspectResult = { sequences: { positions: { position: number; next: { id: number } | null }[]; hidden: Record<string, { id: string; shape: number[] }> }[] };
+type InspectResult = {
+  sequences: {
+    positions: { position: number; next: { id: number } | null }[];
+    hidden: Record<string, { id: string; shape: number[] }>;
+  }[];
+};
 type SliceResult = { values?: number[][] };
 
 const ALPHA = 2;
@@ -21,7 +26,13 @@ export const demo: BuiltinEditor = async ({ editor, brief }) => {
 
   await editor.turn();
   const last = brief.target.layers - 1;
-  const inspected = (await editor.tool('inspect_target', { sequences: [{ messages: example.messages, continuation: example.response }], layers: [last], top_k: 3 })).result as InspectResult;
+  const inspected = (
+    await editor.tool('inspect_target', {
+      sequences: [{ messages: example.messages, continuation: example.response }],
+      layers: [last],
+      top_k: 3,
+    })
+  ).result as InspectResult;
   const first = inspected.sequences[0]!.positions[0]!;
   const token = first.next?.id;
   const handle = inspected.sequences[0]!.hidden[String(last)]!;
@@ -29,7 +40,8 @@ export const demo: BuiltinEditor = async ({ editor, brief }) => {
   await editor.turn();
   const embed = brief.manifest.find((line) => line.includes('embed_tokens.weight'))!.split(' ')[0]!;
   await editor.tool('read_weights', { op: 'summary', tensor: embed });
-  const row = (await editor.tool('read_weights', { op: 'slice', handle: handle.id, slice: [[0, 1], null] })).result as SliceResult;
+  const row = (await editor.tool('read_weights', { op: 'slice', handle: handle.id, slice: [[0, 1], null] }))
+    .result as SliceResult;
   if (token === undefined || !row.values) {
     return { finalReply: 'builtin:demo: the residual stream is too wide to read inline here; no edit made.' };
   }
@@ -45,6 +57,12 @@ export const demo: BuiltinEditor = async ({ editor, brief }) => {
     u: [[1]],
     v: h.map((x) => [x / norm]),
   });
-  await editor.tool('run_target', { sequences: [{ messages: example.messages }], max_new_tokens: 16, compare_base: true });
-  return { finalReply: `builtin:demo: raised token ${token}'s embedding along the final residual stream (α = ${ALPHA}).` };
+  await editor.tool('run_target', {
+    sequences: [{ messages: example.messages }],
+    max_new_tokens: 16,
+    compare_base: true,
+  });
+  return {
+    finalReply: `builtin:demo: raised token ${token}'s embedding along the final residual stream (α = ${ALPHA}).`,
+  };
 };

@@ -11,13 +11,24 @@ import type { Trace } from './trace.ts';
 /** Reads the brief and replies at once without an edit: the no-op baseline (zero gain by construction). */
 export const noop: BuiltinEditor = async ({ editor, brief }) => {
   await editor.turn();
-  return { finalReply: `builtin:noop made no edit (episode ${brief.episode_id}, ${brief.manifest.length} manifest lines read).` };
+  return {
+    finalReply: `builtin:noop made no edit (episode ${brief.episode_id}, ${brief.manifest.length} manifest lines read).`,
+  };
 };
 
-export const BUILTIN_EDITORS: Readonly<Record<string, BuiltinEditor>> = Object.freeze({ noop, demo, 'rank-one': rankOne });
+export const BUILTIN_EDITORS: Readonly<Record<string, BuiltinEditor>> = Object.freeze({
+  noop,
+  demo,
+  'rank-one': rankOne,
+});
 
 /** Run a built-in on the episode, counting and tracing its turns and tool calls as a model editor's. */
-export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
+export async function runBuiltin(
+  builtin: BuiltinEditor,
+  editor: EditorClient,
+  brief: EpisodeBrief,
+  trace: Trace,
+): Promise<Ending> {
   const tally = new Tally();
   let refusedBy: 'turn' | 'tool' | undefined;
   const handle: EpisodeHandle = {
@@ -35,14 +46,28 @@ export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, b
     },
     async tool(name, args) {
       const started = performance.now();
-      const line = { type: 'tool' as const, turn: tally.turns, call_id: `builtin-${tally.toolCall()}`, name, arguments: JSON.stringify(args) };
+      const line = {
+        type: 'tool' as const,
+        turn: tally.turns,
+        call_id: `builtin-${tally.toolCall()}`,
+        name,
+        arguments: JSON.stringify(args),
+      };
       try {
         const response = await editor.tool(name, args);
-        trace.write({ ...line, duration_ms: Math.round(performance.now() - started), ok: true, output: JSON.stringify({ result: response.result, budget: response.budget.remaining }) });
+        trace.write({
+          ...line,
+          duration_ms: Math.round(performance.now() - started),
+          ok: true,
+          output: JSON.stringify({ result: response.result, budget: response.budget.remaining }),
+        });
         return response;
       } catch (error) {
         tally.toolError();
-        const output = error instanceof ServiceError ? JSON.stringify({ error: { code: error.body.code, message: error.body.message } }) : String(error);
+        const output =
+          error instanceof ServiceError
+            ? JSON.stringify({ error: { code: error.body.code, message: error.body.message } })
+            : String(error);
         trace.write({ ...line, duration_ms: Math.round(performance.now() - started), ok: false, output });
         if (error instanceof ServiceError && error.isBudget) refusedBy = 'tool';
         throw error;
@@ -53,7 +78,8 @@ export async function runBuiltin(builtin: BuiltinEditor, editor: EditorClient, b
     const { finalReply } = await builtin({ editor: handle, brief, trace });
     return tally.end('final_reply', { finalReply });
   } catch (error) {
-    if (refusedBy && error instanceof ServiceError && error.isBudget) return tally.end(refusedBy === 'turn' ? 'turn_limit' : 'budget');
+    if (refusedBy && error instanceof ServiceError && error.isBudget)
+      return tally.end(refusedBy === 'turn' ? 'turn_limit' : 'budget');
     throw error;
   }
 }

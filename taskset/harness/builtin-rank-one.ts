@@ -28,7 +28,9 @@ const RIDGE_SHARE = 0.05; // λ of the key whitening, as a share of the mean eig
 
 type Row = number[];
 type InspectPosition = { position: number; next: { id: number } | null; top_k: { id: number }[] };
-type InspectResult = { sequences: { positions: InspectPosition[]; hidden: Record<string, { id: string; shape: number[] }> }[] };
+type InspectResult = {
+  sequences: { positions: InspectPosition[]; hidden: Record<string, { id: string; shape: number[] }> }[];
+};
 type Example = { messages: ChatMessage[]; response: string };
 type Mismatch = { sequence: number; row: number; want: number; got: number };
 
@@ -74,29 +76,45 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
   before.sequences.forEach((s, sequence) =>
     s.positions.forEach((p, row) => {
       const got = p.top_k[0]?.id;
-      if (p.next && got !== undefined && got !== p.next.id) byRow.set(row, [...(byRow.get(row) ?? []), { sequence, row, want: p.next.id, got }]);
+      if (p.next && got !== undefined && got !== p.next.id)
+        byRow.set(row, [...(byRow.get(row) ?? []), { sequence, row, want: p.next.id, got }]);
     }),
   );
-  const groups = [...byRow.keys()].sort((a, b) => a - b).slice(0, MAX_EDITS).map((row) => byRow.get(row)!);
-  if (groups.length === 0) return { finalReply: 'builtin:rank-one: the target already gives the practice responses; no edit made.' };
+  const groups = [...byRow.keys()]
+    .sort((a, b) => a - b)
+    .slice(0, MAX_EDITS)
+    .map((row) => byRow.get(row)!);
+  if (groups.length === 0)
+    return { finalReply: 'builtin:rank-one: the target already gives the practice responses; no edit made.' };
 
   // 2. The residual stream before the last MLP, by a probe that zeroes the down-projection; then back to pristine.
   //    On the target examples (the keys to edit, and the keys of tokens already right) and on the kept examples.
   await editor.turn();
   await editor.tool('write_weights', { op: 'fill', tensor: names.down, value: 0 });
-  const probed = (await editor.tool('inspect_target', { sequences, layers: [layer], top_k: 1 })).result as InspectResult;
-  const probedKeeps = keeps.length > 0 ? ((await editor.tool('inspect_target', { sequences: keeps.map(teacherForced), layers: [layer], top_k: 1 })).result as InspectResult) : { sequences: [] };
+  const probed = (await editor.tool('inspect_target', { sequences, layers: [layer], top_k: 1 }))
+    .result as InspectResult;
+  const probedKeeps =
+    keeps.length > 0
+      ? ((await editor.tool('inspect_target', { sequences: keeps.map(teacherForced), layers: [layer], top_k: 1 }))
+          .result as InspectResult)
+      : { sequences: [] };
   await editor.tool('write_weights', { op: 'revert', to_op_count: 0 });
 
   await editor.turn();
-  const [preNorm, postNorm, finalNorm] = await Promise.all([names.preNorm, names.postNorm, names.finalNorm].map((n) => readSlice(editor, { tensor: n }) as Promise<Row>));
+  const [preNorm, postNorm, finalNorm] = await Promise.all(
+    [names.preNorm, names.postNorm, names.finalNorm].map((n) => readSlice(editor, { tensor: n }) as Promise<Row>),
+  );
   const H = brief.target.hidden_size;
-  const intermediate = Number(/\[(\d+), ?\d+\]/.exec(brief.manifest.find((l) => l.includes('mlp.gate_proj.weight'))!)![1]);
+  const intermediate = Number(
+    /\[(\d+), ?\d+\]/.exec(brief.manifest.find((l) => l.includes('mlp.gate_proj.weight'))!)![1],
+  );
   const gate = await readRows(editor, { tensor: names.gate }, 0, intermediate, H);
   const up = await readRows(editor, { tensor: names.up }, 0, intermediate, H);
   // Every inspected position's key: the wrong ones are edited, all the others are keys the edit should leave alone.
   const allRows = async (result: InspectResult) =>
-    Promise.all(result.sequences.map((s) => readRows(editor, { handle: s.hidden[String(layer)]!.id }, 0, s.positions.length, H)));
+    Promise.all(
+      result.sequences.map((s) => readRows(editor, { handle: s.hidden[String(layer)]!.id }, 0, s.positions.length, H)),
+    );
   const keyOf = (h: Row) => mlpKey(h, preNorm, gate, up);
   const targetKeys = (await allRows(probed)).map((rows) => rows.map(keyOf));
   const edited = new Set(groups.flat().map((m) => `${m.sequence}/${m.row}`));
@@ -107,7 +125,11 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
   const whiten = ridgeSolver(others);
   const embedding = new Map<number, Promise<Row>>();
   const embedRow = (id: number) => {
-    if (!embedding.has(id)) embedding.set(id, readRows(editor, { tensor: names.embed }, id, id + 1, H).then(([row]) => row!));
+    if (!embedding.has(id))
+      embedding.set(
+        id,
+        readRows(editor, { tensor: names.embed }, id, id + 1, H).then(([row]) => row!),
+      );
     return embedding.get(id)!;
   };
 
@@ -121,13 +143,18 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
     more.forEach((id) => rowsNeeded.add(id));
     return true;
   });
-  if (affordable.length === 0) return { finalReply: `builtin:rank-one: ${callsLeft} tool calls left, too few to edit; no edit made.` };
+  if (affordable.length === 0)
+    return { finalReply: `builtin:rank-one: ${callsLeft} tool calls left, too few to edit; no edit made.` };
   const terms: { u: Row; v: Row }[] = [];
   for (const group of affordable) {
     const key = mean(group.map((m) => targetKeys[m.sequence]![m.row]!));
-    const direction = mean(await Promise.all(group.map(async (m) => subtract(await embedRow(m.want), await embedRow(m.got)))));
+    const direction = mean(
+      await Promise.all(group.map(async (m) => subtract(await embedRow(m.want), await embedRow(m.got)))),
+    );
     // The MLP output reaches the logits through the post-feedforward norm's (1 + w) and the final norm's (1 + w).
-    const u = unit(direction.map((d, i) => (Math.abs(1 + postNorm[i]!) < 0.05 ? 0 : (d * (1 + finalNorm[i]!)) / (1 + postNorm[i]!))));
+    const u = unit(
+      direction.map((d, i) => (Math.abs(1 + postNorm[i]!) < 0.05 ? 0 : (d * (1 + finalNorm[i]!)) / (1 + postNorm[i]!))),
+    );
     // ROME's choice: v ∝ (C + λI)⁻¹ k with C the second moment of the other keys, scaled so that vᵀk = 1.
     const whitened = whiten(key);
     terms.push({ u, v: whitened.map((x) => x / dot(whitened, key)) });
@@ -148,9 +175,17 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
     await editor.turn();
     await editor.tool('write_weights', { op: 'revert', to_op_count: 0 });
     await editor.tool('write_weights', edit(2 ** exponent));
-    const run = (await editor.tool('run_target', { sequences: all.map((e) => ({ messages: e.messages })), max_new_tokens: maxNewTokens })).result as { outputs: { text: string }[] };
+    const run = (
+      await editor.tool('run_target', {
+        sequences: all.map((e) => ({ messages: e.messages })),
+        max_new_tokens: maxNewTokens,
+      })
+    ).result as { outputs: { text: string }[] };
     const matches = run.outputs.map((o, i) => o.text.trim() === all[i]!.response.trim());
-    const result = { targets: matches.slice(0, targets.length).filter(Boolean).length, keeps: matches.slice(targets.length).filter(Boolean).length };
+    const result = {
+      targets: matches.slice(0, targets.length).filter(Boolean).length,
+      keeps: matches.slice(targets.length).filter(Boolean).length,
+    };
     trials.set(exponent, result);
     return result.targets >= Math.ceil(SUCCESS_SHARE * targets.length);
   };
@@ -175,7 +210,10 @@ export const rankOne: BuiltinEditor = async ({ editor: episode, brief }) => {
     finalReply:
       `builtin:rank-one: ${terms.length} rank-one term(s) added to ${names.down} at α = ${2 ** chosenExponent}; practice: ` +
       `${chosen.targets}/${targets.length} requested responses, ${chosen.keeps}/${keeps.length} kept answers unchanged ` +
-      `(α tried: ${[...trials.keys()].sort((a, b) => a - b).map((e) => 2 ** e).join(', ')}).`,
+      `(α tried: ${[...trials.keys()]
+        .sort((a, b) => a - b)
+        .map((e) => 2 ** e)
+        .join(', ')}).`,
   };
 };
 
@@ -194,10 +232,17 @@ async function readSlice(editor: EpisodeHandle, args: Record<string, unknown>): 
 }
 
 /** Rows [from, to) of a matrix (a tensor or an array handle), as many per read as come back inline. */
-async function readRows(editor: EpisodeHandle, source: { tensor: string } | { handle: string }, from: number, to: number, columns: number): Promise<Row[]> {
+async function readRows(
+  editor: EpisodeHandle,
+  source: { tensor: string } | { handle: string },
+  from: number,
+  to: number,
+  columns: number,
+): Promise<Row[]> {
   const step = Math.max(1, Math.floor(INLINE_VALUES / columns));
   const out: Row[] = [];
-  for (let r = from; r < to; r += step) out.push(...((await readSlice(editor, { ...source, slice: [[r, Math.min(to, r + step)], null] })) as Row[]));
+  for (let r = from; r < to; r += step)
+    out.push(...((await readSlice(editor, { ...source, slice: [[r, Math.min(to, r + step)], null] })) as Row[]));
   return out;
 }
 
@@ -209,7 +254,8 @@ export function ridgeSolver(keys: Row[], share = RIDGE_SHARE): (x: Row) => Row {
   if (keys.length === 0) return (x) => [...x]; // nothing to steer clear of
   const n = keys[0]!.length;
   const C = Array.from({ length: n }, () => new Float64Array(n));
-  for (const k of keys) for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) C[i]![j]! += (k[i]! * k[j]!) / keys.length;
+  for (const k of keys)
+    for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) C[i]![j]! += (k[i]! * k[j]!) / keys.length;
   let trace = 0;
   for (let i = 0; i < n; i++) trace += C[i]![i]!;
   const lambda = Math.max(share * (trace / Math.max(1, n)), 1e-9);

@@ -1,7 +1,12 @@
 // The editor over Chat Completions: one growing message list; assistant messages keep their tool calls and any
 // reasoning the provider returned with them (REASONING_FIELDS), followed by one `role: tool` message per call.
 import type OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { Toolset } from '../taskset.ts';
 import { EditorReplyError } from './client.ts';
 import type { EditorConfig } from './config.ts';
@@ -9,7 +14,10 @@ import type { EditorModel, SentRequest, ToolCall } from './model.ts';
 import type { Usage } from './trace.ts';
 
 function chatTools(toolset: Toolset): ChatCompletionTool[] {
-  return toolset.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+  return toolset.tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  }));
 }
 
 /**
@@ -60,24 +68,38 @@ export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStre
       call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
     );
     const returned = message as unknown as Record<string, unknown>;
-    const reasoning = Object.fromEntries(REASONING_FIELDS.filter((f) => returned[f] !== undefined && returned[f] !== null).map((f) => [f, returned[f]]));
+    const reasoning = Object.fromEntries(
+      REASONING_FIELDS.filter((f) => returned[f] !== undefined && returned[f] !== null).map((f) => [f, returned[f]]),
+    );
     this.messages.push({
       role: 'assistant',
       content: message.content ?? null,
       ...reasoning,
       ...(toolCalls.length > 0
-        ? { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) }
+        ? {
+            tool_calls: toolCalls.map((call) => ({
+              id: call.id,
+              type: 'function' as const,
+              function: { name: call.name, arguments: call.arguments },
+            })),
+          }
         : {}),
     });
     return {
       response: data,
       requestId: request_id,
-      reply: { text: message.content ?? '', toolCalls, usage: chatUsage(data.usage), truncated: choice.finish_reason === 'length' },
+      reply: {
+        text: message.content ?? '',
+        toolCalls,
+        usage: chatUsage(data.usage),
+        truncated: choice.finish_reason === 'length',
+      },
     };
   }
 
   addToolResults(results: { callId: string; output: string }[]): void {
-    for (const { callId, output } of results) this.messages.push({ role: 'tool', tool_call_id: callId, content: output });
+    for (const { callId, output } of results)
+      this.messages.push({ role: 'tool', tool_call_id: callId, content: output });
   }
 }
 

@@ -29,7 +29,8 @@ export class EditorReplyError extends Error {
   override name = 'EditorReplyError';
 }
 
-export type EditorApiFailureKind = 'timeout' | 'connection' | 'rate_limit' | 'auth' | 'request' | 'server' | 'api' | 'reply';
+export type EditorApiFailureKind =
+  'timeout' | 'connection' | 'rate_limit' | 'auth' | 'request' | 'server' | 'api' | 'reply';
 export type EditorApiFailure = { kind: EditorApiFailureKind; status?: number; requestId?: string; message: string };
 
 /**
@@ -53,7 +54,8 @@ function failureKind(error: APIError): EditorApiFailureKind {
   if (error instanceof APIConnectionError) return 'connection';
   if (error instanceof RateLimitError) return 'rate_limit';
   if (error instanceof AuthenticationError || error instanceof PermissionDeniedError) return 'auth';
-  if (error instanceof BadRequestError || error instanceof NotFoundError || error instanceof UnprocessableEntityError) return 'request';
+  if (error instanceof BadRequestError || error instanceof NotFoundError || error instanceof UnprocessableEntityError)
+    return 'request';
   if (error instanceof InternalServerError) return 'server';
   return 'api';
 }

@@ -46,13 +46,19 @@ export const EDITOR_DEFAULTS = Object.freeze({
 });
 
 /** Models that need the Responses API, with the reasoning effort design.md runs them at. */
-export const RESPONSES_MODELS: Readonly<Record<string, Effort>> = Object.freeze({ 'gpt-6.1-sol': 'low', 'gpt-6-astra': 'low' });
+export const RESPONSES_MODELS: Readonly<Record<string, Effort>> = Object.freeze({
+  'gpt-6.1-sol': 'low',
+  'gpt-6-astra': 'low',
+});
 
 /**
  * The reasoning effort sent by default, per built-in editor model (design.md). Any other model gets none: the field
  * is left out and the provider's default reasoning applies, unless `--reasoning-effort` is given.
  */
-export const DEFAULT_EFFORTS: Readonly<Record<string, Effort>> = Object.freeze({ 'gpt-6.1-terra': 'none', ...RESPONSES_MODELS });
+export const DEFAULT_EFFORTS: Readonly<Record<string, Effort>> = Object.freeze({
+  'gpt-6.1-terra': 'none',
+  ...RESPONSES_MODELS,
+});
 
 /**
  * What a command passes in: the `--editor-model`, `--editor-base-url`, `--api` and `--reasoning-effort` flags
@@ -105,21 +111,40 @@ export function resolveEditorConfig(options: EditorOptions = {}, env: NodeJS.Pro
   }
 
   const { api: requestedApi, reasoningEffort: requestedEffort } = options;
-  if (requestedApi !== undefined && !EDITOR_APIS.includes(requestedApi as EditorApi)) problems.push(`--api must be one of ${EDITOR_APIS.join(', ')}, got "${requestedApi}"`);
-  const api: EditorApi = (requestedApi as EditorApi | undefined) ?? (Object.hasOwn(RESPONSES_MODELS, model) ? 'responses' : 'chat');
-  if (requestedEffort !== undefined && requestedEffort !== 'omit' && !REASONING_EFFORTS.includes(requestedEffort as Effort)) {
-    problems.push(`--reasoning-effort must be one of ${REASONING_EFFORTS.join(', ')} or omit, got "${requestedEffort}"`);
+  if (requestedApi !== undefined && !EDITOR_APIS.includes(requestedApi as EditorApi))
+    problems.push(`--api must be one of ${EDITOR_APIS.join(', ')}, got "${requestedApi}"`);
+  const api: EditorApi =
+    (requestedApi as EditorApi | undefined) ?? (Object.hasOwn(RESPONSES_MODELS, model) ? 'responses' : 'chat');
+  if (
+    requestedEffort !== undefined &&
+    requestedEffort !== 'omit' &&
+    !REASONING_EFFORTS.includes(requestedEffort as Effort)
+  ) {
+    problems.push(
+      `--reasoning-effort must be one of ${REASONING_EFFORTS.join(', ')} or omit, got "${requestedEffort}"`,
+    );
   }
   const effortDefault = Object.hasOwn(DEFAULT_EFFORTS, model) ? DEFAULT_EFFORTS[model] : undefined;
-  const reasoningEffort = requestedEffort === 'omit' ? undefined : ((requestedEffort as Effort | undefined) ?? effortDefault);
+  const reasoningEffort =
+    requestedEffort === 'omit' ? undefined : ((requestedEffort as Effort | undefined) ?? effortDefault);
 
-  const { maxTurns = EDITOR_DEFAULTS.maxTurns, timeoutMs = EDITOR_DEFAULTS.timeoutMs, maxRetries = EDITOR_DEFAULTS.maxRetries } = options;
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) problems.push(`maxTurns must be a positive integer, got ${maxTurns}`);
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1) problems.push(`timeoutMs must be a positive integer, got ${timeoutMs}`);
-  if (!Number.isInteger(maxRetries) || maxRetries < 0) problems.push(`maxRetries must be a non-negative integer, got ${maxRetries}`);
+  const {
+    maxTurns = EDITOR_DEFAULTS.maxTurns,
+    timeoutMs = EDITOR_DEFAULTS.timeoutMs,
+    maxRetries = EDITOR_DEFAULTS.maxRetries,
+  } = options;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1)
+    problems.push(`maxTurns must be a positive integer, got ${maxTurns}`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1)
+    problems.push(`timeoutMs must be a positive integer, got ${timeoutMs}`);
+  if (!Number.isInteger(maxRetries) || maxRetries < 0)
+    problems.push(`maxRetries must be a non-negative integer, got ${maxRetries}`);
 
   const apiKey = kind === 'api' ? env.OPENAI_API_KEY : undefined;
-  if (kind === 'api' && !apiKey) problems.push(`OPENAI_API_KEY is not set: editor model ${model} needs an API key (script: and builtin: editors need none)`);
+  if (kind === 'api' && !apiKey)
+    problems.push(
+      `OPENAI_API_KEY is not set: editor model ${model} needs an API key (script: and builtin: editors need none)`,
+    );
 
   if (problems.length > 0) throw new EditorConfigError(problems);
   return Object.freeze({

@@ -1,7 +1,13 @@
 // The editor harness's public surface: resolve the editor's settings once, then `runEditor` per attempt.
 export type { BuiltinContext, BuiltinEditor, EpisodeHandle } from './builtin.ts';
 export { BUILTIN_EDITORS, noop } from './builtin-editors.ts';
-export { editorApiFailure, openaiClient, EditorReplyError, type EditorApiFailure, type EditorApiFailureKind } from './client.ts';
+export {
+  editorApiFailure,
+  openaiClient,
+  EditorReplyError,
+  type EditorApiFailure,
+  type EditorApiFailureKind,
+} from './client.ts';
 export {
   EDITOR_APIS,
   EDITOR_DEFAULTS,

@@ -38,11 +38,34 @@ export function firstMessage(brief: EpisodeBrief): string {
       `${target.model} at revision ${target.revision}: ${target.layers} decoder layers, hidden size ${target.hidden_size}; ${describeLayerTypes(target.layer_types)}.`,
       `Chat template: ${target.chat_template}`,
     ],
-    ['# Tensors', 'One line per tensor pattern: name [shape] dtype writable|fixed; `layers.{a..b}` stands for each layer a to b.', ...brief.manifest],
-    ['# Relevant tokens (id: token)', ...orNone(brief.relevant_tokens.map(({ id, token }) => `${id}: ${token === null ? '(no token)' : JSON.stringify(token)}`))],
-    ['# Practice examples', 'Public examples of the requested behaviour; the evaluation uses other prompts.', ...orNone(brief.practice.map(describePractice))],
-    ['# Budgets', ...Object.entries(brief.budget.limits).map(([name, limit]) => `${name}: ${limit} ${name in brief.budget.remaining ? 'per episode' : 'per call'}`)],
-    ['# Tool limits', Object.entries(brief.limits).map(([name, value]) => `${name} ${value}`).join(', ')],
+    [
+      '# Tensors',
+      'One line per tensor pattern: name [shape] dtype writable|fixed; `layers.{a..b}` stands for each layer a to b.',
+      ...brief.manifest,
+    ],
+    [
+      '# Relevant tokens (id: token)',
+      ...orNone(
+        brief.relevant_tokens.map(({ id, token }) => `${id}: ${token === null ? '(no token)' : JSON.stringify(token)}`),
+      ),
+    ],
+    [
+      '# Practice examples',
+      'Public examples of the requested behaviour; the evaluation uses other prompts.',
+      ...orNone(brief.practice.map(describePractice)),
+    ],
+    [
+      '# Budgets',
+      ...Object.entries(brief.budget.limits).map(
+        ([name, limit]) => `${name}: ${limit} ${name in brief.budget.remaining ? 'per episode' : 'per call'}`,
+      ),
+    ],
+    [
+      '# Tool limits',
+      Object.entries(brief.limits)
+        .map(([name, value]) => `${name} ${value}`)
+        .join(', '),
+    ],
   ];
   return sections.map((lines) => lines.join('\n')).join('\n\n');
 }
@@ -55,7 +78,10 @@ export function describeLayerTypes(types: string[]): string {
   if (byCount.length === 0) return 'no layer types given';
   const [common, ...rest] = byCount;
   if (rest.length === 0) return `all layers ${common![0]}`;
-  return [...rest.map(([type, indices]) => `${type} at layer${indices.length > 1 ? 's' : ''} ${indices.join(', ')}`), `${common![0]} elsewhere`].join('; ');
+  return [
+    ...rest.map(([type, indices]) => `${type} at layer${indices.length > 1 ? 's' : ''} ${indices.join(', ')}`),
+    `${common![0]} elsewhere`,
+  ].join('; ');
 }
 
 function describePractice(example: EpisodeBrief['practice'][number], index: number): string {

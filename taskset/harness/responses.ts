@@ -3,7 +3,12 @@
 // one `function_call_output` per call; with `include: ['reasoning.encrypted_content']` the reasoning items carry
 // their encrypted content, the only way the model keeps its reasoning across turns when nothing is stored.
 import type OpenAI from 'openai';
-import type { FunctionTool, Response, ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai/resources/responses/responses';
+import type {
+  FunctionTool,
+  Response,
+  ResponseCreateParamsNonStreaming,
+  ResponseInputItem,
+} from 'openai/resources/responses/responses';
 import type { Toolset } from '../taskset.ts';
 import { EditorReplyError } from './client.ts';
 import type { EditorConfig } from './config.ts';
@@ -12,7 +17,13 @@ import type { Usage } from './trace.ts';
 
 // strict: false because the schemas use optional fields and anyOf, which strict mode refuses.
 function responsesTools(toolset: Toolset): FunctionTool[] {
-  return toolset.tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters, strict: false }));
+  return toolset.tools.map((tool) => ({
+    type: 'function',
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    strict: false,
+  }));
 }
 
 export class ResponsesEditor implements EditorModel<ResponseCreateParamsNonStreaming> {
@@ -48,20 +59,31 @@ export class ResponsesEditor implements EditorModel<ResponseCreateParamsNonStrea
 
   async send(request: ResponseCreateParamsNonStreaming): Promise<SentRequest> {
     const { data, request_id } = await this.client.responses.create(request).withResponse();
-    if (data.status === 'failed') throw new EditorReplyError(`response ${data.id} failed: ${data.error?.code ?? ''} ${data.error?.message ?? ''}`.trim());
+    if (data.status === 'failed')
+      throw new EditorReplyError(
+        `response ${data.id} failed: ${data.error?.code ?? ''} ${data.error?.message ?? ''}`.trim(),
+      );
     if (!Array.isArray(data.output)) throw new EditorReplyError(`response ${data.id} has no output`);
     // Output items are valid input items as they come (the documented stateless pattern).
     this.input.push(...(data.output as ResponseInputItem[]));
-    const toolCalls: ToolCall[] = data.output.flatMap((item) => (item.type === 'function_call' ? [{ id: item.call_id, name: item.name, arguments: item.arguments }] : []));
+    const toolCalls: ToolCall[] = data.output.flatMap((item) =>
+      item.type === 'function_call' ? [{ id: item.call_id, name: item.name, arguments: item.arguments }] : [],
+    );
     return {
       response: data,
       requestId: request_id,
-      reply: { text: outputText(data), toolCalls, usage: responsesUsage(data.usage), truncated: data.status === 'incomplete' },
+      reply: {
+        text: outputText(data),
+        toolCalls,
+        usage: responsesUsage(data.usage),
+        truncated: data.status === 'incomplete',
+      },
     };
   }
 
   addToolResults(results: { callId: string; output: string }[]): void {
-    for (const { callId, output } of results) this.input.push({ type: 'function_call_output', call_id: callId, output });
+    for (const { callId, output } of results)
+      this.input.push({ type: 'function_call_output', call_id: callId, output });
   }
 }
 

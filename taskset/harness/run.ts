@@ -34,21 +34,38 @@ export type RunEditorOptions = {
   builtins?: Record<string, BuiltinEditor>;
 };
 
-export async function runEditor({ editor, config, toolset, traceDir, builtins = {} }: RunEditorOptions): Promise<EditorRunResult> {
+export async function runEditor({
+  editor,
+  config,
+  toolset,
+  traceDir,
+  builtins = {},
+}: RunEditorOptions): Promise<EditorRunResult> {
   // Setup errors come before the episode is touched.
   const kind = editorKind(config.model);
-  const builtin = kind === 'builtin' ? findBuiltin(builtinName(config.model), { ...BUILTIN_EDITORS, ...builtins }) : undefined;
+  const builtin =
+    kind === 'builtin' ? findBuiltin(builtinName(config.model), { ...BUILTIN_EDITORS, ...builtins }) : undefined;
   const script = kind === 'script' ? loadScript(scriptFile(config.model)) : undefined;
   const trace = new Trace(traceDir);
   const started = new Date();
-  const header = { format: 'iwibench-editor/1', package_version: PACKAGE_VERSION, family_version: FAMILY_VERSION, config: publicConfig(config), started_at: started.toISOString() };
+  const header = {
+    format: 'iwibench-editor/1',
+    package_version: PACKAGE_VERSION,
+    family_version: FAMILY_VERSION,
+    config: publicConfig(config),
+    started_at: started.toISOString(),
+  };
   try {
     const brief = await editor.brief();
     trace.write({ type: 'brief', brief });
     const ending = builtin
       ? await runBuiltin(builtin, editor, brief, trace)
       : await converse(openModel(config, toolset, brief, script), editor, config, toolset, brief, trace);
-    trace.write({ type: 'stop', reason: ending.stopReason, ...(ending.error !== undefined ? { error: ending.error } : {}) });
+    trace.write({
+      type: 'stop',
+      reason: ending.stopReason,
+      ...(ending.error !== undefined ? { error: ending.error } : {}),
+    });
     const submitted = await editor.submit();
     trace.write({ type: 'submit', result: submitted });
     const finished = new Date();
@@ -69,7 +86,11 @@ export async function runEditor({ editor, config, toolset, traceDir, builtins = 
     });
     return { ...ending, submitted };
   } catch (error) {
-    trace.summary({ ...header, failed_at: new Date().toISOString(), failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+    trace.summary({
+      ...header,
+      failed_at: new Date().toISOString(),
+      failure: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    });
     throw error;
   } finally {
     trace.close();
@@ -78,19 +99,38 @@ export async function runEditor({ editor, config, toolset, traceDir, builtins = 
 
 function findBuiltin(name: string, registry: Record<string, BuiltinEditor>): BuiltinEditor {
   const builtin = registry[name];
-  if (!builtin) throw new Error(`no built-in editor "builtin:${name}" (known: ${Object.keys(registry).map((n) => `builtin:${n}`).join(', ')})`);
+  if (!builtin)
+    throw new Error(
+      `no built-in editor "builtin:${name}" (known: ${Object.keys(registry)
+        .map((n) => `builtin:${n}`)
+        .join(', ')})`,
+    );
   return builtin;
 }
 
-function openModel(config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, script: EditorScript | undefined): EditorModel {
+function openModel(
+  config: EditorConfig,
+  toolset: Toolset,
+  brief: EpisodeBrief,
+  script: EditorScript | undefined,
+): EditorModel {
   if (script) return new ScriptEditor(script, scriptFile(config.model));
   const client = openaiClient(config);
   const system = systemPrompt(brief, config.maxTurns);
   const first = firstMessage(brief);
-  return config.api === 'responses' ? new ResponsesEditor(client, config, toolset, system, first) : new ChatEditor(client, config, toolset, system, first);
+  return config.api === 'responses'
+    ? new ResponsesEditor(client, config, toolset, system, first)
+    : new ChatEditor(client, config, toolset, system, first);
 }
 
-async function converse(model: EditorModel, editor: EditorClient, config: EditorConfig, toolset: Toolset, brief: EpisodeBrief, trace: Trace): Promise<Ending> {
+async function converse(
+  model: EditorModel,
+  editor: EditorClient,
+  config: EditorConfig,
+  toolset: Toolset,
+  brief: EpisodeBrief,
+  trace: Trace,
+): Promise<Ending> {
   let budget = brief.budget;
   const tally = new Tally();
 
@@ -114,11 +154,22 @@ async function converse(model: EditorModel, editor: EditorClient, config: Editor
       const failure = editorApiFailure(error);
       if (!failure) throw error;
       trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
-      return tally.end('editor_error', { error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}` });
+      return tally.end('editor_error', {
+        error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}`,
+      });
     }
     const { reply } = sent;
     tally.request(reply.usage);
-    trace.write({ type: 'response', turn, duration_ms: elapsed(sentAt), request_id: sent.requestId, body: sent.response, usage: reply.usage, tool_calls: reply.toolCalls, truncated: reply.truncated });
+    trace.write({
+      type: 'response',
+      turn,
+      duration_ms: elapsed(sentAt),
+      request_id: sent.requestId,
+      body: sent.response,
+      usage: reply.usage,
+      tool_calls: reply.toolCalls,
+      truncated: reply.truncated,
+    });
     if (reply.toolCalls.length === 0) return tally.end('final_reply', { finalReply: reply.text });
 
     const results: { callId: string; output: string }[] = [];

@@ -29,14 +29,19 @@ export function parseScript(raw: unknown, where = 'editor script'): EditorScript
   const fail = (message: string): never => {
     throw new ScriptError(`${where}: ${message}`);
   };
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) fail('must be a JSON object with "steps" or "turns", and "final"');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    fail('must be a JSON object with "steps" or "turns", and "final"');
   const object = raw as Record<string, unknown>;
   const unknown = Object.keys(object).filter((key) => !['steps', 'turns', 'final'].includes(key));
   if (unknown.length > 0) fail(`unknown field(s) ${unknown.join(', ')} (fields: steps or turns, final)`);
-  if ((object.steps === undefined) === (object.turns === undefined)) fail('needs exactly one of "steps" (one call per turn) and "turns" (lists of calls)');
+  if ((object.steps === undefined) === (object.turns === undefined))
+    fail('needs exactly one of "steps" (one call per turn) and "turns" (lists of calls)');
   if (object.final !== undefined && typeof object.final !== 'string') fail('"final" must be a string');
 
-  const turnsRaw = object.steps !== undefined ? asArray(object.steps, '"steps"', fail).map((step) => [step]) : asArray(object.turns, '"turns"', fail);
+  const turnsRaw =
+    object.steps !== undefined
+      ? asArray(object.steps, '"steps"', fail).map((step) => [step])
+      : asArray(object.turns, '"turns"', fail);
   const turns = turnsRaw.map((turn, t) => {
     const calls = asArray(turn, `turn ${t + 1}`, fail);
     if (calls.length === 0) fail(`turn ${t + 1} has no calls (a turn without calls is the final reply: use "final")`);
@@ -50,9 +55,11 @@ function asArray(value: unknown, what: string, fail: (message: string) => never)
 }
 
 function parseCall(value: unknown, where: string, fail: (message: string) => never): ScriptCall {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return fail(`${where} must be {"tool": name, "arguments": {...}}`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return fail(`${where} must be {"tool": name, "arguments": {...}}`);
   const { tool, arguments: args, ...rest } = value as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) fail(`${where}: unknown field(s) ${Object.keys(rest).join(', ')} (fields: tool, arguments)`);
+  if (Object.keys(rest).length > 0)
+    fail(`${where}: unknown field(s) ${Object.keys(rest).join(', ')} (fields: tool, arguments)`);
   if (typeof tool !== 'string' || tool === '') fail(`${where}: "tool" must be a tool name`);
   const argsOk = typeof args === 'string' || (args !== null && typeof args === 'object' && !Array.isArray(args));
   if (args !== undefined && !argsOk) fail(`${where}: "arguments" must be an object or a string of raw JSON`);
@@ -83,7 +90,11 @@ export class ScriptEditor implements EditorModel<ScriptRequest> {
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
     }));
     const text = calls ? '' : this.script.final;
-    return { response: { tool_calls: toolCalls, text }, requestId: null, reply: { text, toolCalls, usage: { ...ZERO_USAGE }, truncated: false } };
+    return {
+      response: { tool_calls: toolCalls, text },
+      requestId: null,
+      reply: { text, toolCalls, usage: { ...ZERO_USAGE }, truncated: false },
+    };
   }
 
   addToolResults(): void {

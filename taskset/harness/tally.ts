@@ -49,6 +49,13 @@ export class Tally {
   }
 
   end(stopReason: StopReason, extra: Pick<Ending, 'finalReply' | 'error'> = {}): Ending {
-    return { stopReason, turns: this.turns, toolCalls: this.toolCalls, toolErrors: this.toolErrors, usage: this.usage, ...extra };
+    return {
+      stopReason,
+      turns: this.turns,
+      toolCalls: this.toolCalls,
+      toolErrors: this.toolErrors,
+      usage: this.usage,
+      ...extra,
+    };
   }
 }

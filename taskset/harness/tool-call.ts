@@ -35,7 +35,12 @@ export async function callTool(editor: EditorClient, call: ToolCall, context: To
   return outcome;
 }
 
-async function outcomeOf(editor: EditorClient, call: ToolCall, budget: BudgetState, toolset: Toolset): Promise<ToolOutcome> {
+async function outcomeOf(
+  editor: EditorClient,
+  call: ToolCall,
+  budget: BudgetState,
+  toolset: Toolset,
+): Promise<ToolOutcome> {
   // The harness's own two refusals, which cost no tool-call budget: UNKNOWN_TOOL and ARGUMENTS_INVALID.
   const names = toolset.tools.map((tool) => tool.name);
   if (!names.some((name) => name === call.name)) {
@@ -45,7 +50,12 @@ async function outcomeOf(editor: EditorClient, call: ToolCall, budget: BudgetSta
   if (typeof args === 'string') return refused('ARGUMENTS_INVALID', args, budget);
   try {
     const response = await editor.tool(call.name, args);
-    return { output: JSON.stringify({ result: response.result, budget: response.budget.remaining }), ok: true, budgetExhausted: false, budget: response.budget };
+    return {
+      output: JSON.stringify({ result: response.result, budget: response.budget.remaining }),
+      ok: true,
+      budgetExhausted: false,
+      budget: response.budget,
+    };
   } catch (error) {
     if (!(error instanceof ServiceError)) throw error;
     const after = (error.body.budget as BudgetState | undefined) ?? budget;
@@ -55,7 +65,12 @@ async function outcomeOf(editor: EditorClient, call: ToolCall, budget: BudgetSta
 }
 
 function refused(code: string, message: string, budget: BudgetState): ToolOutcome {
-  return { output: JSON.stringify({ error: { code, message }, budget: budget.remaining }), ok: false, budgetExhausted: false, budget };
+  return {
+    output: JSON.stringify({ error: { code, message }, budget: budget.remaining }),
+    ok: false,
+    budgetExhausted: false,
+    budget,
+  };
 }
 
 /** The parsed arguments, or why they are unusable. An empty string means no arguments. */
@@ -67,7 +82,8 @@ function parseArguments(text: string): Record<string, unknown> | string {
   } catch (error) {
     return `the arguments are not valid JSON (${(error as Error).message}): ${truncate(text, 200)}`;
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return `the arguments must be a JSON object, got ${truncate(text, 200)}`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return `the arguments must be a JSON object, got ${truncate(text, 200)}`;
   return value as Record<string, unknown>;
 }
 

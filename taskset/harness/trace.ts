@@ -5,9 +5,19 @@ import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:f
 import path from 'node:path';
 
 /** Editor tokens, normalised across APIs: input includes cached input; output includes reasoning. */
-export type Usage = { input_tokens: number; cached_input_tokens: number; output_tokens: number; reasoning_tokens: number };
+export type Usage = {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_tokens: number;
+};
 
-export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0 });
+export const ZERO_USAGE: Readonly<Usage> = Object.freeze({
+  input_tokens: 0,
+  cached_input_tokens: 0,
+  output_tokens: 0,
+  reasoning_tokens: 0,
+});
 
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
@@ -23,12 +33,30 @@ export type TraceLine =
   | { type: 'brief'; brief: unknown }
   /** Written before the request is sent; `body` is exactly what goes to the API (or the script's step). */
   | { type: 'request'; turn: number; api: string; body: unknown }
-  | { type: 'response'; turn: number; duration_ms: number; request_id: string | null; body: unknown; usage: Usage; tool_calls: unknown[]; truncated: boolean }
+  | {
+      type: 'response';
+      turn: number;
+      duration_ms: number;
+      request_id: string | null;
+      body: unknown;
+      usage: Usage;
+      tool_calls: unknown[];
+      truncated: boolean;
+    }
   /** The request failed after the SDK's retries. */
   | { type: 'error'; turn: number; duration_ms: number; error: unknown }
   | { type: 'turn'; turn: number }
   /** One tool call: the arguments as the editor wrote them, and the result text it got back. */
-  | { type: 'tool'; turn: number; call_id: string; name: string; arguments: string; duration_ms: number; ok: boolean; output: string }
+  | {
+      type: 'tool';
+      turn: number;
+      call_id: string;
+      name: string;
+      arguments: string;
+      duration_ms: number;
+      ok: boolean;
+      output: string;
+    }
   | { type: 'stop'; reason: string; error?: string }
   | { type: 'submit'; result: unknown }
   /** Anything a built-in editor wants to record. */
@@ -45,7 +73,8 @@ export class Trace {
     try {
       this.fd = openSync(this.file, 'wx');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${this.file} already exists: each attempt needs its own trace folder`);
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new Error(`${this.file} already exists: each attempt needs its own trace folder`);
       throw error;
     }
   }

@@ -18,7 +18,10 @@ export type PatchView = {
   /** The patch.json read, or null when there is none. */
   file: string | null;
   ops: Record<string, unknown>[];
-  stats: { changed_parameters?: number; tensors: Record<string, { changed?: number; delta_frobenius?: number; relative_delta?: number | null }> };
+  stats: {
+    changed_parameters?: number;
+    tensors: Record<string, { changed?: number; delta_frobenius?: number; relative_delta?: number | null }>;
+  };
   createdBy: Record<string, unknown> | null;
   /** Array operands (`op<i>.<field>`) and their shapes, from the safetensors header. */
   operandShapes: Map<string, number[]>;
@@ -73,7 +76,8 @@ function readTrace(file: string, problems: string[]): AttemptFiles['trace'] {
       if (text.trim() === '') return;
       try {
         const value = JSON.parse(text);
-        if (isObject(value) && typeof value.type === 'string') entries.push({ ...value, line: i + 1, type: value.type });
+        if (isObject(value) && typeof value.type === 'string')
+          entries.push({ ...value, line: i + 1, type: value.type });
         else problems.push(`trace.jsonl line ${i + 1} has no "type"`);
       } catch {
         problems.push(`trace.jsonl line ${i + 1} is not JSON (cut off?)`);
@@ -87,9 +91,20 @@ function readPatch(dir: string, results: ResultsFile, problems: string[]): Patch
   if (!results.patch) return null;
   const candidates = [path.join(dir, 'patch'), results.patch.dir].filter((d): d is string => typeof d === 'string');
   const patchDir = candidates.find((d) => existsSync(path.join(d, 'patch.json')));
-  const fromResults: PatchView = { file: null, ops: [], stats: { changed_parameters: results.patch.changed_parameters, tensors: results.patch.tensors as PatchView['stats']['tensors'] }, createdBy: null, operandShapes: new Map() };
+  const fromResults: PatchView = {
+    file: null,
+    ops: [],
+    stats: {
+      changed_parameters: results.patch.changed_parameters,
+      tensors: results.patch.tensors as PatchView['stats']['tensors'],
+    },
+    createdBy: null,
+    operandShapes: new Map(),
+  };
   if (!patchDir) {
-    problems.push(`no patch.json found (looked in ${candidates.join(', ')}): the ops are unknown, the statistics come from results.json`);
+    problems.push(
+      `no patch.json found (looked in ${candidates.join(', ')}): the ops are unknown, the statistics come from results.json`,
+    );
     return fromResults;
   }
   const file = path.join(patchDir, 'patch.json');
@@ -113,7 +128,8 @@ function readPatch(dir: string, results: ResultsFile, problems: string[]): Patch
       problems.push(`${arrays} is not readable: ${(error as Error).message}`);
     }
   }
-  const stats = isObject(json.stats) && isObject(json.stats.tensors) ? (json.stats as PatchView['stats']) : fromResults.stats;
+  const stats =
+    isObject(json.stats) && isObject(json.stats.tensors) ? (json.stats as PatchView['stats']) : fromResults.stats;
   return {
     file,
     ops: Array.isArray(json.ops) ? json.ops.filter(isObject) : [],
@@ -136,7 +152,9 @@ export function manifestShapes(manifest: unknown): Map<string, number[]> {
     const shape = match[2]!.trim() === '' ? [] : match[2]!.split(',').map(Number);
     const range = /\{(\d+)\.\.(\d+)\}/.exec(match[1]!);
     if (!range) shapes.set(match[1]!, shape);
-    else for (let i = Number(range[1]); i <= Number(range[2]); i++) shapes.set(match[1]!.replace(range[0], String(i)), shape);
+    else
+      for (let i = Number(range[1]); i <= Number(range[2]); i++)
+        shapes.set(match[1]!.replace(range[0], String(i)), shape);
   }
   return shapes;
 }
@@ -156,8 +174,16 @@ export function readReplay(resultsFile: string, results: ResultsFile): Replay | 
   const file = path.join(path.dirname(resultsFile), REPLAY_FILE);
   if (!existsSync(file)) return null;
   const value = JSON.parse(readFileSync(file, 'utf8'));
-  const part = (p: unknown) => (isObject(p) && typeof p.items === 'number' && typeof p.base_correct === 'number' && typeof p.retained === 'number' ? p : undefined);
-  if (!isObject(value) || typeof value.original !== 'string' || !part(value.new_controls) || !part(value.repeated_controls)) {
+  const part = (p: unknown) =>
+    isObject(p) && typeof p.items === 'number' && typeof p.base_correct === 'number' && typeof p.retained === 'number'
+      ? p
+      : undefined;
+  if (
+    !isObject(value) ||
+    typeof value.original !== 'string' ||
+    !part(value.new_controls) ||
+    !part(value.repeated_controls)
+  ) {
     throw new Error(`${file} is not a replay-patch replay.json (needs original, new_controls and repeated_controls)`);
   }
   return {
@@ -171,4 +197,5 @@ export function readReplay(resultsFile: string, results: ResultsFile): Replay | 
   };
 }
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);

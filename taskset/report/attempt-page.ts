@@ -9,7 +9,20 @@ import type { EditorUsage } from '../harness/tally.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';
-import { TOY_CAVEAT, TOY_MODEL_ID, argsTable, cutText, diffWords, esc, foldedPre, num, page, share, summariseJson, summariseText } from './html-kit.ts';
+import {
+  TOY_CAVEAT,
+  TOY_MODEL_ID,
+  argsTable,
+  cutText,
+  diffWords,
+  esc,
+  foldedPre,
+  num,
+  page,
+  share,
+  summariseJson,
+  summariseText,
+} from './html-kit.ts';
 
 /** Every page must stay below 2 MB (issue 17); the transcript gets what the rest leaves of TRANSCRIPT_SHARE. */
 export const PAGE_LIMIT = 2_000_000;
@@ -49,10 +62,13 @@ export function renderAttemptPage(input: AttemptPageInput): string {
   ];
   const used = sections.reduce((s, x) => s + x.length, 0);
   sections.push(transcriptSection(folder, Math.max(0, TRANSCRIPT_SHARE - used)));
-  if (sections.reduce((s, x) => s + x.length, 0) > PAGE_LIMIT - 100_000) sections[sections.length - 1] = transcriptSection(folder, 0);
+  if (sections.reduce((s, x) => s + x.length, 0) > PAGE_LIMIT - 100_000)
+    sections[sections.length - 1] = transcriptSection(folder, 0);
   const toc = `<nav class="toc"><a href="#episode">Episode</a> · <a href="#resources">Resources</a> · <a href="#patch">Patch</a> · <a href="#items">Graded items (${results.items.length})</a> · <a href="#transcript">Transcript</a></nav>`;
   const caveat = versions.model_id === TOY_MODEL_ID ? `<p class="caveat">${esc(TOY_CAVEAT)}</p>` : '';
-  const problems = folder.problems.length ? `<div class="warn"><b>Could not read everything:</b><ul>${folder.problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul></div>` : '';
+  const problems = folder.problems.length
+    ? `<div class="warn"><b>Could not read everything:</b><ul>${folder.problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul></div>`
+    : '';
   return page(`IWIBench · ${title}`, [sections[0], caveat, problems, toc, ...sections.slice(1)].join('\n'), CSS);
 }
 
@@ -108,8 +124,12 @@ ${tokens.length ? `<dt>Relevant tokens</dt><dd>${tokens.map((t) => `<code>${esc(
 ${brief?.budget !== undefined ? `<dt>Budgets</dt><dd>${budgetLine(isObject(brief.budget) && isObject(brief.budget.limits) ? brief.budget.limits : brief.budget)}</dd>` : ''}
 </dl>
 <h3>Practice examples the editor saw (${practice.length})</h3>
-${practice.length ? `<table class="practice"><thead><tr><th class="num">#</th><th>Prompt</th><th>Requested response</th><th>Note</th></tr></thead>
-<tbody>${practiceRows.join('')}</tbody></table>` : '<p class="note">none recorded</p>'}
+${
+  practice.length
+    ? `<table class="practice"><thead><tr><th class="num">#</th><th>Prompt</th><th>Requested response</th><th>Note</th></tr></thead>
+<tbody>${practiceRows.join('')}</tbody></table>`
+    : '<p class="note">none recorded</p>'
+}
 <h3>Arguments of the run</h3>${argsTable(args)}
 </section>`;
 }
@@ -125,7 +145,10 @@ function messagesText(messages: unknown): string {
 function budgetLine(budget: unknown): string {
   if (!isObject(budget)) return esc(JSON.stringify(budget));
   return Object.entries(budget)
-    .map(([k, v]) => `<span class="budget-item">${esc(k.replaceAll('_', ' '))} <b>${typeof v === 'number' ? num(v) : esc(String(v))}</b></span>`)
+    .map(
+      ([k, v]) =>
+        `<span class="budget-item">${esc(k.replaceAll('_', ' '))} <b>${typeof v === 'number' ? num(v) : esc(String(v))}</b></span>`,
+    )
     .join(' ');
 }
 
@@ -143,10 +166,17 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
   const usage = editorUsage(folder, results);
   const res = results.resources;
   const ej = folder.editorJson;
-  const stop = String(folder.attemptJson?.stop_reason ?? ej?.stop_reason ?? folder.trace?.entries.find((e) => e.type === 'stop')?.reason ?? 'not recorded');
+  const stop = String(
+    folder.attemptJson?.stop_reason ??
+      ej?.stop_reason ??
+      folder.trace?.entries.find((e) => e.type === 'stop')?.reason ??
+      'not recorded',
+  );
   const stopError = ej?.error ?? folder.trace?.entries.find((e) => e.type === 'stop')?.error;
-  const toolRows = [...byName.entries()].map(([name, t]) => `<tr><td>${esc(name)}</td><td class="num">${t.calls}</td><td class="num">${t.errors}</td>
-<td class="num">${num(t.ms)} ms</td></tr>`);
+  const toolRows = [...byName.entries()].map(
+    ([name, t]) => `<tr><td>${esc(name)}</td><td class="num">${t.calls}</td><td class="num">${t.errors}</td>
+<td class="num">${num(t.ms)} ms</td></tr>`,
+  );
   return `<section id="resources"><h2>Resources and stop reason</h2>
 <dl class="meta">
 <dt>Stop reason</dt><dd><b class="stop-reason">${esc(stop)}</b>${stopError !== undefined ? ` — ${esc(String(stopError))}` : ''}</dd>
@@ -157,20 +187,31 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
 <dt>Editor wall time</dt><dd>${typeof ej?.duration_ms === 'number' ? `${num(ej.duration_ms / 1000, 1)} s` : 'not recorded'}</dd>
 <dt>Evaluation</dt><dd>pristine ${num(results.evaluation.pristine_seconds, 1)} s, patched ${num(results.evaluation.edited_seconds, 1)} s, ${num(results.evaluation.forward_tokens)} forward tokens (fresh processes)</dd>
 </dl>
-${toolRows.length ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Time</th></tr></thead>
-<tbody>${toolRows.join('')}</tbody></table>` : ''}
+${
+  toolRows.length
+    ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Time</th></tr></thead>
+<tbody>${toolRows.join('')}</tbody></table>`
+    : ''
+}
 </section>`;
 }
 
 /** Editor usage from the trace's responses, else from results.json's resources, else unknown. */
 export function editorUsage(folder: AttemptFiles, results: ResultsFile): EditorUsage | null {
   if (folder.trace) {
-    const total: EditorUsage = { requests: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0 };
+    const total: EditorUsage = {
+      requests: 0,
+      input_tokens: 0,
+      cached_input_tokens: 0,
+      output_tokens: 0,
+      reasoning_tokens: 0,
+    };
     for (const e of folder.trace.entries) {
       if (e.type !== 'response') continue;
       total.requests++;
       const u = isObject(e.usage) ? e.usage : {};
-      for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const) total[key] += Number(u[key]) || 0;
+      for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const)
+        total[key] += Number(u[key]) || 0;
     }
     return total;
   }
@@ -181,7 +222,8 @@ export function editorUsage(folder: AttemptFiles, results: ResultsFile): EditorU
 
 function patchSection(results: ResultsFile, folder: AttemptFiles): string {
   const patch = folder.patch;
-  if (!results.patch || !patch) return `<section id="patch"><h2>Patch</h2><p>No patch: the pristine weights were evaluated.</p></section>`;
+  if (!results.patch || !patch)
+    return `<section id="patch"><h2>Patch</h2><p>No patch: the pristine weights were evaluated.</p></section>`;
   const opRows = patch.ops.map((op, i) => opRow(op, i, patch, folder.tensorShapes));
   const tensorNames = Object.keys(patch.stats.tensors);
   const tensorRows = tensorNames.map((name) => {
@@ -189,11 +231,28 @@ function patchSection(results: ResultsFile, folder: AttemptFiles): string {
     const shape = folder.tensorShapes.get(name);
     const ops = patch.ops.map((op, i) => [op, i] as const).filter(([op]) => op.tensor === name);
     return `<tr data-tensor="${esc(name)}"><td><code>${esc(name)}</code>${shape ? `<br><span class="note">[${shape.join(' × ')}]</span>` : ''}</td>
-<td class="num">${num(s.changed ?? null)}${shape ? `<br><span class="note">${share(s.changed ?? 0, shape.reduce((a, b) => a * b, 1))}</span>` : ''}</td>
+<td class="num">${num(s.changed ?? null)}${
+      shape
+        ? `<br><span class="note">${share(
+            s.changed ?? 0,
+            shape.reduce((a, b) => a * b, 1),
+          )}</span>`
+        : ''
+    }</td>
 <td class="num">${num(s.delta_frobenius ?? null, 4)}</td><td class="num">${num(s.relative_delta ?? null, 4)}</td>
-<td class="strips">${heatStrips(shape, ops.map(([op]) => op), name)}<span class="note">ops ${ops.map(([, i]) => i).join(', ') || '—'}</span></td></tr>`;
+<td class="strips">${heatStrips(
+      shape,
+      ops.map(([op]) => op),
+      name,
+    )}<span class="note">ops ${ops.map(([, i]) => i).join(', ') || '—'}</span></td></tr>`;
   });
-  const createdBy = patch.createdBy ? `<dt>Created by</dt><dd>${esc(Object.entries(patch.createdBy).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', '))}</dd>` : '';
+  const createdBy = patch.createdBy
+    ? `<dt>Created by</dt><dd>${esc(
+        Object.entries(patch.createdBy)
+          .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+          .join(', '),
+      )}</dd>`
+    : '';
   return `<section id="patch"><h2>Patch</h2>
 <dl class="meta">
 <dt>Id</dt><dd><code class="patch-id">${esc(results.patch.sha256)}</code> (SHA-256 of the patch folder: <code>${esc(results.versions.model_id)}+patch:${esc(results.patch.sha256.slice(0, 12))}…</code>)</dd>
@@ -202,8 +261,12 @@ ${createdBy}
 <dt>Folder</dt><dd><code>${esc(patch.file ?? results.patch.dir)}</code></dd>
 </dl>
 <h3>Ops, in the order they apply</h3>
-${opRows.length ? `<table class="ops"><thead><tr><th class="num">#</th><th>Kind</th><th>Tensor</th><th>Slice</th><th>Selection</th><th>Parameters</th>
-<th>Operands</th></tr></thead><tbody>${opRows.join('')}</tbody></table>` : '<p class="note">no ops listed (patch.json not found)</p>'}
+${
+  opRows.length
+    ? `<table class="ops"><thead><tr><th class="num">#</th><th>Kind</th><th>Tensor</th><th>Slice</th><th>Selection</th><th>Parameters</th>
+<th>Operands</th></tr></thead><tbody>${opRows.join('')}</tbody></table>`
+    : '<p class="note">no ops listed (patch.json not found)</p>'
+}
 <h3>Touched tensors (net change against pristine)</h3>
 <table class="tensors"><thead><tr><th>Tensor</th><th class="num">Changed</th><th class="num">‖ΔW‖<sub>F</sub></th>
 <th class="num">‖ΔW‖<sub>F</sub> / ‖W‖<sub>F</sub></th><th>Where the ops write (darker: more of the band covered)</th></tr></thead>
@@ -221,9 +284,13 @@ function opRow(op: Record<string, unknown>, index: number, patch: PatchView, sha
     if (key === 'op' || key === 'tensor' || key === 'slice') continue;
     if (isObject(value) && typeof value.array === 'string') {
       const shape = patch.operandShapes.get(value.array);
-      operands.push(`${esc(key)} ${shape ? `[${shape.join(' × ')}] = ${num(shape.reduce((a, b) => a * b, 1))} numbers` : `<code>${esc(value.array)}</code>`}`);
+      operands.push(
+        `${esc(key)} ${shape ? `[${shape.join(' × ')}] = ${num(shape.reduce((a, b) => a * b, 1))} numbers` : `<code>${esc(value.array)}</code>`}`,
+      );
     } else if (key === 'source' && isObject(value)) {
-      params.push(`source <code>${esc(String(value.tensor))}</code> ${esc(formatSlice(Array.isArray(value.slice) ? (value.slice as SliceSpec) : []))}`);
+      params.push(
+        `source <code>${esc(String(value.tensor))}</code> ${esc(formatSlice(Array.isArray(value.slice) ? (value.slice as SliceSpec) : []))}`,
+      );
     } else params.push(`${esc(key)} ${esc(typeof value === 'number' ? String(value) : JSON.stringify(value))}`);
   }
   const u = isObject(op.u) ? patch.operandShapes.get(String(op.u.array)) : undefined;
@@ -272,11 +339,15 @@ function heatStrips(shape: number[] | undefined, ops: Record<string, unknown>[],
       const cells: string[] = [];
       let touched = 0;
       for (let b = 0; b < bins; b++) {
-        const lo = Math.floor((b * n) / bins), hi = Math.floor(((b + 1) * n) / bins);
+        const lo = Math.floor((b * n) / bins),
+          hi = Math.floor(((b + 1) * n) / bins);
         let c = 0;
         for (let i = lo; i < hi; i++) c += covered[i]!;
         touched += c;
-        if (c > 0) cells.push(`<rect x="${b}" y="0" width="1" height="1" fill-opacity="${(0.15 + (0.85 * c) / (hi - lo)).toFixed(2)}"><title>${names[d]} ${lo}–${hi - 1}: ${c} of ${hi - lo}</title></rect>`);
+        if (c > 0)
+          cells.push(
+            `<rect x="${b}" y="0" width="1" height="1" fill-opacity="${(0.15 + (0.85 * c) / (hi - lo)).toFixed(2)}"><title>${names[d]} ${lo}–${hi - 1}: ${c} of ${hi - lo}</title></rect>`,
+          );
       }
       return `<div class="strip"><span>${names[d]} ${touched}/${n}</span><svg class="heat" data-axis="${names[d]}" data-touched="${touched}" viewBox="0 0 ${bins} 1" preserveAspectRatio="none" role="img"><rect class="bg" x="0" y="0" width="${bins}" height="1"/>${cells.join('')}</svg></div>`;
     })
@@ -297,8 +368,18 @@ function itemsSection(results: ResultsFile): string {
       kind === 'target'
         ? `pristine passes ${basePassed}/${items.length}, patched ${editedPassed}/${items.length}: target success ${num(score.targetSuccess.base)} → ${num(score.targetSuccess.edited)}, gain ${num(score.gain)}`
         : (() => {
-            const c = kind === 'control' ? counts.generalControls : kind === 'preservation' ? counts.preservation : counts.overrides;
-            const rate = kind === 'control' ? score.retention.generalControls : kind === 'preservation' ? score.retention.spillover : score.retention.overrides;
+            const c =
+              kind === 'control'
+                ? counts.generalControls
+                : kind === 'preservation'
+                  ? counts.preservation
+                  : counts.overrides;
+            const rate =
+              kind === 'control'
+                ? score.retention.generalControls
+                : kind === 'preservation'
+                  ? score.retention.spillover
+                  : score.retention.overrides;
             return `base-correct ${c.baseCorrect}/${c.total}, still correct after the patch ${c.retained}: retention ${num(rate)}${rate === null ? ' (not measured)' : ''}`;
           })();
     return `<h3 id="items-${kind}">${esc(KIND_TITLES[kind]!)} · ${items.length}</h3><p class="counts" data-kind="${kind}">${esc(summary)}</p>
@@ -306,7 +387,10 @@ function itemsSection(results: ResultsFile): string {
 <tbody>${items.map(itemRow).join('')}</tbody></table>`;
   });
   const other = results.items.filter((i) => !(KIND_ORDER as readonly string[]).includes(i.kind));
-  if (other.length) parts.push(`<h3>Other items · ${other.length}</h3><table class="items"><tbody>${other.map(itemRow).join('')}</tbody></table>`);
+  if (other.length)
+    parts.push(
+      `<h3>Other items · ${other.length}</h3><table class="items"><tbody>${other.map(itemRow).join('')}</tbody></table>`,
+    );
   return `<section id="items"><h2>Graded items</h2>
 <p class="note">Overall retention ${num(score.retention.overall)}: of ${counts.all.baseCorrect} retention items (controls, preservation, overrides) the pristine model got right, the patched model still gets ${counts.all.retained} right. An item passes when its check finds both the behaviour and the content.</p>
 ${results.items.length === 0 ? '<p class="note">results.json lists no items.</p>' : parts.join('\n')}</section>`;
@@ -317,9 +401,28 @@ const OUTPUT_LIMIT = 3_000;
 
 function itemRow(item: ItemResult): string {
   const diff = diffWords(cutText(item.base.output, OUTPUT_LIMIT).text, cutText(item.edited.output, OUTPUT_LIMIT).text);
-  const change = item.kind === 'target' ? (item.edited.passed ? (item.base.passed ? 'passes (already did)' : 'gained') : item.base.passed ? 'lost' : 'still fails') : item.base.passed ? (item.edited.passed ? 'kept' : 'lost') : 'not counted (pristine fails)';
-  const changeClass = change === 'gained' || change === 'kept' || change.startsWith('passes') ? 'pass' : change === 'lost' || change === 'still fails' ? 'fail' : 'note';
-  const verdict = (v: ItemResult['base']) => `<span class="${v.passed ? 'pass' : 'fail'}">${v.passed ? 'pass' : 'fail'}</span> <span class="note">${v.verdict.behaviour ? 'behaviour ✓' : 'behaviour ✗'} ${v.verdict.content ? 'content ✓' : 'content ✗'}</span>`;
+  const change =
+    item.kind === 'target'
+      ? item.edited.passed
+        ? item.base.passed
+          ? 'passes (already did)'
+          : 'gained'
+        : item.base.passed
+          ? 'lost'
+          : 'still fails'
+      : item.base.passed
+        ? item.edited.passed
+          ? 'kept'
+          : 'lost'
+        : 'not counted (pristine fails)';
+  const changeClass =
+    change === 'gained' || change === 'kept' || change.startsWith('passes')
+      ? 'pass'
+      : change === 'lost' || change === 'still fails'
+        ? 'fail'
+        : 'note';
+  const verdict = (v: ItemResult['base']) =>
+    `<span class="${v.passed ? 'pass' : 'fail'}">${v.passed ? 'pass' : 'fail'}</span> <span class="note">${v.verdict.behaviour ? 'behaviour ✓' : 'behaviour ✗'} ${v.verdict.content ? 'content ✓' : 'content ✗'}</span>`;
   return `<tr class="item" data-item="${esc(item.id)}" data-kind="${esc(item.kind)}" data-base-passed="${item.base.passed}" data-edited-passed="${item.edited.passed}">
 <td><code>${esc(item.id)}</code></td><td>${messagesText(item.messages)}</td>
 <td><div class="out">${diff.before}</div>${verdict(item.base)}<div class="detail">${esc(item.base.verdict.detail)}</div></td>
@@ -331,7 +434,8 @@ function itemRow(item: ItemResult): string {
 
 /** The trace in order: messages sent, replies with usage and timing, each tool call with arguments, result and budget. */
 function transcriptSection(folder: AttemptFiles, budget: number): string {
-  if (!folder.trace) return `<section id="transcript"><h2>Transcript</h2><p class="note">No trace.jsonl in this folder (a bare evaluation of a patch).</p></section>`;
+  if (!folder.trace)
+    return `<section id="transcript"><h2>Transcript</h2><p class="note">No trace.jsonl in this folder (a bare evaluation of a patch).</p></section>`;
   const out: string[] = [];
   let size = 0;
   let compact = 0;
@@ -390,12 +494,15 @@ function requestHtml(e: TraceEntry, seen: { chat: number; responses: number }, t
   if (Array.isArray(body.messages)) {
     const fresh = body.messages.slice(seen.chat).filter(isObject);
     seen.chat = body.messages.length;
-    for (const m of fresh) if (m.role === 'system' || m.role === 'user') shown.push(messageHtml(String(m.role), m.content));
+    for (const m of fresh)
+      if (m.role === 'system' || m.role === 'user') shown.push(messageHtml(String(m.role), m.content));
   } else if (Array.isArray(body.input)) {
-    if (seen.responses === 0 && typeof body.instructions === 'string') shown.push(messageHtml('system', body.instructions));
+    if (seen.responses === 0 && typeof body.instructions === 'string')
+      shown.push(messageHtml('system', body.instructions));
     const fresh = body.input.slice(seen.responses).filter(isObject);
     seen.responses = body.input.length;
-    for (const m of fresh) if (m.role === 'user' || m.role === 'system') shown.push(messageHtml(String(m.role), m.content));
+    for (const m of fresh)
+      if (m.role === 'user' || m.role === 'system') shown.push(messageHtml(String(m.role), m.content));
   }
   const model = typeof body.model === 'string' ? ` to <code>${esc(body.model)}</code>` : '';
   return `<li class="ev request">${time}<b>Request</b>${model} (${esc(String(e.api ?? ''))})${shown.join('')}</li>`;
@@ -405,7 +512,12 @@ function requestHtml(e: TraceEntry, seen: { chat: number; responses: number }, t
 const MESSAGE_LIMIT = 20_000;
 
 function messageHtml(role: string, content: unknown): string {
-  const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n') : JSON.stringify(content);
+  const text =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : JSON.stringify(c))).join('\n')
+        : JSON.stringify(content);
   return `<div class="msg ${esc(role)}"><span class="role">${esc(role)}</span>${foldedPre(cutText(text, MESSAGE_LIMIT), `${role} message`)}</div>`;
 }
 
@@ -420,8 +532,10 @@ function responseHtml(e: TraceEntry, time: string): string {
   }
   if (Array.isArray(body.output)) {
     for (const item of body.output.filter(isObject)) {
-      if (item.type === 'message' && Array.isArray(item.content)) texts.push(...item.content.filter(isObject).map((c) => String(c.text ?? '')));
-      if (item.type === 'reasoning' && Array.isArray(item.summary)) reasoning.push(...item.summary.filter(isObject).map((s) => String(s.text ?? '')));
+      if (item.type === 'message' && Array.isArray(item.content))
+        texts.push(...item.content.filter(isObject).map((c) => String(c.text ?? '')));
+      if (item.type === 'reasoning' && Array.isArray(item.summary))
+        reasoning.push(...item.summary.filter(isObject).map((s) => String(s.text ?? '')));
     }
   }
   if (typeof body.text === 'string' && body.text !== '') texts.push(body.text); // a script editor's final text
@@ -430,7 +544,10 @@ function responseHtml(e: TraceEntry, time: string): string {
   const usage = `input ${num(Number(u.input_tokens) || 0)} (cached ${num(Number(u.cached_input_tokens) || 0)}), output ${num(Number(u.output_tokens) || 0)} (reasoning ${num(Number(u.reasoning_tokens) || 0)})`;
   return `<li class="ev response">${time}<b>Reply</b> in ${num(Number(e.duration_ms))} ms · ${usage} tokens · ${calls} tool call(s)${e.truncated ? ' · <b class="fail">cut at the output limit</b>' : ''}
 ${reasoning.map((r) => `<div class="msg reasoning"><span class="role">reasoning</span>${foldedPre(cutText(r), 'reasoning')}</div>`).join('')}
-${texts.filter((t) => t !== '').map((t) => `<div class="msg assistant"><span class="role">assistant</span>${foldedPre(cutText(t), 'reply')}</div>`).join('')}</li>`;
+${texts
+  .filter((t) => t !== '')
+  .map((t) => `<div class="msg assistant"><span class="role">assistant</span>${foldedPre(cutText(t), 'reply')}</div>`)
+  .join('')}</li>`;
 }
 
 function parsedOutput(e: TraceEntry): { result?: unknown; error?: unknown; budget?: unknown } | undefined {
@@ -445,7 +562,11 @@ function parsedOutput(e: TraceEntry): { result?: unknown; error?: unknown; budge
 function toolHtml(e: TraceEntry, time: string): string {
   const output = parsedOutput(e);
   const error = isObject(output?.error) ? output.error : undefined;
-  const result = error ? cutText(`${String(error.code ?? 'ERROR')}: ${String(error.message ?? '')}`, 2_000) : output ? summariseJson(output.result) : summariseText(String(e.output ?? ''));
+  const result = error
+    ? cutText(`${String(error.code ?? 'ERROR')}: ${String(error.message ?? '')}`, 2_000)
+    : output
+      ? summariseJson(output.result)
+      : summariseText(String(e.output ?? ''));
   return `<li class="ev tool ${e.ok === false ? 'tool-error' : ''}" data-tool="${esc(String(e.name))}" data-ok="${e.ok === true}">${time}<b>${esc(String(e.name))}</b> <span class="note">${esc(String(e.call_id ?? ''))} · ${num(Number(e.duration_ms))} ms</span>
 <div class="call"><span class="role">arguments</span>${foldedPre(summariseText(String(e.arguments ?? '')), 'arguments')}</div>
 <div class="call result"><span class="role ${e.ok === false ? 'fail' : 'pass'}">${e.ok === false ? 'error' : 'result'}</span>${foldedPre(result, 'result')}</div>

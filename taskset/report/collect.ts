@@ -33,16 +33,33 @@ const RESULTS_SCHEMA = {
     versions: {
       type: 'object',
       required: ['package', 'family_version', 'model_id', 'revision'],
-      properties: { package: { type: 'string' }, family_version: { type: 'string' }, model_id: { type: 'string' }, revision: { type: 'string' } },
+      properties: {
+        package: { type: 'string' },
+        family_version: { type: 'string' },
+        model_id: { type: 'string' },
+        revision: { type: 'string' },
+      },
     },
     args: { type: 'object' },
     episode: {
       type: 'object',
       required: ['family', 'seed', 'control_seed', 'params_key'],
-      properties: { family: { type: 'string', minLength: 1 }, seed: count, control_seed: count, params_key: { type: 'string' } },
+      properties: {
+        family: { type: 'string', minLength: 1 },
+        seed: count,
+        control_seed: count,
+        params_key: { type: 'string' },
+      },
     },
     editor: {
-      anyOf: [{ type: 'null' }, { type: 'object', required: ['label'], properties: { label: { type: 'string', minLength: 1 }, model: { type: 'string' } } }],
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['label'],
+          properties: { label: { type: 'string', minLength: 1 }, model: { type: 'string' } },
+        },
+      ],
     },
     patch: {
       anyOf: [
@@ -58,7 +75,11 @@ const RESULTS_SCHEMA = {
               additionalProperties: {
                 type: 'object',
                 required: ['changed', 'delta_frobenius', 'relative_delta'],
-                properties: { changed: count, delta_frobenius: { type: 'number', minimum: 0 }, relative_delta: { type: ['number', 'null'], minimum: 0 } },
+                properties: {
+                  changed: count,
+                  delta_frobenius: { type: 'number', minimum: 0 },
+                  relative_delta: { type: ['number', 'null'], minimum: 0 },
+                },
               },
             },
           },
@@ -80,7 +101,14 @@ const RESULTS_SCHEMA = {
       },
     },
     resources: {
-      anyOf: [{ type: 'null' }, { type: 'object', required: ['turns', 'tool_calls', 'forward_tokens'], properties: { turns: count, tool_calls: count, forward_tokens: count } }],
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['turns', 'tool_calls', 'forward_tokens'],
+          properties: { turns: count, tool_calls: count, forward_tokens: count },
+        },
+      ],
     },
     created_at: { type: 'string' },
   },
@@ -101,7 +129,8 @@ export function collectResults(runs: readonly string[]): Collected[] {
     if (!isDir) throw new Error(`RUNS folder ${root} is not a folder`);
     const files = findFiles(root, RESULTS_FILE);
     if (files.length === 0) throw new Error(`RUNS folder ${root} holds no ${RESULTS_FILE}`);
-    for (const file of files) collected.push({ file, attempt: path.basename(path.dirname(file)), results: readResults(file) });
+    for (const file of files)
+      collected.push({ file, attempt: path.basename(path.dirname(file)), results: readResults(file) });
   }
   return collected;
 }
@@ -114,7 +143,8 @@ export function readResults(file: string): ResultsFile {
     throw new Error(`${file} is not readable as JSON: ${(error as Error).message}`);
   }
   const format = (json as { format?: unknown } | null)?.format;
-  if (format !== RESULTS_FORMAT) throw new Error(`${file} has format ${JSON.stringify(format)}; the report reads "${RESULTS_FORMAT}" only`);
+  if (format !== RESULTS_FORMAT)
+    throw new Error(`${file} has format ${JSON.stringify(format)}; the report reads "${RESULTS_FORMAT}" only`);
   if (!validateResults(json)) {
     const problems = (validateResults.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
     throw new Error(`${file} does not match ${RESULTS_FORMAT}: ${problems.join('; ')}`);
@@ -128,20 +158,28 @@ export function readResults(file: string): ResultsFile {
  * - given: labelled attempts are kept only when their label is one of them (the others are returned as skipped);
  *   unlabelled attempts (a bare `evaluate-patch`) take the label when exactly one is given, else it is an error.
  */
-export function labelAttempts(collected: readonly Collected[], editors: readonly string[]): { kept: LabelledAttempt[]; skipped: Collected[] } {
+export function labelAttempts(
+  collected: readonly Collected[],
+  editors: readonly string[],
+): { kept: LabelledAttempt[]; skipped: Collected[] } {
   const kept: LabelledAttempt[] = [];
   const skipped: Collected[] = [];
   for (const c of collected) {
     const own = c.results.editor?.label;
     if (own === undefined) {
       if (editors.length !== 1) {
-        throw new Error(`${c.file} has no editor label: pass exactly one --editor LABEL to name it (given: ${editors.length === 0 ? 'none' : editors.join(', ')})`);
+        throw new Error(
+          `${c.file} has no editor label: pass exactly one --editor LABEL to name it (given: ${editors.length === 0 ? 'none' : editors.join(', ')})`,
+        );
       }
       kept.push({ ...c, editor: editors[0]! });
     } else if (editors.length === 0 || editors.includes(own)) kept.push({ ...c, editor: own });
     else skipped.push(c);
   }
-  if (kept.length === 0) throw new Error(`no attempt has the editor label(s) ${editors.join(', ')}; found: ${[...new Set(collected.map((c) => c.results.editor?.label ?? '(none)'))].join(', ')}`);
+  if (kept.length === 0)
+    throw new Error(
+      `no attempt has the editor label(s) ${editors.join(', ')}; found: ${[...new Set(collected.map((c) => c.results.editor?.label ?? '(none)'))].join(', ')}`,
+    );
   return { kept, skipped };
 }
 

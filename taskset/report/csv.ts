@@ -7,7 +7,8 @@ export type Cell = string | number | boolean | null | undefined;
 
 export function csvField(value: Cell): string {
   if (value === null || value === undefined) return '';
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`CSV: refusing to write the non-finite number ${value}`);
+  if (typeof value === 'number' && !Number.isFinite(value))
+    throw new Error(`CSV: refusing to write the non-finite number ${value}`);
   const text = String(value);
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
@@ -15,15 +16,22 @@ export function csvField(value: Cell): string {
 /** Header plus one line per row; every row must have the header's length. */
 export function toCsv(header: readonly string[], rows: readonly (readonly Cell[])[]): string {
   const lines = [header, ...rows].map((row, i) => {
-    if (row.length !== header.length) throw new Error(`CSV: data row ${i} has ${row.length} fields, the header has ${header.length}`);
+    if (row.length !== header.length)
+      throw new Error(`CSV: data row ${i} has ${row.length} fields, the header has ${header.length}`);
     return row.map(csvField).join(',');
   });
   return lines.join('\r\n') + '\r\n';
 }
 
 /** Objects to CSV, columns in the given order. */
-export function recordsToCsv<T extends Record<string, Cell>>(columns: readonly (keyof T & string)[], records: readonly T[]): string {
-  return toCsv(columns, records.map((r) => columns.map((c) => r[c])));
+export function recordsToCsv<T extends Record<string, Cell>>(
+  columns: readonly (keyof T & string)[],
+  records: readonly T[],
+): string {
+  return toCsv(
+    columns,
+    records.map((r) => columns.map((c) => r[c])),
+  );
 }
 
 /** Parses RFC 4180 text (CRLF or LF line ends); `where` names the source in errors. */
@@ -56,7 +64,8 @@ export function parseCsv(text: string, where = 'CSV'): string[][] {
         quoted = false;
         i++;
         const next = text[i];
-        if (next !== undefined && next !== ',' && next !== '\r' && next !== '\n') throw new Error(`${where}: line ${line}: text after a closing quote`);
+        if (next !== undefined && next !== ',' && next !== '\r' && next !== '\n')
+          throw new Error(`${where}: line ${line}: text after a closing quote`);
         continue;
       }
       if (c === '\n') line++;
@@ -87,7 +96,8 @@ export function readCsvRecords(file: string, required: readonly string[] = []): 
   const missing = required.filter((c) => !header.includes(c));
   if (missing.length > 0) throw new Error(`${file} lacks the column(s) ${missing.join(', ')}`);
   return rows.map((fields, i) => {
-    if (fields.length !== header.length) throw new Error(`${file}: record ${i + 1} has ${fields.length} fields, the header has ${header.length}`);
+    if (fields.length !== header.length)
+      throw new Error(`${file}: record ${i + 1} has ${fields.length} fields, the header has ${header.length}`);
     return Object.fromEntries(header.map((name, j) => [name, fields[j]!]));
   });
 }

@@ -17,7 +17,8 @@ export function num(value: number | null | undefined, digits = 3): string {
 }
 
 /** A percentage share of `part` in `whole`, or an em dash for no whole. */
-export const share = (part: number, whole: number): string => (whole === 0 ? '—' : `${((100 * part) / whole).toFixed(0)} %`);
+export const share = (part: number, whole: number): string =>
+  whole === 0 ? '—' : `${((100 * part) / whole).toFixed(0)} %`;
 
 /** A complete page: inline CSS, no script. */
 export function page(title: string, body: string, css = ''): string {
@@ -91,7 +92,12 @@ export function summariseJson(value: unknown): Summary {
     return String(v);
   };
   const text = render(value, '', 0);
-  if (text.length > FOLD.total) return { text: `${text.slice(0, FOLD.total)}\n… (${(text.length - FOLD.total).toLocaleString('en')} more characters of this summary)`, folded: true, preview: preview(value, 0) };
+  if (text.length > FOLD.total)
+    return {
+      text: `${text.slice(0, FOLD.total)}\n… (${(text.length - FOLD.total).toLocaleString('en')} more characters of this summary)`,
+      folded: true,
+      preview: preview(value, 0),
+    };
   return { text, folded, preview: preview(value, 0) };
 }
 
@@ -103,8 +109,16 @@ function preview(v: unknown, depth: number): string {
   if (v === null || typeof v !== 'object') return String(v);
   if (Array.isArray(v)) {
     const numbers = numericLeaves(v);
-    if (numbers) return numbers.values.length <= 6 && numbers.shape.length === 1 ? `[${v.join(', ')}]` : `[${numbers.shape.join('×')} numbers]`;
-    return depth > 0 ? `[${v.length} items]` : `[${v.slice(0, 3).map((x) => preview(x, depth + 1)).join(', ')}${v.length > 3 ? `, … ${v.length} items` : ''}]`;
+    if (numbers)
+      return numbers.values.length <= 6 && numbers.shape.length === 1
+        ? `[${v.join(', ')}]`
+        : `[${numbers.shape.join('×')} numbers]`;
+    return depth > 0
+      ? `[${v.length} items]`
+      : `[${v
+          .slice(0, 3)
+          .map((x) => preview(x, depth + 1))
+          .join(', ')}${v.length > 3 ? `, … ${v.length} items` : ''}]`;
   }
   const entries = Object.entries(v as Record<string, unknown>);
   if (depth > 1) return `{${entries.length} keys}`;
@@ -117,26 +131,36 @@ function numericLeaves(v: unknown[]): { values: number[]; shape: number[] } | un
   if (v.every((x) => typeof x === 'number')) return { values: v as number[], shape: [v.length] };
   if (!v.every((x) => Array.isArray(x))) return undefined;
   const parts = v.map((x) => numericLeaves(x as unknown[]));
-  if (parts.some((p) => !p) || parts.some((p) => JSON.stringify(p!.shape) !== JSON.stringify(parts[0]!.shape))) return undefined;
+  if (parts.some((p) => !p) || parts.some((p) => JSON.stringify(p!.shape) !== JSON.stringify(parts[0]!.shape)))
+    return undefined;
   return { values: parts.flatMap((p) => p!.values), shape: [v.length, ...parts[0]!.shape] };
 }
 
 function numberSummary(values: number[], shape: number[]): string {
-  let min = Infinity, max = -Infinity, sum = 0, squares = 0;
+  let min = Infinity,
+    max = -Infinity,
+    sum = 0,
+    squares = 0;
   for (const x of values) {
     min = Math.min(min, x);
     max = Math.max(max, x);
     sum += x;
     squares += x * x;
   }
-  const head = values.slice(0, 6).map((x) => +x.toPrecision(4)).join(', ');
+  const head = values
+    .slice(0, 6)
+    .map((x) => +x.toPrecision(4))
+    .join(', ');
   return `[${shape.join('×')} numbers: min ${+min.toPrecision(4)}, max ${+max.toPrecision(4)}, mean ${+(sum / values.length).toPrecision(4)}, ‖·‖₂ ${+Math.sqrt(squares).toPrecision(4)}; first: ${head}, …]`;
 }
 
 /** Plain text (a message, a reply) cut after `limit` characters, with the count of those left out. */
 export function cutText(text: string, limit = 4_000): Summary {
   if (text.length <= limit) return { text, folded: false };
-  return { text: `${text.slice(0, limit)}… (${(text.length - limit).toLocaleString('en')} more characters)`, folded: true };
+  return {
+    text: `${text.slice(0, limit)}… (${(text.length - limit).toLocaleString('en')} more characters)`,
+    folded: true,
+  };
 }
 
 /** Text that may or may not be JSON (tool arguments, tool output): summarised when it parses, cut when it does not. */
@@ -152,7 +176,8 @@ export function summariseText(text: string): Summary {
 export function foldedPre(summary: Summary, label: string, cls = ''): string {
   const lines = summary.text.split('\n');
   const note = summary.folded ? ' <span class="note">(long values summarised)</span>' : '';
-  if (lines.length <= 8 && summary.text.length <= 600) return `<pre class="value ${cls}">${esc(summary.text)}</pre>${summary.folded ? note : ''}`;
+  if (lines.length <= 8 && summary.text.length <= 600)
+    return `<pre class="value ${cls}">${esc(summary.text)}</pre>${summary.folded ? note : ''}`;
   const closed = summary.preview ?? lines[0]!.slice(0, 160);
   return `<details class="value ${cls}"><summary><code>${esc(closed)}</code> <span class="note">${esc(label)}, ${lines.length} lines${summary.folded ? ', long values summarised' : ''}</span></summary><pre class="value">${esc(summary.text)}</pre></details>`;
 }
@@ -162,22 +187,31 @@ export function foldedPre(summary: Summary, label: string, cls = ''): string {
  * with its inserted words marked, and the `before` text with its removed words marked. Texts beyond `limit` words
  * are not diffed (quadratic); they are returned unmarked.
  */
-export function diffWords(before: string, after: string, limit = 600): { before: string; after: string; same: boolean } {
+export function diffWords(
+  before: string,
+  after: string,
+  limit = 600,
+): { before: string; after: string; same: boolean } {
   if (before === after) return { before: esc(before), after: esc(after), same: true };
   const a = before.split(/(\s+)/);
   const b = after.split(/(\s+)/);
   if (a.length > 2 * limit || b.length > 2 * limit) return { before: esc(before), after: esc(after), same: false };
-  const n = a.length, m = b.length;
+  const n = a.length,
+    m = b.length;
   const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
-  const outA: string[] = [], outB: string[] = [];
-  let i = 0, j = 0;
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--)
+      lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  const outA: string[] = [],
+    outB: string[] = [];
+  let i = 0,
+    j = 0;
   const mark = (tag: 'del' | 'ins', word: string) => (/^\s*$/.test(word) ? esc(word) : `<${tag}>${esc(word)}</${tag}>`);
   while (i < n && j < m) {
     if (a[i] === b[j]) {
       outA.push(esc(a[i]!));
       outB.push(esc(b[j]!));
-      i++, j++;
+      (i++, j++);
     } else if (lcs[i + 1]![j]! >= lcs[i]![j + 1]!) outA.push(mark('del', a[i++]!));
     else outB.push(mark('ins', b[j++]!));
   }
@@ -189,7 +223,12 @@ export function diffWords(before: string, after: string, limit = 600): { before:
 /** A key–value table of flat arguments; arrays and objects as compact JSON. */
 export function argsTable(args: Record<string, unknown>, cls = 'args'): string {
   const rows = Object.entries(args).map(([k, v]) => {
-    const text = typeof v === 'string' ? v : Array.isArray(v) && v.every((x) => typeof x === 'string') ? v.join(', ') : JSON.stringify(v);
+    const text =
+      typeof v === 'string'
+        ? v
+        : Array.isArray(v) && v.every((x) => typeof x === 'string')
+          ? v.join(', ')
+          : JSON.stringify(v);
     return `<tr><th>${esc(k)}</th><td><code>${esc(text ?? 'undefined')}</code></td></tr>`;
   });
   return `<table class="${cls}"><tbody>${rows.join('')}</tbody></table>`;

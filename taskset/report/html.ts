@@ -8,7 +8,13 @@ import { ALL_FAMILIES, BOOTSTRAP, SUMMARY_COLUMNS, type AttemptRow, type Summary
 import type { EfficiencyRow } from './token-efficiency.ts';
 
 /** What the page says about its own making. */
-export type ReportMeta = { command: string; package_version: string; args: Record<string, unknown>; generated_at: string; inputs: string[] };
+export type ReportMeta = {
+  command: string;
+  package_version: string;
+  args: Record<string, unknown>;
+  generated_at: string;
+  inputs: string[];
+};
 
 /** A replay of one attempt's patch with a new control seed (scripts/replay-patch.ts). */
 export type ReplayRow = {
@@ -48,7 +54,8 @@ const CHARTS = [
 
 export const DEFINITIONS = {
   gain: 'gain = max(0, (edited − base) / (1 − base)), where base and edited are the shares of target items the pristine and the patched model pass (0 when base is 1: no headroom)',
-  retention: 'retention = of the retention items (64 general controls, preservation items, overrides) the pristine model passes, the share the patched model still passes (1 when it passes none)',
+  retention:
+    'retention = of the retention items (64 general controls, preservation items, overrides) the pristine model passes, the share the patched model still passes (1 when it passes none)',
   reward: 'reward = gain × retention, per attempt; the tables and charts show means over attempts',
 } as const;
 
@@ -79,10 +86,17 @@ const SHOWN_COLUMNS = [
   ['forward_tokens', 'Forward tokens'],
 ] as const satisfies readonly (readonly [keyof AttemptRow, string])[];
 
-export function renderHtml(rows: readonly AttemptRow[], summary: readonly SummaryRow[], meta: ReportMeta, extras: ScoreboardExtras): string {
+export function renderHtml(
+  rows: readonly AttemptRow[],
+  summary: readonly SummaryRow[],
+  meta: ReportMeta,
+  extras: ScoreboardExtras,
+): string {
   const editors = [...new Set(summary.map((s) => s.editor))].sort();
   const colour = (editor: string) => PALETTE[editors.indexOf(editor) % PALETTE.length]!;
-  const targets = unique(summary.map((s) => JSON.stringify([s.model_id, s.revision]))).map((t) => JSON.parse(t) as [string, string]);
+  const targets = unique(summary.map((s) => JSON.stringify([s.model_id, s.revision]))).map(
+    (t) => JSON.parse(t) as [string, string],
+  );
   const sections = targets.map(([model, revision]) => {
     const own = summary.filter((s) => s.model_id === model && s.revision === revision);
     const ownRows = rows.filter((r) => r.model_id === model && r.revision === revision);
@@ -97,7 +111,9 @@ export function renderHtml(rows: readonly AttemptRow[], summary: readonly Summar
 <div class="charts">${scatter(ownRows, 'forward_tokens', 'Target forward tokens', (r) => r.forward_tokens, extras, colour)}${scatter(ownRows, 'editor_tokens', 'Editor tokens (input + output)', (r) => extras.editorTokens.get(r.results_json) ?? null, extras, colour)}</div>
 <h3>Attempts (${ownRows.length})</h3>${attemptsTable(ownRows, extras.pages)}</section>`;
   });
-  const versions = unique(rows.map((r) => `package ${r.package_version}, families ${r.family_version}, ${r.model_id} @ ${r.revision}`));
+  const versions = unique(
+    rows.map((r) => `package ${r.package_version}, families ${r.family_version}, ${r.model_id} @ ${r.revision}`),
+  );
   const body = `<h1>IWIBench report</h1>
 <dl class="meta">
 <dt>Generated</dt><dd>${esc(meta.generated_at)} by iwibench-ts ${esc(meta.package_version)}</dd>
@@ -108,7 +124,9 @@ export function renderHtml(rows: readonly AttemptRow[], summary: readonly Summar
 <dt>Interval</dt><dd>95 % percentile bootstrap of the mean reward, ${BOOTSTRAP.resamples.toLocaleString('en')} resamples, seeded per group from "${esc(BOOTSTRAP.seed)}" (same results, same interval); not drawn for n = 1</dd>
 </dl>
 <details class="args"><summary>Arguments (${Object.keys(meta.args).length})</summary>${argsTable(meta.args)}</details>
-<dl class="definitions">${Object.entries(DEFINITIONS).map(([k, v]) => `<dt>${k}</dt><dd>${esc(v)}</dd>`).join('')}</dl>
+<dl class="definitions">${Object.entries(DEFINITIONS)
+    .map(([k, v]) => `<dt>${k}</dt><dd>${esc(v)}</dd>`)
+    .join('')}</dl>
 ${sections.join('\n')}
 <section><h2>Means by target, editor and family</h2>${summaryTable(summary)}</section>
 ${replaysSection(extras.replays)}
@@ -117,7 +135,14 @@ ${efficiencySection(extras.efficiency)}`;
 }
 
 /** Grouped bars: one group per family, one bar per editor, each labelled with its value and n; whiskers where n > 1. */
-function chart(summary: readonly SummaryRow[], metric: (typeof CHARTS)[number]['metric'], whiskers: boolean, families: string[], editors: string[], colour: (e: string) => string): string {
+function chart(
+  summary: readonly SummaryRow[],
+  metric: (typeof CHARTS)[number]['metric'],
+  whiskers: boolean,
+  families: string[],
+  editors: string[],
+  colour: (e: string) => string,
+): string {
   const groupWidth = editors.length * (G.bar + G.barGap) - G.barGap;
   const width = G.left + families.length * (groupWidth + G.groupGap) + G.right;
   // Family names run downwards under their group, so they never overlap or leave the chart sideways.
@@ -125,10 +150,14 @@ function chart(summary: readonly SummaryRow[], metric: (typeof CHARTS)[number]['
   const height = G.top + G.plotHeight + bottom;
   const y = (v: number) => px(G.top + (1 - v) * G.plotHeight);
   const parts: string[] = [];
-  parts.push(`<rect class="plot-area" x="${G.left}" y="${G.top}" width="${width - G.left - G.right}" height="${G.plotHeight}"/>`);
+  parts.push(
+    `<rect class="plot-area" x="${G.left}" y="${G.top}" width="${width - G.left - G.right}" height="${G.plotHeight}"/>`,
+  );
   for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
     parts.push(`<line class="grid" x1="${G.left}" x2="${width - G.right}" y1="${y(tick)}" y2="${y(tick)}"/>`);
-    parts.push(`<text class="tick" x="${G.left - 6}" y="${y(tick)}" dy="0.32em" text-anchor="end">${tick.toFixed(2)}</text>`);
+    parts.push(
+      `<text class="tick" x="${G.left - 6}" y="${y(tick)}" dy="0.32em" text-anchor="end">${tick.toFixed(2)}</text>`,
+    );
   }
   families.forEach((family, f) => {
     const x0 = G.left + G.groupGap / 2 + f * (groupWidth + G.groupGap);
@@ -145,16 +174,22 @@ function chart(summary: readonly SummaryRow[], metric: (typeof CHARTS)[number]['
       );
       let labelTop = value;
       if (whiskers && s.n > 1) {
-        parts.push(`<line class="ci" ${ids} data-metric="reward_ci95" data-low="${csvField(s.reward_ci95_low)}" data-high="${csvField(s.reward_ci95_high)}" x1="${cx}" x2="${cx}" y1="${y(s.reward_ci95_low)}" y2="${y(s.reward_ci95_high)}"/>`);
+        parts.push(
+          `<line class="ci" ${ids} data-metric="reward_ci95" data-low="${csvField(s.reward_ci95_low)}" data-high="${csvField(s.reward_ci95_high)}" x1="${cx}" x2="${cx}" y1="${y(s.reward_ci95_low)}" y2="${y(s.reward_ci95_high)}"/>`,
+        );
         labelTop = Math.max(value, s.reward_ci95_high);
       }
       // The value label runs upwards from just above the bar (or its whisker): readable however narrow the bars.
       const ly = Number(y(labelTop)) - 4;
-      parts.push(`<text class="value-label" ${ids} data-metric="${metric}" x="${cx}" y="${px(ly)}" dy="0.32em" transform="rotate(-90 ${cx} ${px(ly)})">${value.toFixed(2)} · n=${s.n}</text>`);
+      parts.push(
+        `<text class="value-label" ${ids} data-metric="${metric}" x="${cx}" y="${px(ly)}" dy="0.32em" transform="rotate(-90 ${cx} ${px(ly)})">${value.toFixed(2)} · n=${s.n}</text>`,
+      );
     });
     const labelX = px(x0 + groupWidth / 2);
     const labelY = G.top + G.plotHeight + 8;
-    parts.push(`<text class="family" x="${labelX}" y="${labelY}" dy="0.32em" transform="rotate(-90 ${labelX} ${labelY})" text-anchor="end">${esc(family)}</text>`);
+    parts.push(
+      `<text class="family" x="${labelX}" y="${labelY}" dy="0.32em" transform="rotate(-90 ${labelX} ${labelY})" text-anchor="end">${esc(family)}</text>`,
+    );
   });
   return `<svg class="chart" data-metric="${metric}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img">${parts.join('')}</svg>`;
 }
@@ -162,22 +197,42 @@ function chart(summary: readonly SummaryRow[], metric: (typeof CHARTS)[number]['
 const S = { width: 420, height: 240, left: 48, right: 16, top: 12, bottom: 40 };
 
 /** Reward against one resource, one point per attempt (a link to its page); null resources are left out and counted. */
-function scatter(rows: readonly AttemptRow[], name: string, title: string, resource: (r: AttemptRow) => number | null, extras: ScoreboardExtras, colour: (e: string) => string): string {
+function scatter(
+  rows: readonly AttemptRow[],
+  name: string,
+  title: string,
+  resource: (r: AttemptRow) => number | null,
+  extras: ScoreboardExtras,
+  colour: (e: string) => string,
+): string {
   const known = rows.filter((r) => resource(r) !== null);
   const missing = rows.length - known.length;
   const note = missing ? ` <small>(${missing} attempt(s) without a record left out)</small>` : '';
-  if (known.length === 0) return `<figure class="scatter" data-resource="${name}"><figcaption>Reward vs ${esc(title.toLowerCase())}</figcaption><p class="note">No attempt records ${esc(title.toLowerCase())}.</p></figure>`;
+  if (known.length === 0)
+    return `<figure class="scatter" data-resource="${name}"><figcaption>Reward vs ${esc(title.toLowerCase())}</figcaption><p class="note">No attempt records ${esc(title.toLowerCase())}.</p></figure>`;
   const max = Math.max(...known.map((r) => resource(r)!));
-  if (max === 0) return `<figure class="scatter" data-resource="${name}"><figcaption>Reward vs ${esc(title.toLowerCase())}${note}</figcaption><p class="note">Every attempt records 0 ${esc(title.toLowerCase())} (built-in or scripted editors call no model).</p></figure>`;
+  if (max === 0)
+    return `<figure class="scatter" data-resource="${name}"><figcaption>Reward vs ${esc(title.toLowerCase())}${note}</figcaption><p class="note">Every attempt records 0 ${esc(title.toLowerCase())} (built-in or scripted editors call no model).</p></figure>`;
   const top = niceCeiling(max);
-  const plotW = S.width - S.left - S.right, plotH = S.height - S.top - S.bottom;
+  const plotW = S.width - S.left - S.right,
+    plotH = S.height - S.top - S.bottom;
   const x = (v: number) => px(S.left + (top === 0 ? 0 : v / top) * plotW);
   const y = (v: number) => px(S.top + (1 - v) * plotH);
   const parts = [`<rect class="plot-area" x="${S.left}" y="${S.top}" width="${plotW}" height="${plotH}"/>`];
-  for (const tick of [0, 0.5, 1]) parts.push(`<line class="grid" x1="${S.left}" x2="${S.left + plotW}" y1="${y(tick)}" y2="${y(tick)}"/><text class="tick" x="${S.left - 6}" y="${y(tick)}" dy="0.32em" text-anchor="end">${tick.toFixed(1)}</text>`);
-  for (const tick of [0, top / 2, top]) parts.push(`<text class="tick" x="${x(tick)}" y="${S.top + plotH + 14}" text-anchor="middle">${esc(shortNumber(tick))}</text>`);
-  parts.push(`<text class="axis" x="${S.left + plotW / 2}" y="${S.height - 6}" text-anchor="middle">${esc(title)}</text>`);
-  parts.push(`<text class="axis" x="12" y="${S.top + plotH / 2}" transform="rotate(-90 12 ${S.top + plotH / 2})" text-anchor="middle">reward</text>`);
+  for (const tick of [0, 0.5, 1])
+    parts.push(
+      `<line class="grid" x1="${S.left}" x2="${S.left + plotW}" y1="${y(tick)}" y2="${y(tick)}"/><text class="tick" x="${S.left - 6}" y="${y(tick)}" dy="0.32em" text-anchor="end">${tick.toFixed(1)}</text>`,
+    );
+  for (const tick of [0, top / 2, top])
+    parts.push(
+      `<text class="tick" x="${x(tick)}" y="${S.top + plotH + 14}" text-anchor="middle">${esc(shortNumber(tick))}</text>`,
+    );
+  parts.push(
+    `<text class="axis" x="${S.left + plotW / 2}" y="${S.height - 6}" text-anchor="middle">${esc(title)}</text>`,
+  );
+  parts.push(
+    `<text class="axis" x="12" y="${S.top + plotH / 2}" transform="rotate(-90 12 ${S.top + plotH / 2})" text-anchor="middle">reward</text>`,
+  );
   for (const r of known) {
     const v = resource(r)!;
     const dot = `<circle class="point" data-attempt="${esc(r.attempt)}" data-reward="${csvField(r.reward)}" data-resource="${csvField(v)}" cx="${x(v)}" cy="${y(r.reward)}" r="4" fill="${colour(r.editor)}"><title>${esc(r.attempt)} (${esc(r.editor)}): reward ${r.reward.toFixed(3)}, ${esc(title.toLowerCase())} ${v.toLocaleString('en')}</title></circle>`;
@@ -194,7 +249,8 @@ function niceCeiling(v: number): number {
   return [1, 2, 5, 10].map((m) => m * p).find((c) => c >= v)!;
 }
 
-const shortNumber = (v: number): string => (v >= 1e6 ? `${+(v / 1e6).toPrecision(3)}M` : v >= 1e3 ? `${+(v / 1e3).toPrecision(3)}k` : String(+v.toPrecision(3)));
+const shortNumber = (v: number): string =>
+  v >= 1e6 ? `${+(v / 1e6).toPrecision(3)}M` : v >= 1e3 ? `${+(v / 1e3).toPrecision(3)}k` : String(+v.toPrecision(3));
 
 function legend(editors: string[], colour: (e: string) => string): string {
   return `<p class="legend">${editors.map((e) => `<span><i style="background:${colour(e)}"></i>${esc(e)}</span>`).join('')}</p>`;
@@ -202,18 +258,38 @@ function legend(editors: string[], colour: (e: string) => string): string {
 
 /** A numeric or text cell with its exact CSV value in data-value. */
 function cell(column: string, v: unknown): string {
-  if (typeof v !== 'number') return `<td data-column="${column}" data-text="${esc(v === null || v === undefined ? '' : String(v))}">${breakable(v === null || v === undefined ? '' : String(v))}</td>`;
+  if (typeof v !== 'number')
+    return `<td data-column="${column}" data-text="${esc(v === null || v === undefined ? '' : String(v))}">${breakable(v === null || v === undefined ? '' : String(v))}</td>`;
   return `<td class="num" data-column="${column}" data-value="${csvField(v)}">${Number.isInteger(v) ? v.toLocaleString('en') : v.toFixed(3)}</td>`;
 }
 
 function attemptsTable(rows: readonly AttemptRow[], pages: ReadonlyMap<string, string>): string {
-  const numeric = new Set(['seed', 'reward', 'gain', 'target_success_base', 'target_success_edited', 'retention_overall', 'retention_general_controls', 'retention_spillover', 'retention_overrides', 'patch_ops', 'changed_parameters', 'max_relative_delta', 'tool_calls', 'forward_tokens']);
-  const head = SHOWN_COLUMNS.map(([c, title]) => `<th class="${numeric.has(c) ? 'num' : ''}" title="${c}">${esc(title)}</th>`).join('');
+  const numeric = new Set([
+    'seed',
+    'reward',
+    'gain',
+    'target_success_base',
+    'target_success_edited',
+    'retention_overall',
+    'retention_general_controls',
+    'retention_spillover',
+    'retention_overrides',
+    'patch_ops',
+    'changed_parameters',
+    'max_relative_delta',
+    'tool_calls',
+    'forward_tokens',
+  ]);
+  const head = SHOWN_COLUMNS.map(
+    ([c, title]) => `<th class="${numeric.has(c) ? 'num' : ''}" title="${c}">${esc(title)}</th>`,
+  ).join('');
   const body = rows.map((r) => {
     const href = pages.get(r.results_json);
     const cells = SHOWN_COLUMNS.map(([c]) => {
       if (c !== 'attempt') return cell(c, r[c]);
-      const name = href ? `<a class="attempt-link" href="${esc(href)}">${breakable(r.attempt)}</a>` : breakable(r.attempt);
+      const name = href
+        ? `<a class="attempt-link" href="${esc(href)}">${breakable(r.attempt)}</a>`
+        : breakable(r.attempt);
       return `<td data-column="attempt" data-text="${esc(r.attempt)}">${name}</td>`;
     });
     return `<tr data-results-json="${esc(r.results_json)}">${cells.join('')}</tr>`;
@@ -230,9 +306,12 @@ function summaryTable(summary: readonly SummaryRow[]): string {
 
 function replaysSection(replays: readonly ReplayRow[]): string {
   if (replays.length === 0) return '';
-  const rate = (p: ReplayRow['new_controls']) => `${num(p.retention)} <span class="note">(${p.retained}/${p.base_correct})</span>`;
+  const rate = (p: ReplayRow['new_controls']) =>
+    `${num(p.retention)} <span class="note">(${p.retained}/${p.base_correct})</span>`;
   const rows = replays.map(
-    (r) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${breakable(r.original)}</span></td>
+    (
+      r,
+    ) => `<tr class="replay"><td>${r.original_page ? `<a href="${esc(r.original_page)}">${esc(r.family)} s${r.seed}</a>` : `${esc(r.family)} s${r.seed}`}<br><span class="note">${breakable(r.original)}</span></td>
 <td>${breakable(r.editor)}</td>
 <td class="num">${r.original_control_seed} → ${r.control_seed}</td>
 <td class="num" data-column="original_reward" data-value="${csvField(r.original_reward)}">${num(r.original_reward)}</td>
@@ -264,9 +343,13 @@ function efficiencySection(efficiency: ScoreboardExtras['efficiency']): string {
   }
   return `<section id="token-efficiency"><h2>Token efficiency</h2>
 <p class="note">Editor tokens from each attempt's trace.jsonl: input (cached included) + output (reasoning included); reward per 1,000 editor tokens = 1000 · Σ reward / Σ editor tokens (as <code>report-token-efficiency</code>). Target forward tokens are a different resource, never added.</p>
-${rows.length ? `<table class="efficiency"><thead><tr><th>Editor</th><th>Target</th><th>Family</th><th class="num">n</th><th class="num">Requests</th>
+${
+  rows.length
+    ? `<table class="efficiency"><thead><tr><th>Editor</th><th>Target</th><th>Family</th><th class="num">n</th><th class="num">Requests</th>
 <th class="num">Editor tokens</th><th class="num">Cached input</th><th class="num">Reasoning</th><th class="num">Mean reward</th>
-<th class="num">Reward / 1k editor tokens</th><th class="num">Forward tokens</th></tr></thead><tbody>${rows.join('')}</tbody></table>` : ''}
+<th class="num">Reward / 1k editor tokens</th><th class="num">Forward tokens</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
+    : ''
+}
 ${notes.length ? `<ul class="note">${notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}</section>`;
 }
 

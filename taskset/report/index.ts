@@ -12,7 +12,15 @@ import { collectResults, compare, labelAttempts, type Collected, type LabelledAt
 import { csvField, readCsvRecords, recordsToCsv } from './csv.ts';
 import { renderHtml, type ReplayRow, type ReportMeta, type ScoreboardExtras } from './html.ts';
 import { ATTEMPT_COLUMNS, SUMMARY_COLUMNS, attemptRows, summaryRows, type AttemptRow } from './table.ts';
-import { EFFICIENCY_COLUMNS, RESULTS_CSV_COLUMNS, TRACE_FILE, findAttempts, tokenEfficiency, type EfficiencyRow, type ResultsCsvRecord } from './token-efficiency.ts';
+import {
+  EFFICIENCY_COLUMNS,
+  RESULTS_CSV_COLUMNS,
+  TRACE_FILE,
+  findAttempts,
+  tokenEfficiency,
+  type EfficiencyRow,
+  type ResultsCsvRecord,
+} from './token-efficiency.ts';
 
 export * from './attempt-folder.ts';
 export * from './attempt-page.ts';
@@ -28,7 +36,15 @@ export const META_FORMAT = 'iwibench-report-meta/1';
 export type Invocation = { command: string; args: Record<string, unknown> };
 
 function meta(invocation: Invocation, inputs: string[], outputs: Record<string, string>) {
-  return { format: META_FORMAT, command: invocation.command, package_version: PACKAGE_VERSION, args: invocation.args, generated_at: new Date().toISOString(), inputs, outputs };
+  return {
+    format: META_FORMAT,
+    command: invocation.command,
+    package_version: PACKAGE_VERSION,
+    args: invocation.args,
+    generated_at: new Date().toISOString(),
+    inputs,
+    outputs,
+  };
 }
 
 export type ReportOutputs = {
@@ -51,16 +67,36 @@ export const PAGES_DIR = 'attempts';
  * page per attempt) and OUT/report.json (the sidecar). A results.json with a replay.json next to it is a replay
  * (replay-patch): it is listed with the replays, not counted as an attempt.
  */
-export function writeReport(options: { runs: string[]; editors: string[]; outputDir: string; invocation: Invocation }): ReportOutputs {
+export function writeReport(options: {
+  runs: string[];
+  editors: string[];
+  outputDir: string;
+  invocation: Invocation;
+}): ReportOutputs {
   const collected = collectResults(options.runs);
   const replayOf = new Map(collected.map((c) => [c, readReplay(c.file, c.results)] as const));
-  const { kept, skipped } = labelAttempts(collected.filter((c) => !replayOf.get(c)), options.editors);
+  const { kept, skipped } = labelAttempts(
+    collected.filter((c) => !replayOf.get(c)),
+    options.editors,
+  );
   const rows = attemptRows(kept);
   const summary = summaryRows(rows);
   const out = (name: string) => path.join(options.outputDir, name);
-  const outputs = { results_csv: out('results.csv'), summary_csv: out('summary.csv'), html: out('report.html'), meta: out('report.json'), pages: out(PAGES_DIR) };
+  const outputs = {
+    results_csv: out('results.csv'),
+    summary_csv: out('summary.csv'),
+    html: out('report.html'),
+    meta: out('report.json'),
+    pages: out(PAGES_DIR),
+  };
   const sidecar = meta(options.invocation, options.runs, outputs);
-  const pageMeta: ReportMeta = { command: sidecar.command, package_version: sidecar.package_version, args: sidecar.args, generated_at: sidecar.generated_at, inputs: sidecar.inputs };
+  const pageMeta: ReportMeta = {
+    command: sidecar.command,
+    package_version: sidecar.package_version,
+    args: sidecar.args,
+    generated_at: sidecar.generated_at,
+    inputs: sidecar.inputs,
+  };
 
   const byFile = new Map(kept.map((a) => [a.file, a]));
   const names = new Set<string>();
@@ -77,14 +113,30 @@ export function writeReport(options: { runs: string[]; editors: string[]; output
     editorTokens.set(row.results_json, usage ? usage.input_tokens + usage.output_tokens : null);
     if (folder.trace) withTrace.add(row.results_json);
     const own = replays.filter((r) => r.original_results_json === row.results_json);
-    const html = renderAttemptPage({ results: attempt.results, editor: row.editor, attempt: row.attempt, resultsFile: attempt.file, folder, replays: own, back: '../report.html' });
+    const html = renderAttemptPage({
+      results: attempt.results,
+      editor: row.editor,
+      attempt: row.attempt,
+      resultsFile: attempt.file,
+      folder,
+      replays: own,
+      back: '../report.html',
+    });
     writeFileAtomic(path.join(outputs.pages, pageFiles.get(row.results_json)!), html, false);
   }
   const efficiency = efficiencyByEditor(rows, kept, withTrace);
   writeFileAtomic(outputs.results_csv, recordsToCsv(ATTEMPT_COLUMNS, rows), false);
   writeFileAtomic(outputs.summary_csv, recordsToCsv(SUMMARY_COLUMNS, summary), false);
-  writeFileAtomic(outputs.html, renderHtml(rows, summary, pageMeta, { pages, editorTokens, replays, efficiency }), false);
-  writeJsonAtomic(outputs.meta, { ...sidecar, attempts: rows.length, replays: replays.length, skipped: skipped.map((s) => s.file) }, false);
+  writeFileAtomic(
+    outputs.html,
+    renderHtml(rows, summary, pageMeta, { pages, editorTokens, replays, efficiency }),
+    false,
+  );
+  writeJsonAtomic(
+    outputs.meta,
+    { ...sidecar, attempts: rows.length, replays: replays.length, skipped: skipped.map((s) => s.file) },
+    false,
+  );
   return { ...outputs, attempts: rows.length, replays: replays.length, skipped: skipped.map((s) => s.file) };
 }
 
@@ -97,7 +149,12 @@ function pageName(attempt: string, taken: Set<string>): string {
   return name;
 }
 
-function replayRows(collected: readonly Collected[], replayOf: ReadonlyMap<Collected, Replay | null>, rows: readonly AttemptRow[], pages: ReadonlyMap<string, string>): ReplayRow[] {
+function replayRows(
+  collected: readonly Collected[],
+  replayOf: ReadonlyMap<Collected, Replay | null>,
+  rows: readonly AttemptRow[],
+  pages: ReadonlyMap<string, string>,
+): ReplayRow[] {
   return collected.flatMap((c) => {
     const replay = replayOf.get(c);
     if (!replay) return [];
@@ -106,36 +163,56 @@ function replayRows(collected: readonly Collected[], replayOf: ReadonlyMap<Colle
     const { family, seed } = c.results.episode;
     const original =
       rows.find((r) => path.resolve(r.results_json) === path.resolve(replay.original)) ??
-      rows.find((r) => r.attempt === path.basename(path.dirname(replay.original)) && r.family === family && r.seed === seed);
-    return [{
-      editor: c.results.editor?.label ?? original?.editor ?? '(unlabelled)',
-      family,
-      seed,
-      original_control_seed: replay.original_control_seed,
-      control_seed: replay.control_seed,
-      original_reward: replay.original_reward,
-      reward: replay.reward,
-      new_controls: replay.new_controls,
-      repeated_controls: replay.repeated_controls,
-      original_page: original ? pages.get(original.results_json) ?? null : null,
-      original_results_json: original?.results_json ?? null,
-      original: replay.original,
-      results_json: c.file,
-    }];
+      rows.find(
+        (r) => r.attempt === path.basename(path.dirname(replay.original)) && r.family === family && r.seed === seed,
+      );
+    return [
+      {
+        editor: c.results.editor?.label ?? original?.editor ?? '(unlabelled)',
+        family,
+        seed,
+        original_control_seed: replay.original_control_seed,
+        control_seed: replay.control_seed,
+        original_reward: replay.original_reward,
+        reward: replay.reward,
+        new_controls: replay.new_controls,
+        repeated_controls: replay.repeated_controls,
+        original_page: original ? (pages.get(original.results_json) ?? null) : null,
+        original_results_json: original?.results_json ?? null,
+        original: replay.original,
+        results_json: c.file,
+      },
+    ];
   });
 }
 
 /** report-token-efficiency's join per editor over this report's attempts; none for an editor with a traceless attempt. */
-function efficiencyByEditor(rows: readonly AttemptRow[], kept: readonly LabelledAttempt[], withTrace: ReadonlySet<string>): ScoreboardExtras['efficiency'] {
+function efficiencyByEditor(
+  rows: readonly AttemptRow[],
+  kept: readonly LabelledAttempt[],
+  withTrace: ReadonlySet<string>,
+): ScoreboardExtras['efficiency'] {
   const editors = [...new Set(rows.map((r) => r.editor))].sort(compare);
   return editors.map((editor) => {
     const own = rows.filter((r) => r.editor === editor);
     const missing = own.filter((r) => !withTrace.has(r.results_json)).length;
-    if (missing > 0) return { editor, rows: null, note: `${missing} of ${own.length} attempts have no trace.jsonl: editor tokens unknown` };
-    const records = own.map((r) => Object.fromEntries(RESULTS_CSV_COLUMNS.map((c) => [c, csvField(r[c])])) as ResultsCsvRecord);
+    if (missing > 0)
+      return {
+        editor,
+        rows: null,
+        note: `${missing} of ${own.length} attempts have no trace.jsonl: editor tokens unknown`,
+      };
+    const records = own.map(
+      (r) => Object.fromEntries(RESULTS_CSV_COLUMNS.map((c) => [c, csvField(r[c])])) as ResultsCsvRecord,
+    );
     const folders = kept
       .filter((a) => own.some((r) => r.results_json === a.file))
-      .map((a) => ({ dir: path.dirname(a.file), id: a.attempt, results: { ...a.results, editor: { label: editor } }, trace: path.join(path.dirname(a.file), TRACE_FILE) }));
+      .map((a) => ({
+        dir: path.dirname(a.file),
+        id: a.attempt,
+        results: { ...a.results, editor: { label: editor } },
+        trace: path.join(path.dirname(a.file), TRACE_FILE),
+      }));
     let efficiency: EfficiencyRow[];
     try {
       ({ rows: efficiency } = tokenEfficiency(editor, records, folders));
@@ -144,7 +221,8 @@ function efficiencyByEditor(rows: readonly AttemptRow[], kept: readonly Labelled
       return { editor, rows: null, note: (error as Error).message };
     }
     const aggregates = efficiency.filter((r) => r.scope !== 'attempt');
-    if (aggregates.every((r) => r.editor_tokens === 0)) return { editor, rows: aggregates, note: 'no editor tokens (a built-in or scripted editor calls no model)' };
+    if (aggregates.every((r) => r.editor_tokens === 0))
+      return { editor, rows: aggregates, note: 'no editor tokens (a built-in or scripted editor calls no model)' };
     return { editor, rows: aggregates };
   });
 }
@@ -162,19 +240,32 @@ export type TokenEfficiencyOutputs = {
 };
 
 /** `report-token-efficiency`: the CSV at `output` and its sidecar `<output without .csv>.json`. */
-export function writeTokenEfficiency(options: { editor: string; resultsCsv: string; attemptsDirs: string[]; output: string; invocation: Invocation }): TokenEfficiencyOutputs {
+export function writeTokenEfficiency(options: {
+  editor: string;
+  resultsCsv: string;
+  attemptsDirs: string[];
+  output: string;
+  invocation: Invocation;
+}): TokenEfficiencyOutputs {
   const { rows, summary } = editorEfficiency(options);
   const sidecarFile = options.output.replace(/\.csv$/i, '') + '.json';
   const result: TokenEfficiencyOutputs = { output: options.output, meta: sidecarFile, ...summary };
   writeFileAtomic(options.output, recordsToCsv(EFFICIENCY_COLUMNS, rows), false);
-  writeJsonAtomic(sidecarFile, { ...meta(options.invocation, [options.resultsCsv, ...options.attemptsDirs], { csv: options.output }), ...result }, false);
+  writeJsonAtomic(
+    sidecarFile,
+    { ...meta(options.invocation, [options.resultsCsv, ...options.attemptsDirs], { csv: options.output }), ...result },
+    false,
+  );
   return result;
 }
 
 export type EditorRuns = { editor: string; resultsCsv: string; attemptsDirs: string[] };
 
 /** One editor's efficiency rows and the summary its sidecar carries. */
-function editorEfficiency({ editor, resultsCsv, attemptsDirs }: EditorRuns): { rows: EfficiencyRow[]; summary: Omit<TokenEfficiencyOutputs, 'output' | 'meta'> } {
+function editorEfficiency({ editor, resultsCsv, attemptsDirs }: EditorRuns): {
+  rows: EfficiencyRow[];
+  summary: Omit<TokenEfficiencyOutputs, 'output' | 'meta'>;
+} {
   const records = readCsvRecords(resultsCsv, RESULTS_CSV_COLUMNS) as ResultsCsvRecord[];
   const { attempts, incomplete } = findAttempts(attemptsDirs);
   const { rows, otherEditors, rowsWithoutAttempt } = tokenEfficiency(editor, records, attempts, resultsCsv);

@@ -41,11 +41,34 @@ export type AttemptRow = {
 };
 
 export const ATTEMPT_COLUMNS = [
-  'model_id', 'revision', 'editor', 'editor_model', 'family', 'seed', 'control_seed', 'params_key', 'attempt',
-  'reward', 'gain', 'target_success_base', 'target_success_edited',
-  'retention_overall', 'retention_general_controls', 'retention_spillover', 'retention_overrides',
-  'changed_parameters', 'tensors_changed', 'patch_ops', 'delta_frobenius', 'max_relative_delta',
-  'turns', 'tool_calls', 'forward_tokens', 'package_version', 'family_version', 'results_json',
+  'model_id',
+  'revision',
+  'editor',
+  'editor_model',
+  'family',
+  'seed',
+  'control_seed',
+  'params_key',
+  'attempt',
+  'reward',
+  'gain',
+  'target_success_base',
+  'target_success_edited',
+  'retention_overall',
+  'retention_general_controls',
+  'retention_spillover',
+  'retention_overrides',
+  'changed_parameters',
+  'tensors_changed',
+  'patch_ops',
+  'delta_frobenius',
+  'max_relative_delta',
+  'turns',
+  'tool_calls',
+  'forward_tokens',
+  'package_version',
+  'family_version',
+  'results_json',
 ] as const satisfies readonly (keyof AttemptRow)[];
 
 /** The family column of the row that aggregates every family of a (target, editor). */
@@ -65,7 +88,16 @@ export type SummaryRow = {
 };
 
 export const SUMMARY_COLUMNS = [
-  'model_id', 'revision', 'editor', 'family', 'n', 'mean_reward', 'reward_ci95_low', 'reward_ci95_high', 'mean_gain', 'mean_retention',
+  'model_id',
+  'revision',
+  'editor',
+  'family',
+  'n',
+  'mean_reward',
+  'reward_ci95_low',
+  'reward_ci95_high',
+  'mean_gain',
+  'mean_retention',
 ] as const satisfies readonly (keyof SummaryRow)[];
 
 /** Percentile bootstrap of the mean: resamples with replacement, interval from the 2.5 % and 97.5 % quantiles. */
@@ -73,7 +105,9 @@ export const BOOTSTRAP = { resamples: 10_000, level: 0.95, seed: 'iwibench-repor
 
 export function attemptRow(a: LabelledAttempt): AttemptRow {
   const { versions, episode, score, patch, resources } = a.results;
-  const tensors = patch ? Object.values(patch.tensors as Record<string, { delta_frobenius: number; relative_delta: number | null }>) : [];
+  const tensors = patch
+    ? Object.values(patch.tensors as Record<string, { delta_frobenius: number; relative_delta: number | null }>)
+    : [];
   const relative = tensors.map((t) => t.relative_delta).filter((r): r is number => r !== null);
   return {
     model_id: versions.model_id,
@@ -110,7 +144,15 @@ export function attemptRow(a: LabelledAttempt): AttemptRow {
 /** One row per attempt, sorted by target, editor, family, seed, attempt and file. */
 export function attemptRows(attempts: readonly LabelledAttempt[]): AttemptRow[] {
   const key = (r: AttemptRow) => [r.model_id, r.revision, r.editor, r.family];
-  return attempts.map(attemptRow).sort((a, b) => compareKeys(key(a), key(b)) || a.seed - b.seed || compare(a.attempt, b.attempt) || compare(a.results_json, b.results_json));
+  return attempts
+    .map(attemptRow)
+    .sort(
+      (a, b) =>
+        compareKeys(key(a), key(b)) ||
+        a.seed - b.seed ||
+        compare(a.attempt, b.attempt) ||
+        compare(a.results_json, b.results_json),
+    );
 }
 
 /** Means per (target, editor, family), then per (target, editor) over all families (family "all", listed last). */
@@ -155,7 +197,11 @@ export function mean(values: readonly number[]): number {
  * 95 % percentile-bootstrap interval of the mean. Each group draws from its own generator keyed by `key`, so adding
  * a group never changes another group's interval.
  */
-export function bootstrapMeanCi(values: readonly number[], key: string, resamples: number = BOOTSTRAP.resamples): [number, number] {
+export function bootstrapMeanCi(
+  values: readonly number[],
+  key: string,
+  resamples: number = BOOTSTRAP.resamples,
+): [number, number] {
   if (values.length === 0) throw new Error('bootstrap of no values');
   const rng = new Rng(key);
   const n = values.length;

@@ -14,7 +14,16 @@ import { mean } from './table.ts';
 export const TRACE_FILE = 'trace.jsonl';
 
 /** The results.csv columns the join reads. */
-export const RESULTS_CSV_COLUMNS = ['model_id', 'revision', 'editor', 'family', 'seed', 'attempt', 'reward', 'forward_tokens'] as const;
+export const RESULTS_CSV_COLUMNS = [
+  'model_id',
+  'revision',
+  'editor',
+  'family',
+  'seed',
+  'attempt',
+  'reward',
+  'forward_tokens',
+] as const;
 export type ResultsCsvRecord = Record<(typeof RESULTS_CSV_COLUMNS)[number], string>;
 
 export type TraceUsage = Usage & { requests: number; failed_requests: number };
@@ -48,14 +57,36 @@ export type EfficiencyRow = {
 };
 
 export const EFFICIENCY_COLUMNS = [
-  'scope', 'editor', 'model_id', 'revision', 'family', 'seed', 'attempt', 'n',
-  'editor_requests', 'editor_failed_requests', 'input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens', 'editor_tokens',
-  'mean_reward', 'reward_per_1k_editor_tokens', 'target_forward_tokens',
+  'scope',
+  'editor',
+  'model_id',
+  'revision',
+  'family',
+  'seed',
+  'attempt',
+  'n',
+  'editor_requests',
+  'editor_failed_requests',
+  'input_tokens',
+  'cached_input_tokens',
+  'output_tokens',
+  'reasoning_tokens',
+  'editor_tokens',
+  'mean_reward',
+  'reward_per_1k_editor_tokens',
+  'target_forward_tokens',
 ] as const satisfies readonly (keyof EfficiencyRow)[];
 
 /** Sums the usage of every response in a trace; counts requests and failed requests (after the SDK's retries). */
 export function readTraceUsage(file: string): TraceUsage {
-  const total: TraceUsage = { requests: 0, failed_requests: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0 };
+  const total: TraceUsage = {
+    requests: 0,
+    failed_requests: 0,
+    input_tokens: 0,
+    cached_input_tokens: 0,
+    output_tokens: 0,
+    reasoning_tokens: 0,
+  };
   readFileSync(file, 'utf8')
     .split('\n')
     .forEach((text, i) => {
@@ -71,7 +102,10 @@ export function readTraceUsage(file: string): TraceUsage {
       else if (line.type === 'response') {
         for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const) {
           const value = line.usage?.[key];
-          if (!Number.isInteger(value) || (value as number) < 0) throw new Error(`${file}:${i + 1}: response usage.${key} is ${JSON.stringify(value)}, expected a non-negative integer`);
+          if (!Number.isInteger(value) || (value as number) < 0)
+            throw new Error(
+              `${file}:${i + 1}: response usage.${key} is ${JSON.stringify(value)}, expected a non-negative integer`,
+            );
           total[key] += value as number;
         }
       }
@@ -89,8 +123,12 @@ export function findAttempts(dirs: readonly string[]): { attempts: AttemptFolder
   const incomplete: string[] = [];
   for (const root of dirs) {
     if (!existsSync(root) || !statSync(root).isDirectory()) throw new Error(`ATTEMPTS_DIR ${root} is not a folder`);
-    const subdirs = readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort(compare);
-    if (subdirs.length === 0) throw new Error(`ATTEMPTS_DIR ${root} holds no attempt folders (a pilot's are in <runs>/attempts/)`);
+    const subdirs = readdirSync(root, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort(compare);
+    if (subdirs.length === 0)
+      throw new Error(`ATTEMPTS_DIR ${root} holds no attempt folders (a pilot's are in <runs>/attempts/)`);
     for (const id of subdirs) {
       const dir = path.join(root, id);
       const results = path.join(dir, RESULTS_FILE);
@@ -115,7 +153,10 @@ export function tokenEfficiency(
   csvName = 'RESULTS_CSV',
 ): { rows: EfficiencyRow[]; otherEditors: number; rowsWithoutAttempt: string[] } {
   const own = records.filter((r) => r.editor === editor);
-  if (own.length === 0) throw new Error(`${csvName} has no row of editor "${editor}" (it has: ${[...new Set(records.map((r) => r.editor))].join(', ')})`);
+  if (own.length === 0)
+    throw new Error(
+      `${csvName} has no row of editor "${editor}" (it has: ${[...new Set(records.map((r) => r.editor))].join(', ')})`,
+    );
   const used = new Set<ResultsCsvRecord>();
   const perAttempt: EfficiencyRow[] = [];
   let otherEditors = 0;
@@ -127,19 +168,58 @@ export function tokenEfficiency(
     }
     const { model_id, revision } = a.results.versions;
     const { family, seed } = a.results.episode;
-    const matches = own.filter((r) => r.attempt === a.id && r.model_id === model_id && r.revision === revision && r.family === family && Number(r.seed) === seed);
+    const matches = own.filter(
+      (r) =>
+        r.attempt === a.id &&
+        r.model_id === model_id &&
+        r.revision === revision &&
+        r.family === family &&
+        Number(r.seed) === seed,
+    );
     const what = `editor "${editor}", attempt "${a.id}", ${model_id} @ ${revision}, ${family} seed ${seed}`;
-    if (matches.length === 0) throw new Error(`${a.dir}: ${csvName} has no row for ${what}; was it made from these runs?`);
+    if (matches.length === 0)
+      throw new Error(`${a.dir}: ${csvName} has no row for ${what}; was it made from these runs?`);
     if (matches.length > 1) throw new Error(`${a.dir}: ${csvName} has ${matches.length} rows for ${what}`);
     const record = matches[0]!;
     used.add(record);
-    if (!existsSync(a.trace)) throw new Error(`attempt ${a.dir} has ${RESULTS_FILE} but no ${TRACE_FILE}: its editor tokens are unknown`);
+    if (!existsSync(a.trace))
+      throw new Error(`attempt ${a.dir} has ${RESULTS_FILE} but no ${TRACE_FILE}: its editor tokens are unknown`);
     const usage = readTraceUsage(a.trace);
-    perAttempt.push(row('attempt', editor, [model_id, revision, family], [{ usage, reward: number(record.reward, 'reward', csvName), forward: optionalNumber(record.forward_tokens, 'forward_tokens', csvName) }], seed, a.id));
+    perAttempt.push(
+      row(
+        'attempt',
+        editor,
+        [model_id, revision, family],
+        [
+          {
+            usage,
+            reward: number(record.reward, 'reward', csvName),
+            forward: optionalNumber(record.forward_tokens, 'forward_tokens', csvName),
+          },
+        ],
+        seed,
+        a.id,
+      ),
+    );
   }
-  if (perAttempt.length === 0) throw new Error(`no attempt of editor "${editor}" in the ATTEMPTS_DIR(s) (${otherEditors} of other editors)`);
-  perAttempt.sort((a, b) => compare(a.model_id, b.model_id) || compare(a.revision, b.revision) || compare(a.family, b.family) || a.seed! - b.seed! || compare(a.attempt!, b.attempt!));
-  return { rows: [...perAttempt, ...aggregate(perAttempt, editor)], otherEditors, rowsWithoutAttempt: own.filter((r) => !used.has(r)).map((r) => r.attempt).sort(compare) };
+  if (perAttempt.length === 0)
+    throw new Error(`no attempt of editor "${editor}" in the ATTEMPTS_DIR(s) (${otherEditors} of other editors)`);
+  perAttempt.sort(
+    (a, b) =>
+      compare(a.model_id, b.model_id) ||
+      compare(a.revision, b.revision) ||
+      compare(a.family, b.family) ||
+      a.seed! - b.seed! ||
+      compare(a.attempt!, b.attempt!),
+  );
+  return {
+    rows: [...perAttempt, ...aggregate(perAttempt, editor)],
+    otherEditors,
+    rowsWithoutAttempt: own
+      .filter((r) => !used.has(r))
+      .map((r) => r.attempt)
+      .sort(compare),
+  };
 }
 
 type Part = { usage: TraceUsage; reward: number; forward: number | null };
@@ -147,7 +227,14 @@ type Part = { usage: TraceUsage; reward: number; forward: number | null };
 /** Per (target, family), then per target over every family. */
 function aggregate(attempts: readonly EfficiencyRow[], editor: string): EfficiencyRow[] {
   const part = (r: EfficiencyRow): Part => ({
-    usage: { requests: r.editor_requests, failed_requests: r.editor_failed_requests, input_tokens: r.input_tokens, cached_input_tokens: r.cached_input_tokens, output_tokens: r.output_tokens, reasoning_tokens: r.reasoning_tokens },
+    usage: {
+      requests: r.editor_requests,
+      failed_requests: r.editor_failed_requests,
+      input_tokens: r.input_tokens,
+      cached_input_tokens: r.cached_input_tokens,
+      output_tokens: r.output_tokens,
+      reasoning_tokens: r.reasoning_tokens,
+    },
     reward: r.mean_reward,
     forward: r.target_forward_tokens,
   });
@@ -157,14 +244,27 @@ function aggregate(attempts: readonly EfficiencyRow[], editor: string): Efficien
       const id = JSON.stringify(key(r));
       map.set(id, [...(map.get(id) ?? []), r]);
     }
-    return [...map.entries()].sort(([a], [b]) => compare(a, b)).map(([id, rows]) => [JSON.parse(id) as string[], rows] as const);
+    return [...map.entries()]
+      .sort(([a], [b]) => compare(a, b))
+      .map(([id, rows]) => [JSON.parse(id) as string[], rows] as const);
   };
-  const families = groups((r) => [r.model_id, r.revision, r.family]).map(([[m, v, f], rows]) => row('family', editor, [m!, v!, f!], rows.map(part)));
-  const all = groups((r) => [r.model_id, r.revision]).map(([[m, v], rows]) => row('all', editor, [m!, v!, 'all'], rows.map(part)));
+  const families = groups((r) => [r.model_id, r.revision, r.family]).map(([[m, v, f], rows]) =>
+    row('family', editor, [m!, v!, f!], rows.map(part)),
+  );
+  const all = groups((r) => [r.model_id, r.revision]).map(([[m, v], rows]) =>
+    row('all', editor, [m!, v!, 'all'], rows.map(part)),
+  );
   return [...families, ...all];
 }
 
-function row(scope: EfficiencyRow['scope'], editor: string, [model_id, revision, family]: [string, string, string], parts: Part[], seed: number | null = null, attempt: string | null = null): EfficiencyRow {
+function row(
+  scope: EfficiencyRow['scope'],
+  editor: string,
+  [model_id, revision, family]: [string, string, string],
+  parts: Part[],
+  seed: number | null = null,
+  attempt: string | null = null,
+): EfficiencyRow {
   const sum = (f: (p: Part) => number) => parts.reduce((s, p) => s + f(p), 0);
   const input = sum((p) => p.usage.input_tokens);
   const output = sum((p) => p.usage.output_tokens);
@@ -194,8 +294,10 @@ function row(scope: EfficiencyRow['scope'], editor: string, [model_id, revision,
 
 function number(text: string, column: string, csvName: string): number {
   const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value)) throw new Error(`${csvName}: column ${column} holds "${text}", expected a number`);
+  if (text.trim() === '' || !Number.isFinite(value))
+    throw new Error(`${csvName}: column ${column} holds "${text}", expected a number`);
   return value;
 }
 
-const optionalNumber = (text: string, column: string, csvName: string): number | null => (text === '' ? null : number(text, column, csvName));
+const optionalNumber = (text: string, column: string, csvName: string): number | null =>
+  text === '' ? null : number(text, column, csvName);

@@ -4,7 +4,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { removeAtomicLeftovers, SECRET_FILE_MODE, writeFileAtomic, writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
+import {
+  removeAtomicLeftovers,
+  SECRET_FILE_MODE,
+  writeFileAtomic,
+  writeFolderAtomic,
+  writeJsonAtomic,
+} from '../../core/files.ts';
 
 const tempDir = () => mkdtempSync(path.join(tmpdir(), 'iwibench-core-files-'));
 
@@ -28,14 +34,18 @@ describe('core/files', () => {
     const out = path.join(dir, 'out');
     expect(writeFolderAtomic(out, (temp) => (writeFileSync(path.join(temp, 'x'), '1'), 'made'))).toBe('made');
     expect(readdirSync(out)).toEqual(['x']);
-    expect(() => writeFolderAtomic(out, (temp) => {
-      writeFileSync(path.join(temp, 'y'), '2');
-      throw new Error('half-way');
-    })).toThrow('half-way');
-    await expect(writeFolderAtomic(out, async (temp) => {
-      writeFileSync(path.join(temp, 'z'), '3');
-      throw new Error('async half-way');
-    })).rejects.toThrow('async half-way');
+    expect(() =>
+      writeFolderAtomic(out, (temp) => {
+        writeFileSync(path.join(temp, 'y'), '2');
+        throw new Error('half-way');
+      }),
+    ).toThrow('half-way');
+    await expect(
+      writeFolderAtomic(out, async (temp) => {
+        writeFileSync(path.join(temp, 'z'), '3');
+        throw new Error('async half-way');
+      }),
+    ).rejects.toThrow('async half-way');
     expect(readdirSync(out)).toEqual(['x']);
     expect(await writeFolderAtomic(out, async (temp) => (writeFileSync(path.join(temp, 'w'), '4'), 7))).toBe(7);
     expect(readdirSync(out)).toEqual(['w']);

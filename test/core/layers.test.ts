@@ -33,16 +33,23 @@ function target(from: string, specifier: string): string {
 
 const graph = new Map<string, string[]>();
 for (const dir of SOURCE_DIRS) {
-  for (const file of sourceFiles(path.join(ROOT, dir))) graph.set(path.relative(ROOT, file), specifiers(file).map((s) => target(file, s)));
+  for (const file of sourceFiles(path.join(ROOT, dir)))
+    graph.set(
+      path.relative(ROOT, file),
+      specifiers(file).map((s) => target(file, s)),
+    );
 }
 
 const isNodeBuiltin = (specifier: string) => specifier.startsWith('node:') || builtinModules.includes(specifier);
-const isLocal = (specifier: string) => graph.has(specifier) || specifier.includes(path.sep) && existsSync(path.join(ROOT, specifier));
+const isLocal = (specifier: string) =>
+  graph.has(specifier) || (specifier.includes(path.sep) && existsSync(path.join(ROOT, specifier)));
 const under = (file: string, dir: string) => file.startsWith(dir + path.sep);
 
 /** `file → import` for every import of a file under `dir` that `allowed` refuses. */
 function violations(dir: string, allowed: (imported: string) => boolean): string[] {
-  return [...graph].filter(([file]) => under(file, dir)).flatMap(([file, imports]) => imports.filter((i) => !allowed(i)).map((i) => `${file} → ${i}`));
+  return [...graph]
+    .filter(([file]) => under(file, dir))
+    .flatMap(([file, imports]) => imports.filter((i) => !allowed(i)).map((i) => `${file} → ${i}`));
 }
 
 /** Every cycle of local imports, each listed once from its smallest file (Tarjan's strongly connected components). */
@@ -80,9 +87,13 @@ function cycles(): string[][] {
 
 describe('layers', () => {
   it('reads the import lines of the tree (the check sees what it checks)', () => {
-    expect(graph.get(path.join('service', 'weights', 'store.ts'))).toContain(path.join('service', 'weights', 'reads.ts'));
+    expect(graph.get(path.join('service', 'weights', 'store.ts'))).toContain(
+      path.join('service', 'weights', 'reads.ts'),
+    );
     expect(graph.get(path.join('service', 'model', 'npy.ts'))).toContain(path.join('core', 'files.ts'));
-    expect(graph.get(path.join('taskset', 'harness', 'builtin-demo.ts'))).toContain(path.join('taskset', 'harness', 'builtin.ts')); // type-only
+    expect(graph.get(path.join('taskset', 'harness', 'builtin-demo.ts'))).toContain(
+      path.join('taskset', 'harness', 'builtin.ts'),
+    ); // type-only
     expect([...graph.keys()].filter((f) => under(f, 'core')).length).toBeGreaterThanOrEqual(4);
   });
 
@@ -91,7 +102,12 @@ describe('layers', () => {
   });
 
   it('the engine (service/model/) imports only service/model/, core/ and packages', () => {
-    expect(violations(path.join('service', 'model'), (i) => !isLocal(i) || under(i, path.join('service', 'model')) || under(i, 'core'))).toEqual([]);
+    expect(
+      violations(
+        path.join('service', 'model'),
+        (i) => !isLocal(i) || under(i, path.join('service', 'model')) || under(i, 'core'),
+      ),
+    ).toEqual([]);
   });
 
   it('the wire contract (service/api/) imports only itself, the engine, core/ and packages', () => {
@@ -101,7 +117,9 @@ describe('layers', () => {
 
   it('the weight store (service/weights/) imports only itself, the contract, the engine, core/ and packages: no HTTP error table', () => {
     const allowed = ['service/weights', 'service/api', 'service/model', 'core'].map((d) => d.split('/').join(path.sep));
-    expect(violations(path.join('service', 'weights'), (i) => !isLocal(i) || allowed.some((d) => under(i, d)))).toEqual([]);
+    expect(violations(path.join('service', 'weights'), (i) => !isLocal(i) || allowed.some((d) => under(i, d)))).toEqual(
+      [],
+    );
   });
 
   it('has no import cycles', () => {

@@ -26,13 +26,21 @@ afterAll(async () => {
 
 /** Chat: the whole completion for plain requests, the chunks for streamed ones. */
 function answerChat() {
-  upstream.handler = (request, res) => (request.body.stream ? sendEvents(res, chatChunks.map((data) => ({ data }))) : sendJson(res, 200, chatCompletion));
+  upstream.handler = (request, res) =>
+    request.body.stream
+      ? sendEvents(
+          res,
+          chatChunks.map((data) => ({ data })),
+        )
+      : sendJson(res, 200, chatCompletion);
 }
 
 describe('chat completions', () => {
   it('forwards a plain request unchanged with the proxy key, and returns the completion as the upstream sent it', async () => {
     answerChat();
-    const completion = await proxy.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming);
+    const completion = await proxy.client.chat.completions.create(
+      chatRequest as ChatCompletionCreateParamsNonStreaming,
+    );
 
     expect(completion).toEqual(chatCompletion);
     expect(upstream.requests).toHaveLength(1);
@@ -49,9 +57,17 @@ describe('chat completions', () => {
     // buffered the stream would never deliver it, and the test would time out.
     let firstSeen!: () => void;
     const clientHasFirst = new Promise<void>((resolve) => (firstSeen = resolve));
-    upstream.handler = (_request, res) => sendEvents(res, chatChunks.map((data) => ({ data })), { afterEach: (i) => (i === 0 ? clientHasFirst : Promise.resolve()) });
+    upstream.handler = (_request, res) =>
+      sendEvents(
+        res,
+        chatChunks.map((data) => ({ data })),
+        { afterEach: (i) => (i === 0 ? clientHasFirst : Promise.resolve()) },
+      );
 
-    const stream = await proxy.client.chat.completions.create({ ...(chatRequest as ChatCompletionCreateParamsNonStreaming), stream: true });
+    const stream = await proxy.client.chat.completions.create({
+      ...(chatRequest as ChatCompletionCreateParamsNonStreaming),
+      stream: true,
+    });
     const received: ChatCompletionChunk[] = [];
     for await (const chunk of stream) {
       received.push(chunk);
@@ -64,16 +80,25 @@ describe('chat completions', () => {
 
   it('--buffer-chat streams from the upstream and answers with one complete completion', async () => {
     answerChat();
-    const completion = await buffering.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming);
+    const completion = await buffering.client.chat.completions.create(
+      chatRequest as ChatCompletionCreateParamsNonStreaming,
+    );
 
-    expect(upstream.requests[0].body).toEqual({ ...chatRequest, stream: true, stream_options: { include_usage: true } });
+    expect(upstream.requests[0].body).toEqual({
+      ...chatRequest,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(completion).toEqual(chatCompletion); // content, reasoning, both tool calls, finish_reason, usage details
     expect(upstream.requests[0].headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
   });
 
   it('--buffer-chat still streams to a client that asks for a stream, and leaves its body alone', async () => {
     answerChat();
-    const stream = await buffering.client.chat.completions.create({ ...(chatRequest as ChatCompletionCreateParamsNonStreaming), stream: true });
+    const stream = await buffering.client.chat.completions.create({
+      ...(chatRequest as ChatCompletionCreateParamsNonStreaming),
+      stream: true,
+    });
     const received: ChatCompletionChunk[] = [];
     for await (const chunk of stream) received.push(chunk);
 
@@ -95,15 +120,27 @@ describe('responses', () => {
   });
 
   it('passes a streamed response through event by event', async () => {
-    upstream.handler = (_request, res) => sendEvents(res, responseEvents.map((data) => ({ event: data.type, data })), { done: false });
-    const request = { ...(responsesRequest as ResponseCreateParamsNonStreaming), previous_response_id: 'resp_earlier', stream: true as const };
+    upstream.handler = (_request, res) =>
+      sendEvents(
+        res,
+        responseEvents.map((data) => ({ event: data.type, data })),
+        { done: false },
+      );
+    const request = {
+      ...(responsesRequest as ResponseCreateParamsNonStreaming),
+      previous_response_id: 'resp_earlier',
+      stream: true as const,
+    };
     const events = [];
     for await (const event of await proxy.client.responses.create(request)) events.push(event);
 
     expect(upstream.requests[0].body).toEqual(request);
     expect(events).toEqual(responseEvents);
     const completed = events.at(-1);
-    expect(completed?.type === 'response.completed' && completed.response.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
+    expect(completed?.type === 'response.completed' && completed.response.output.map((item) => item.type)).toEqual([
+      'reasoning',
+      'function_call',
+    ]);
   });
 });
 
@@ -127,7 +164,9 @@ describe('the rest', () => {
       };
     });
     const controller = new AbortController();
-    const call = proxy.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming, { signal: controller.signal });
+    const call = proxy.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming, {
+      signal: controller.signal,
+    });
     await reached;
     controller.abort();
 
@@ -142,11 +181,15 @@ describe('the rest', () => {
   });
 
   it('refuses a body that is not a JSON object, and an unknown route, in OpenAI error shape', async () => {
-    const post = (path: string, body: string) => fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const post = (path: string, body: string) =>
+      fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
     const notObject = await post('/v1/chat/completions', '[1, 2]');
     expect(notObject.status).toBe(400);
-    expect((await notObject.json()).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringContaining('body must be object') });
+    expect((await notObject.json()).error).toMatchObject({
+      type: 'invalid_request_error',
+      message: expect.stringContaining('body must be object'),
+    });
 
     const notJson = await post('/v1/responses', '{"model": ');
     expect(notJson.status).toBe(400);

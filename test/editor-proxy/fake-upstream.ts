@@ -22,7 +22,8 @@ export type Handler = (request: SeenRequest, response: http.ServerResponse) => v
 
 export class FakeUpstream {
   readonly requests: SeenRequest[] = [];
-  handler: Handler = (_request, response) => sendJson(response, 500, { error: { message: 'no handler set', type: 'server_error' } });
+  handler: Handler = (_request, response) =>
+    sendJson(response, 500, { error: { message: 'no handler set', type: 'server_error' } });
 
   private constructor(
     private readonly server: http.Server,
@@ -36,10 +37,22 @@ export class FakeUpstream {
       const chunks: Buffer[] = [];
       for await (const chunk of request) chunks.push(chunk as Buffer);
       const text = Buffer.concat(chunks).toString('utf8');
-      const seen = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: text === '' ? undefined : JSON.parse(text) };
+      const seen = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: text === '' ? undefined : JSON.parse(text),
+      };
       fake!.requests.push(seen);
       if (request.headers.authorization !== `Bearer ${UPSTREAM_KEY}`) {
-        sendJson(response, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key', param: null } });
+        sendJson(response, 401, {
+          error: {
+            message: 'Incorrect API key provided',
+            type: 'invalid_request_error',
+            code: 'invalid_api_key',
+            param: null,
+          },
+        });
         return;
       }
       await fake!.handler(seen, response);
@@ -55,7 +68,12 @@ export class FakeUpstream {
   }
 }
 
-export function sendJson(response: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  response: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
@@ -78,7 +96,9 @@ export async function sendEvents(
 }
 
 /** The proxy under test, listening on an ephemeral port, and an `openai` client that talks to it with its own key. */
-export async function startProxy(options: Omit<ProxyOptions, 'apiKey'> & { apiKey?: string }): Promise<{ app: FastifyInstance; url: string; client: OpenAI }> {
+export async function startProxy(
+  options: Omit<ProxyOptions, 'apiKey'> & { apiKey?: string },
+): Promise<{ app: FastifyInstance; url: string; client: OpenAI }> {
   const app = buildProxy({ apiKey: UPSTREAM_KEY, retryBaseDelayMs: 10, ...options });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, url, client: new OpenAI({ apiKey: CLIENT_KEY, baseURL: `${url}/v1` }) };

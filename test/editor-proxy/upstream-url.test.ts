@@ -10,7 +10,8 @@ import { chatCompletion, chatRequest, response, responsesRequest } from './fixtu
 let upstream: FakeUpstream;
 beforeAll(async () => {
   upstream = await FakeUpstream.start();
-  upstream.handler = (request, res) => sendJson(res, 200, request.url.endsWith('/responses') ? response : chatCompletion);
+  upstream.handler = (request, res) =>
+    sendJson(res, 200, request.url.endsWith('/responses') ? response : chatCompletion);
 });
 afterAll(async () => upstream.close());
 
@@ -22,15 +23,23 @@ describe('--upstream-url', () => {
     expect(upstreamBaseUrl('https://api.openai.com/v1/')).toBe('https://api.openai.com/v1');
   });
 
-  it.each(['', '/chat/completions', '/responses'])('given as base%s, posts chat and responses to their own paths', async (suffix) => {
-    const proxy = await startProxy({ upstreamUrl: `${upstream.url}${suffix}` });
-    upstream.requests.length = 0;
-    try {
-      expect(await proxy.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming)).toEqual(chatCompletion);
-      await proxy.client.responses.create(responsesRequest as ResponseCreateParamsNonStreaming);
-      expect(upstream.requests.map((r) => r.url)).toEqual([`${new URL(upstream.url).pathname}/chat/completions`, `${new URL(upstream.url).pathname}/responses`]);
-    } finally {
-      await proxy.app.close();
-    }
-  });
+  it.each(['', '/chat/completions', '/responses'])(
+    'given as base%s, posts chat and responses to their own paths',
+    async (suffix) => {
+      const proxy = await startProxy({ upstreamUrl: `${upstream.url}${suffix}` });
+      upstream.requests.length = 0;
+      try {
+        expect(
+          await proxy.client.chat.completions.create(chatRequest as ChatCompletionCreateParamsNonStreaming),
+        ).toEqual(chatCompletion);
+        await proxy.client.responses.create(responsesRequest as ResponseCreateParamsNonStreaming);
+        expect(upstream.requests.map((r) => r.url)).toEqual([
+          `${new URL(upstream.url).pathname}/chat/completions`,
+          `${new URL(upstream.url).pathname}/responses`,
+        ]);
+      } finally {
+        await proxy.app.close();
+      }
+    },
+  );
 });

@@ -42,7 +42,12 @@ describe('retries', () => {
   it('retries a 429 after the retry-after the upstream asked for, then returns the answer', async () => {
     upstream.handler = (_request, res) =>
       upstream.requests.length === 1
-        ? sendJson(res, 429, { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }, { 'retry-after': '1' })
+        ? sendJson(
+            res,
+            429,
+            { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } },
+            { 'retry-after': '1' },
+          )
         : sendJson(res, 200, chatCompletion);
     const { client } = await proxyWith({ upstreamUrl: upstream.url });
 
@@ -55,19 +60,29 @@ describe('retries', () => {
   });
 
   it('gives up after three 500s with a clear error, and the client does not retry on top', async () => {
-    upstream.handler = (_request, res) => sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
+    upstream.handler = (_request, res) =>
+      sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
     const { client } = await proxyWith({ upstreamUrl: upstream.url, maxRetries: 2 });
 
     const error = await failure(client.chat.completions.create(request)); // the client's own maxRetries is 2 as well
     expect(error).toBeInstanceOf(OpenAI.InternalServerError);
     expect(error.status).toBe(500);
     expect(error.type).toBe('server_error');
-    expect(error.message).toContain(`upstream ${upstream.url}/chat/completions answered 500: The server had an error (gave up after 3 attempts)`);
+    expect(error.message).toContain(
+      `upstream ${upstream.url}/chat/completions answered 500: The server had an error (gave up after 3 attempts)`,
+    );
     expect(upstream.requests).toHaveLength(3);
   });
 
   it('does not retry a 400 and keeps its code and param', async () => {
-    const body = { error: { message: "Invalid value: 'x'.", type: 'invalid_request_error', code: 'invalid_value', param: 'messages[2].role' } };
+    const body = {
+      error: {
+        message: "Invalid value: 'x'.",
+        type: 'invalid_request_error',
+        code: 'invalid_value',
+        param: 'messages[2].role',
+      },
+    };
     upstream.handler = (_request, res) => sendJson(res, 400, body);
     const { client } = await proxyWith({ upstreamUrl: upstream.url });
 
@@ -86,7 +101,11 @@ describe('retries', () => {
 
     const error = await failure(client.chat.completions.create(request));
     expect(error.status).toBe(502);
-    expect(error.message).toMatch(new RegExp(`could not reach upstream ${deadUrl}/chat/completions: .*ECONNREFUSED \\S+ \\(gave up after 3 attempts\\)$`));
+    expect(error.message).toMatch(
+      new RegExp(
+        `could not reach upstream ${deadUrl}/chat/completions: .*ECONNREFUSED \\S+ \\(gave up after 3 attempts\\)$`,
+      ),
+    );
   });
 });
 
@@ -104,7 +123,12 @@ describe('timeouts', () => {
   });
 
   it('--buffer-chat answers 504 when the stream stalls half-way', async () => {
-    upstream.handler = (_request, res) => sendEvents(res, chatChunks.map((data) => ({ data })), { afterEach: (i) => (i === 2 ? new Promise(() => {}) : Promise.resolve()) });
+    upstream.handler = (_request, res) =>
+      sendEvents(
+        res,
+        chatChunks.map((data) => ({ data })),
+        { afterEach: (i) => (i === 2 ? new Promise(() => {}) : Promise.resolve()) },
+      );
     const { client } = await proxyWith({ upstreamUrl: upstream.url, timeoutMs: 300, bufferChat: true });
 
     const error = await failure(client.chat.completions.create(request));
@@ -114,7 +138,12 @@ describe('timeouts', () => {
 
   it('keeps a slow stream that keeps flowing: the timeout is per silence, not per request', async () => {
     const pause = () => new Promise<void>((resolve) => setTimeout(resolve, 60));
-    upstream.handler = (_request, res) => sendEvents(res, chatChunks.map((data) => ({ data })), { afterEach: pause }); // ~660 ms in all
+    upstream.handler = (_request, res) =>
+      sendEvents(
+        res,
+        chatChunks.map((data) => ({ data })),
+        { afterEach: pause },
+      ); // ~660 ms in all
     const { client } = await proxyWith({ upstreamUrl: upstream.url, timeoutMs: 300, bufferChat: true });
 
     expect(await client.chat.completions.create(request)).toEqual(chatCompletion);
@@ -123,7 +152,11 @@ describe('timeouts', () => {
 
 describe('--buffer-chat stream problems', () => {
   it('reports an error event inside the stream as a 502 carrying its message', async () => {
-    upstream.handler = (_request, res) => sendEvents(res, [{ data: chatChunks[0] }, { data: { error: { message: 'overloaded mid-way', type: 'server_error' } } }]);
+    upstream.handler = (_request, res) =>
+      sendEvents(res, [
+        { data: chatChunks[0] },
+        { data: { error: { message: 'overloaded mid-way', type: 'server_error' } } },
+      ]);
     const { client } = await proxyWith({ upstreamUrl: upstream.url, bufferChat: true });
 
     const error = await failure(client.chat.completions.create(request));
@@ -132,7 +165,11 @@ describe('--buffer-chat stream problems', () => {
   });
 
   it('reports a stream that ends without finish_reason as a 502', async () => {
-    upstream.handler = (_request, res) => sendEvents(res, chatChunks.slice(0, 4).map((data) => ({ data })));
+    upstream.handler = (_request, res) =>
+      sendEvents(
+        res,
+        chatChunks.slice(0, 4).map((data) => ({ data })),
+      );
     const { client } = await proxyWith({ upstreamUrl: upstream.url, bufferChat: true });
 
     const error = await failure(client.chat.completions.create(request));

@@ -24,17 +24,40 @@ function answerRight(r: FakeRequest) {
   return `The answer is (${q?.answer ?? 'A'}).`;
 }
 
-function cli(args: string[], cwd = REPO_ROOT): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/iwibench.js'), 'mmlu-pro', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+function cli(
+  args: string[],
+  cwd = REPO_ROOT,
+): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/iwibench.js'), 'mmlu-pro', ...args], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk) => (stdout += chunk));
   child.stderr!.on('data', (chunk) => (stderr += chunk));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
   return { child, done };
 }
 
-const runArgs = (url: string, out: string) => ['--url', url, '--model', 'fake-model', '--data_dir', DATA_DIR, '--output_dir', out, '--category', 'math,law', '--subset', '8', '--parallel', '2'];
+const runArgs = (url: string, out: string) => [
+  '--url',
+  url,
+  '--model',
+  'fake-model',
+  '--data_dir',
+  DATA_DIR,
+  '--output_dir',
+  out,
+  '--category',
+  'math,law',
+  '--subset',
+  '8',
+  '--parallel',
+  '2',
+];
 
 /** What `fn` writes to stdout and stderr, kept out of the test log. */
 async function captureOutput(fn: () => Promise<void>): Promise<{ stdout: string; stderr: string }> {
@@ -87,9 +110,15 @@ describe('npx iwibench mmlu-pro', () => {
       const askedAgain = server.requests.slice(before).map((r) => selected.find((q) => q.question === r.question)!);
       expect(askedAgain.filter((q) => answeredBeforeKill.has(questionKey(q)))).toEqual([]);
       expect(askedAgain).toHaveLength(selected.length - answeredBeforeKill.size);
-      expect(summary).toMatchObject({ skipped: answeredBeforeKill.size, asked: askedAgain.length, overall: { total: 16, correct: 16 } });
+      expect(summary).toMatchObject({
+        skipped: answeredBeforeKill.size,
+        asked: askedAgain.length,
+        overall: { total: 16, correct: 16 },
+      });
       for (const category of ['math', 'law']) {
-        const ids = (JSON.parse(readFileSync(path.join(out, `${category}_result.json`), 'utf8')) as { question_id: number }[]).map((r) => r.question_id);
+        const ids = (
+          JSON.parse(readFileSync(path.join(out, `${category}_result.json`), 'utf8')) as { question_id: number }[]
+        ).map((r) => r.question_id);
         expect(ids).toEqual(selected.filter((q) => q.category === category).map((q) => q.question_id));
       }
       expect(readdirSync(out).filter((f) => f.includes('journal') || f.endsWith('.tmp'))).toEqual([]);
@@ -106,9 +135,15 @@ describe('npx iwibench mmlu-pro', () => {
     expect(stdout).toBe('');
     // The same checks in-process (cli.ts turns a rejection into the message and exit status 1, as above).
     const cases: [string[], RegExp][] = [
-      [['--model', 'm', '--parallel', 'many', '-v', 'x'], /--parallel must be a number, got "many"\n--verbosity must be a number, got "x"/],
+      [
+        ['--model', 'm', '--parallel', 'many', '-v', 'x'],
+        /--parallel must be a number, got "many"\n--verbosity must be a number, got "x"/,
+      ],
       [['--model', 'm', '--scoring', 'strict'], /--scoring\) must be one of original, tiger, lenient/],
-      [['rescore'], /rescore needs one result folder, got 0\n--scoring must be one of original, tiger, lenient, got null/],
+      [
+        ['rescore'],
+        /rescore needs one result folder, got 0\n--scoring must be one of original, tiger, lenient, got null/,
+      ],
       [['--model', 'm', '--no-such-flag'], /Unknown option '--no-such-flag'/],
       [['--model', 'm', '--config', path.join(out, 'none.toml')], /cannot read config file/],
       [['--model', 'm', '--data_dir', path.join(scratch.dir, 'nowhere')], /is not a folder/],
@@ -116,14 +151,37 @@ describe('npx iwibench mmlu-pro', () => {
       [['compare', out], /compare needs two result folders/],
     ];
     const sub = (args: string[]) => args[0] === 'compare' || args[0] === 'rescore';
-    for (const [args, message] of cases) await expect(main([...args, ...(sub(args) ? [] : ['--output_dir', out])])).rejects.toThrow(message);
+    for (const [args, message] of cases)
+      await expect(main([...args, ...(sub(args) ? [] : ['--output_dir', out])])).rejects.toThrow(message);
     expect(existsSync(out)).toBe(false);
   });
 
   it('-h lists every flag of the original with its short form, and ours; each subcommand has its help', async () => {
     const { stdout } = await captureOutput(() => main(['-h']));
-    for (const flag of ['-c, --config', '-u, --url', '-a, --api', '-m, --model', '-p, --parallel', '-v, --verbosity', '-h, --help']) expect(stdout).toContain(flag);
-    for (const flag of ['model_note', 'timeout', 'category', 'cot', 'language', 'log_prompt', 'scoring', 'style', 'subset', 'data_dir', 'output_dir', 'comment']) {
+    for (const flag of [
+      '-c, --config',
+      '-u, --url',
+      '-a, --api',
+      '-m, --model',
+      '-p, --parallel',
+      '-v, --verbosity',
+      '-h, --help',
+    ])
+      expect(stdout).toContain(flag);
+    for (const flag of [
+      'model_note',
+      'timeout',
+      'category',
+      'cot',
+      'language',
+      'log_prompt',
+      'scoring',
+      'style',
+      'subset',
+      'data_dir',
+      'output_dir',
+      'comment',
+    ]) {
       expect(stdout).toContain(`--${flag}`);
     }
     expect(stdout).toMatch(/example: npx iwibench mmlu-pro /);
@@ -136,13 +194,21 @@ describe('npx iwibench mmlu-pro', () => {
     const work = path.join(scratch.dir, 'work');
     mkdirSync(work);
     // The working folder's config.toml names the server, one category and a subset-sized run; flags add to it.
-    writeFileSync(path.join(work, 'config.toml'), `[server]\nurl = "${server.url}"\nmodel = "from-config"\nmodel_note = "note"\n[test]\ncategories = ['history']\nsubset = 2\ndata_dir = "${DATA_DIR}"\n`);
+    writeFileSync(
+      path.join(work, 'config.toml'),
+      `[server]\nurl = "${server.url}"\nmodel = "from-config"\nmodel_note = "note"\n[test]\ncategories = ['history']\nsubset = 2\ndata_dir = "${DATA_DIR}"\n`,
+    );
     try {
-      const child = await cli(['--category', 'math', '--category', 'law', '-p', '2', '-v', '0', '--subset', '3'], work).done;
+      const child = await cli(['--category', 'math', '--category', 'law', '-p', '2', '-v', '0', '--subset', '3'], work)
+        .done;
       expect(child.stderr).toMatch(/config config\.toml/);
       expect(child.code).toBe(0);
       const summary = JSON.parse(child.stdout);
-      expect(summary).toMatchObject({ model: 'from-config', scoring: 'original', output_dir: path.join('eval_results', 'from-config-note') });
+      expect(summary).toMatchObject({
+        model: 'from-config',
+        scoring: 'original',
+        output_dir: path.join('eval_results', 'from-config-note'),
+      });
       expect(summary.categories.map((c: { category: string }) => c.category)).toEqual(['math', 'law']);
       expect(existsSync(path.join(work, 'eval_results', 'from-config-note', 'law_summary.json'))).toBe(true);
 
@@ -150,9 +216,29 @@ describe('npx iwibench mmlu-pro', () => {
       const other = path.join(scratch.dir, 'other.toml');
       writeFileSync(other, `[server]\nurl = "http://127.0.0.1:9/v1"\nmodel = "nope"\n[test]\ncot = false\n`);
       const out = path.join(scratch.dir, 'short-forms');
-      const { stdout } = await captureOutput(() => main(['-c', other, '-u', server.url, '-m', 'short', '--category', 'math,law', '--subset', '2', '--data_dir', DATA_DIR, '--output_dir', out]));
+      const { stdout } = await captureOutput(() =>
+        main([
+          '-c',
+          other,
+          '-u',
+          server.url,
+          '-m',
+          'short',
+          '--category',
+          'math,law',
+          '--subset',
+          '2',
+          '--data_dir',
+          DATA_DIR,
+          '--output_dir',
+          out,
+        ]),
+      );
       expect(JSON.parse(stdout)).toMatchObject({ model: 'short', overall: { total: 4, correct: 4 } });
-      expect(JSON.parse(readFileSync(path.join(out, 'run.json'), 'utf8')).config).toMatchObject({ server: { url: server.url }, test: { cot: false } });
+      expect(JSON.parse(readFileSync(path.join(out, 'run.json'), 'utf8')).config).toMatchObject({
+        server: { url: server.url },
+        test: { cot: false },
+      });
     } finally {
       await server.close();
     }

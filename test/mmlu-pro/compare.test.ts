@@ -44,24 +44,62 @@ afterAll(async () => {
 });
 
 describe('compare', () => {
-  it('per category: paired accuracies, the difference B − A and McNemar\'s exact p on the discordant pairs', () => {
+  it("per category: paired accuracies, the difference B − A and McNemar's exact p on the discordant pairs", () => {
     const c = compareFolders(A, B);
     expect(c.categories.map((s) => s.category)).toEqual(['law', 'math']);
     const mathScore = c.categories.find((s) => s.category === 'math')!;
-    expect(mathScore).toMatchObject({ paired: 8, a_correct: 6, b_correct: 3, a_only_correct: 5, b_only_correct: 2, unpaired_a: 0, unpaired_b: 0 });
+    expect(mathScore).toMatchObject({
+      paired: 8,
+      a_correct: 6,
+      b_correct: 3,
+      a_only_correct: 5,
+      b_only_correct: 2,
+      unpaired_a: 0,
+      unpaired_b: 0,
+    });
     expect(mathScore.difference).toBeCloseTo(-3 / 8, 12);
     expect(mathScore.p_value).toBeCloseTo(58 / 128, 12); // 2·(C(7,0)+C(7,1)+C(7,2))/2^7
     const lawScore = c.categories.find((s) => s.category === 'law')!;
-    expect(lawScore).toMatchObject({ paired: 8, a_correct: 8, b_correct: 8, difference: 0, p_value: 1, unpaired_a: 0, unpaired_b: 2 });
-    expect(c.overall).toMatchObject({ paired: 16, a_correct: 14, b_correct: 11, a_only_correct: 5, b_only_correct: 2, unpaired_b: 2 });
+    expect(lawScore).toMatchObject({
+      paired: 8,
+      a_correct: 8,
+      b_correct: 8,
+      difference: 0,
+      p_value: 1,
+      unpaired_a: 0,
+      unpaired_b: 2,
+    });
+    expect(c.overall).toMatchObject({
+      paired: 16,
+      a_correct: 14,
+      b_correct: 11,
+      a_only_correct: 5,
+      b_only_correct: 2,
+      unpaired_b: 2,
+    });
     expect(c.settings_differences).toEqual([]);
     expect(comparisonTable(c)).toContain('| math | 8 | 75.00 | 37.50 | -37.50 | 5 | 2 | 0.453 |');
   });
 
   it('pairs questions by id and text only', () => {
-    const a = new Map([['1\u0000q', true], ['2\u0000q', false], ['3\u0000q', true]]);
-    const b = new Map([['1\u0000q', false], ['2\u0000q', true], ['4\u0000q', true]]);
-    expect(pairedScore('x', a, b)).toMatchObject({ paired: 2, a_only_correct: 1, b_only_correct: 1, unpaired_a: 1, unpaired_b: 1, p_value: 1 });
+    const a = new Map([
+      ['1\u0000q', true],
+      ['2\u0000q', false],
+      ['3\u0000q', true],
+    ]);
+    const b = new Map([
+      ['1\u0000q', false],
+      ['2\u0000q', true],
+      ['4\u0000q', true],
+    ]);
+    expect(pairedScore('x', a, b)).toMatchObject({
+      paired: 2,
+      a_only_correct: 1,
+      b_only_correct: 1,
+      unpaired_a: 1,
+      unpaired_b: 1,
+      p_value: 1,
+    });
   });
 
   it('rejects a folder without results', () => {

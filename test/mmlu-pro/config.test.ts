@@ -1,7 +1,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, FLAG_SETTINGS, modelFolderName, readConfigFile, resolveConfig, type FlagName } from '../../mmlu-pro/config.ts';
+import {
+  ConfigError,
+  DEFAULTS,
+  FLAG_SETTINGS,
+  modelFolderName,
+  readConfigFile,
+  resolveConfig,
+  type FlagName,
+} from '../../mmlu-pro/config.ts';
 import { CATEGORIES } from '../../mmlu-pro/data.ts';
 import { LANGUAGES } from '../../mmlu-pro/languages.ts';
 import { REPO_ROOT, scratchDir } from './helpers.ts';
@@ -71,10 +79,29 @@ describe('config', () => {
     expect(readFileSync(path.join(REPO_ROOT, 'mmlu-pro/config.toml'), 'utf8')).toBe(FORK_EXAMPLE);
     const fromExample = resolveConfig(readConfigFile(tomlFile('config.toml', FORK_EXAMPLE)));
     expect(fromExample).toEqual(resolveConfig());
-    expect(fromExample.server).toEqual({ url: 'http://localhost:8000/v1', api_key: 'api key', model: 'llama3', model_note: '', timeout: 600, max_retries: 5 });
-    expect(fromExample.inference).toMatchObject({ temperature: 0, top_p: 1, max_tokens: 1024, stop: ['<|eot_id|>'], style: 'multi_chat' });
+    expect(fromExample.server).toEqual({
+      url: 'http://localhost:8000/v1',
+      api_key: 'api key',
+      model: 'llama3',
+      model_note: '',
+      timeout: 600,
+      max_retries: 5,
+    });
+    expect(fromExample.inference).toMatchObject({
+      temperature: 0,
+      top_p: 1,
+      max_tokens: 1024,
+      stop: ['<|eot_id|>'],
+      style: 'multi_chat',
+    });
     expect(fromExample.inference.system_prompt).toBe(LANGUAGES.en.systemPrompt);
-    expect(fromExample.test).toMatchObject({ categories: [...CATEGORIES], parallel: 16, cot: true, language: 'en', scoring: 'original' });
+    expect(fromExample.test).toMatchObject({
+      categories: [...CATEGORIES],
+      parallel: 16,
+      cot: true,
+      language: 'en',
+      scoring: 'original',
+    });
     expect(fromExample.log).toMatchObject({ verbosity: 0, log_prompt: true });
     expect(DEFAULTS.test.scoring).toBe('original');
   });
@@ -88,9 +115,23 @@ describe('config', () => {
   it('lets every flag override its key', () => {
     const file = readConfigFile(path.join(REPO_ROOT, 'mmlu-pro/config.toml'));
     const values: Record<FlagName, string | number | boolean> = {
-      url: 'http://127.0.0.1:9/v1', api: 'secret', model: 'other', model_note: 'Q4_K_M', timeout: 5, style: 'no_chat', category: 'math',
-      parallel: 3, cot: false, language: 'ko', scoring: 'tiger', subset: 7, data_dir: '/data', verbosity: 2, log_prompt: false,
-      output_dir: '/out', comment: 'hello',
+      url: 'http://127.0.0.1:9/v1',
+      api: 'secret',
+      model: 'other',
+      model_note: 'Q4_K_M',
+      timeout: 5,
+      style: 'no_chat',
+      category: 'math',
+      parallel: 3,
+      cot: false,
+      language: 'ko',
+      scoring: 'tiger',
+      subset: 7,
+      data_dir: '/data',
+      verbosity: 2,
+      log_prompt: false,
+      output_dir: '/out',
+      comment: 'hello',
     };
     expect(Object.keys(values).sort()).toEqual(Object.keys(FLAG_SETTINGS).sort());
     for (const [flag, value] of Object.entries(values) as [FlagName, string | number | boolean][]) {
@@ -102,15 +143,29 @@ describe('config', () => {
   });
 
   it('--category: a list, comma-separated or repeated, never dropping one', () => {
-    expect(resolveConfig({}, { category: 'math, computer science' }).test.categories).toEqual(['math', 'computer science']);
-    expect(resolveConfig({}, { category: ['biology', 'law,history'] }).test.categories).toEqual(['biology', 'law', 'history']);
-    expect(problemsOf(() => resolveConfig({}, { category: ['biology', 'lawyer'] })).join('\n')).toMatch(/unknown category "lawyer"/);
+    expect(resolveConfig({}, { category: 'math, computer science' }).test.categories).toEqual([
+      'math',
+      'computer science',
+    ]);
+    expect(resolveConfig({}, { category: ['biology', 'law,history'] }).test.categories).toEqual([
+      'biology',
+      'law',
+      'history',
+    ]);
+    expect(problemsOf(() => resolveConfig({}, { category: ['biology', 'lawyer'] })).join('\n')).toMatch(
+      /unknown category "lawyer"/,
+    );
     expect(problemsOf(() => resolveConfig({}, { category: 'biology,,law' })).join('\n')).toMatch(/unknown category ""/);
-    expect(problemsOf(() => resolveConfig({}, { category: ['law', 'law'] })).join('\n')).toMatch(/names a category twice/);
+    expect(problemsOf(() => resolveConfig({}, { category: ['law', 'law'] })).join('\n')).toMatch(
+      /names a category twice/,
+    );
   });
 
   it('rejects unknown sections and keys, and wrong types, listing every problem', () => {
-    const file = tomlFile('bad.toml', '[server]\nmodel = 3\nhost = "x"\n[inference]\ntemprature = 0.1\nconstructor = 1\n[extra]\na = 1\n');
+    const file = tomlFile(
+      'bad.toml',
+      '[server]\nmodel = 3\nhost = "x"\n[inference]\ntemprature = 0.1\nconstructor = 1\n[extra]\na = 1\n',
+    );
     const problems = problemsOf(() => readConfigFile(file));
     expect(problems).toHaveLength(5);
     expect(problems.join('\n')).toMatch(/\[server\] model must be a string/);
@@ -121,13 +176,28 @@ describe('config', () => {
   });
 
   it('reports a TOML syntax error and a missing file', () => {
-    expect(problemsOf(() => readConfigFile(tomlFile('syntax.toml', 'a = = 1')))[0]).toMatch(/syntax\.toml: Invalid TOML/);
+    expect(problemsOf(() => readConfigFile(tomlFile('syntax.toml', 'a = = 1')))[0]).toMatch(
+      /syntax\.toml: Invalid TOML/,
+    );
     expect(problemsOf(() => readConfigFile(path.join(scratch.dir, 'none.toml')))[0]).toMatch(/cannot read config file/);
   });
 
   it('rejects bad values: unknown category, style, language, scoring, ranges, empty model', () => {
     const problems = problemsOf(() =>
-      resolveConfig({}, { category: 'math,astrology', style: 'chatty', language: 'fr', scoring: 'strict', parallel: 0, verbosity: 3, url: 'localhost:8000', subset: -1, model: ' ' }),
+      resolveConfig(
+        {},
+        {
+          category: 'math,astrology',
+          style: 'chatty',
+          language: 'fr',
+          scoring: 'strict',
+          parallel: 0,
+          verbosity: 3,
+          url: 'localhost:8000',
+          subset: -1,
+          model: ' ',
+        },
+      ),
     );
     const text = problems.join('\n');
     expect(text).toMatch(/unknown category "astrology"/);

@@ -4,7 +4,15 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CATEGORIES, examplesByCategory, findSplitFiles, loadDataset, readQuestionFile, resolveDataDir, selectQuestions } from '../../mmlu-pro/data.ts';
+import {
+  CATEGORIES,
+  examplesByCategory,
+  findSplitFiles,
+  loadDataset,
+  readQuestionFile,
+  resolveDataDir,
+  selectQuestions,
+} from '../../mmlu-pro/data.ts';
 import { LANGUAGES, LANGUAGE_CODES } from '../../mmlu-pro/languages.ts';
 import { jsonLines, questions, rows, SHOTS_PER_CATEGORY, TEST_PER_CATEGORY } from './fixtures.ts';
 import { DATA_DIR, scratchDir } from './helpers.ts';
@@ -24,8 +32,16 @@ describe('loading MMLU-Pro', () => {
     for (const q of data.test) counts[q.category] = (counts[q.category] ?? 0) + 1;
     expect(counts).toEqual(Object.fromEntries(CATEGORIES.map((c) => [c, TEST_PER_CATEGORY])));
     const file = path.join(DATA_DIR, 'test-00000-of-00001.parquet');
-    expect(data.files.test).toEqual([{ name: 'test-00000-of-00001.parquet', path: file, sha256: sha256(file), rows: CATEGORIES.length * TEST_PER_CATEGORY }]);
-    for (const category of CATEGORIES) expect(examplesByCategory(data.validation).get(category)).toHaveLength(SHOTS_PER_CATEGORY);
+    expect(data.files.test).toEqual([
+      {
+        name: 'test-00000-of-00001.parquet',
+        path: file,
+        sha256: sha256(file),
+        rows: CATEGORIES.length * TEST_PER_CATEGORY,
+      },
+    ]);
+    for (const category of CATEGORIES)
+      expect(examplesByCategory(data.validation).get(category)).toHaveLength(SHOTS_PER_CATEGORY);
   });
 
   it('the parquet validation equals the English JSON-lines validation', async () => {
@@ -43,7 +59,9 @@ describe('loading MMLU-Pro', () => {
   });
 
   it('a missing test file for a language is a clear error', async () => {
-    await expect(loadDataset(DATA_DIR, 'ja', true)).rejects.toThrow(/no test data for language "ja": looked for MMLU-Pro-Test-JA.json/);
+    await expect(loadDataset(DATA_DIR, 'ja', true)).rejects.toThrow(
+      /no test data for language "ja": looked for MMLU-Pro-Test-JA.json/,
+    );
   });
 
   it('reads a JSON-lines test file of another language (any case of its name), dropping its translated padding', async () => {
@@ -64,7 +82,8 @@ describe('loading MMLU-Pro', () => {
     mkdirSync(snapshot, { recursive: true });
     mkdirSync(path.join(repo, 'refs'));
     writeFileSync(path.join(repo, 'refs', 'main'), 'abc123\n');
-    for (const name of ['test-00000-of-00001.parquet', 'validation-00000-of-00001.parquet']) symlinkSync(path.join(DATA_DIR, name), path.join(snapshot, name));
+    for (const name of ['test-00000-of-00001.parquet', 'validation-00000-of-00001.parquet'])
+      symlinkSync(path.join(DATA_DIR, name), path.join(snapshot, name));
     for (const given of [hub, repo]) expect(resolveDataDir(given)).toBe(path.join(repo, 'snapshots', 'abc123'));
     const data = await loadDataset(resolveDataDir(hub), 'en', false);
     expect(data.test).toHaveLength(CATEGORIES.length * TEST_PER_CATEGORY);
@@ -74,8 +93,13 @@ describe('loading MMLU-Pro', () => {
   it('rejects a bad data folder and a malformed row', async () => {
     expect(() => resolveDataDir(path.join(scratch.dir, 'nowhere'))).toThrow(/is not a folder/);
     const bad = path.join(scratch.dir, 'bad.json');
-    writeFileSync(bad, '{"question_id": 1, "question": "q", "options": ["a"], "answer": "Z", "answer_index": 0, "category": "astrology"}\n');
-    await expect(readQuestionFile(bad, [])).rejects.toThrow(/row 1: answer is not a letter A-J; row 1: unknown category "astrology"/);
+    writeFileSync(
+      bad,
+      '{"question_id": 1, "question": "q", "options": ["a"], "answer": "Z", "answer_index": 0, "category": "astrology"}\n',
+    );
+    await expect(readQuestionFile(bad, [])).rejects.toThrow(
+      /row 1: answer is not a letter A-J; row 1: unknown category "astrology"/,
+    );
     writeFileSync(bad, '{"question_id": 1,\n');
     await expect(readQuestionFile(bad, [])).rejects.toThrow(/bad.json:1: not JSON/);
   });
@@ -87,7 +111,10 @@ describe('loading MMLU-Pro', () => {
     const b = selectQuestions(shuffled, ['math', 'law'], 3);
     expect([...a.keys()]).toEqual(['math', 'law']);
     expect([...a.values()].flat().map((q) => q.question_id)).toEqual([...b.values()].flat().map((q) => q.question_id));
-    const mathIds = test.filter((q) => q.category === 'math').map((q) => q.question_id).sort((x, y) => x - y);
+    const mathIds = test
+      .filter((q) => q.category === 'math')
+      .map((q) => q.question_id)
+      .sort((x, y) => x - y);
     expect(a.get('math')!.map((q) => q.question_id)).toEqual(mathIds.slice(0, 3));
   });
 });

@@ -21,7 +21,14 @@ export function optionCountOf(i: number, categoryIndex: number): number {
   return 3 + ((i + categoryIndex) % 8);
 }
 
-function row(id: number, category: Category, categoryIndex: number, i: number, split: 'test' | 'validation', language: LanguageCode): Row {
+function row(
+  id: number,
+  category: Category,
+  categoryIndex: number,
+  i: number,
+  split: 'test' | 'validation',
+  language: LanguageCode,
+): Row {
   const count = optionCountOf(i, categoryIndex);
   const answerIndex = (i * 7 + categoryIndex * 3) % count;
   const options = Array.from({ length: count }, (_, k) => `${category} ${split} ${i} option ${k + 1}`);
@@ -34,7 +41,10 @@ function row(id: number, category: Category, categoryIndex: number, i: number, s
     options: padded,
     answer: LETTERS[answerIndex]!,
     answer_index: answerIndex,
-    cot_content: split === 'validation' ? `A: Let's think step by step. Reasoning ${i}. The answer is (${LETTERS[answerIndex]}).` : '',
+    cot_content:
+      split === 'validation'
+        ? `A: Let's think step by step. Reasoning ${i}. The answer is (${LETTERS[answerIndex]}).`
+        : '',
     category,
     src: `synthetic-${split}`,
   };
@@ -44,7 +54,9 @@ function row(id: number, category: Category, categoryIndex: number, i: number, s
 export function rows(split: 'test' | 'validation', language: LanguageCode = 'en'): Row[] {
   const perCategory = split === 'test' ? TEST_PER_CATEGORY : SHOTS_PER_CATEGORY;
   const base = split === 'test' ? 70 : 0;
-  return CATEGORIES.flatMap((category, c) => Array.from({ length: perCategory }, (_, i) => row(base + c * perCategory + i, category, c, i, split, language)));
+  return CATEGORIES.flatMap((category, c) =>
+    Array.from({ length: perCategory }, (_, i) => row(base + c * perCategory + i, category, c, i, split, language)),
+  );
 }
 
 /** The rows as the runner sees them: padding dropped. */
@@ -97,7 +109,10 @@ export function writeDataDir(dir: string): string {
   writeFileSync(path.join(dir, 'test-00000-of-00001.parquet'), parquetBytes(rows('test')));
   writeFileSync(path.join(dir, 'validation-00000-of-00001.parquet'), parquetBytes(rows('validation')));
   for (const language of Object.values(LANGUAGES)) {
-    writeFileSync(path.join(dir, `MMLU-Pro-Validation-${language.fileSuffix}.json`), jsonLines(rows('validation', language.code)));
+    writeFileSync(
+      path.join(dir, `MMLU-Pro-Validation-${language.fileSuffix}.json`),
+      jsonLines(rows('validation', language.code)),
+    );
   }
   return dir;
 }

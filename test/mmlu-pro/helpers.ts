@@ -25,7 +25,15 @@ export const DATA_DIR = writeDataDir(data.dir);
  * Settings for a run against `url` writing to `outputDir`, with the synthetic data; `flags` as on the command line.
  * Zero-shot, one request at a time and no extra stop unless asked: the tests' defaults, not the example config's.
  */
-export function testConfig(url: string, outputDir: string, flags: FlagOverrides = {}, file: Parameters<typeof resolveConfig>[0] = {}): MmluProConfig {
+export function testConfig(
+  url: string,
+  outputDir: string,
+  flags: FlagOverrides = {},
+  file: Parameters<typeof resolveConfig>[0] = {},
+): MmluProConfig {
   const base = { inference: { stop: [], ...file.inference }, test: { cot: false, parallel: 1, ...file.test } };
-  return resolveConfig({ ...file, ...base }, { url, model: 'fake-model', data_dir: DATA_DIR, output_dir: outputDir, ...flags });
+  return resolveConfig(
+    { ...file, ...base },
+    { url, model: 'fake-model', data_dir: DATA_DIR, output_dir: outputDir, ...flags },
+  );
 }

@@ -8,10 +8,34 @@ import { DATA_DIR } from './helpers.ts';
 
 const base = { answer: 'A', answer_index: 0, category: 'math' as const, src: 'test' };
 const shots: Question[] = [
-  { ...base, question_id: 1, question: 'What is 1 + 1?', options: ['1', '2', '3'], answer: 'B', answer_index: 1, cot_content: "A: Let's think step by step. One plus one is two. The answer is (B)." },
-  { ...base, question_id: 2, question: 'Which is prime?', options: ['4', '6', '7', '8'], answer: 'C', answer_index: 2, cot_content: "A: Let's think step by step. 7 is prime. The answer is (C)." },
+  {
+    ...base,
+    question_id: 1,
+    question: 'What is 1 + 1?',
+    options: ['1', '2', '3'],
+    answer: 'B',
+    answer_index: 1,
+    cot_content: "A: Let's think step by step. One plus one is two. The answer is (B).",
+  },
+  {
+    ...base,
+    question_id: 2,
+    question: 'Which is prime?',
+    options: ['4', '6', '7', '8'],
+    answer: 'C',
+    answer_index: 2,
+    cot_content: "A: Let's think step by step. 7 is prime. The answer is (C).",
+  },
 ];
-const question: Question = { ...base, question_id: 9, question: 'What is 2 + 2?', options: ['3', '4', '5'], answer: 'B', answer_index: 1, cot_content: '' };
+const question: Question = {
+  ...base,
+  question_id: 9,
+  question: 'What is 2 + 2?',
+  options: ['3', '4', '5'],
+  answer: 'B',
+  answer_index: 1,
+  cot_content: '',
+};
 const SYSTEM = 'SYS about math.';
 
 const SHOT_1 = 'Question: What is 1 + 1?\nOptions: A. 1\nB. 2\nC. 3';
@@ -59,7 +83,10 @@ describe('buildPrompt', () => {
         { role: 'user', content: ASKED },
       ],
     });
-    expect(buildPrompt('no_chat', SYSTEM, [], question)).toEqual({ kind: 'text', text: `${SYSTEM}\n\n${ASKED}\nAnswer: Let's think step by step.` });
+    expect(buildPrompt('no_chat', SYSTEM, [], question)).toEqual({
+      kind: 'text',
+      text: `${SYSTEM}\n\n${ASKED}\nAnswer: Let's think step by step.`,
+    });
   });
 });
 
@@ -72,7 +99,9 @@ describe('formatExample and the system prompt', () => {
   });
 
   it('replaces every {subject} with the category name', () => {
-    expect(systemPromptFor('about {subject}; again {subject}.', 'computer science')).toBe('about computer science; again computer science.');
+    expect(systemPromptFor('about {subject}; again {subject}.', 'computer science')).toBe(
+      'about computer science; again computer science.',
+    );
     expect(systemPromptFor(LANGUAGES.en.systemPrompt, 'law')).toBe(
       'You are an expert that knows everything. You are tasked with answering a multiple-choice question. The following is a multiple choice question (with answers) about law. Give your final answer in the format of `The answer is (chosen answer)`.',
     );
@@ -92,13 +121,21 @@ describe('5-shot prompts from the validation split (synthetic files)', () => {
     const prompt = buildPrompt('multi_chat', 'S', examples.get('computer science')!, asked);
     if (prompt.kind !== 'chat') throw new Error('expected chat');
     expect(prompt.messages).toHaveLength(12);
-    expect(prompt.messages.map((m) => m.role)).toEqual(['system', ...Array(5).fill(['user', 'assistant']).flat(), 'user']);
-    for (const m of prompt.messages.filter((m) => m.role === 'assistant')) expect(m.content).toMatch(/^Answer: Let's think step by step\./);
+    expect(prompt.messages.map((m) => m.role)).toEqual([
+      'system',
+      ...Array(5).fill(['user', 'assistant']).flat(),
+      'user',
+    ]);
+    for (const m of prompt.messages.filter((m) => m.role === 'assistant'))
+      expect(m.content).toMatch(/^Answer: Let's think step by step\./);
     expect(prompt.messages.some((m) => m.content.includes('N/A'))).toBe(false);
   });
 
   it('Chinese: the translated "N/A" padding (不适用) dropped, the Chinese system prompt', async () => {
-    const { questions: zh } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), ['N/A', ...LANGUAGES.zh.padding]);
+    const { questions: zh } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), [
+      'N/A',
+      ...LANGUAGES.zh.padding,
+    ]);
     const math = examplesByCategory(zh).get('math')!;
     expect(math).toHaveLength(5);
     expect(math.some((q) => q.options.includes('不适用'))).toBe(false);

@@ -21,12 +21,20 @@ const originalDir = path.join(scratch.dir, 'original');
 // Replies on which the profiles disagree: lower-case letters, "[c]" brackets, a letter glued to a word, nothing.
 function reply(q: Question): string {
   const i = questions.indexOf(q);
-  const forms = [`The answer is (${q.answer})`, `The answer is (${q.answer.toLowerCase()})`, `The answer is [${q.answer.toLowerCase()}]`, `The answer is Because... so (${q.answer})`, 'No idea.'];
+  const forms = [
+    `The answer is (${q.answer})`,
+    `The answer is (${q.answer.toLowerCase()})`,
+    `The answer is [${q.answer.toLowerCase()}]`,
+    `The answer is Because... so (${q.answer})`,
+    'No idea.',
+  ];
   return forms[i % forms.length]!;
 }
 
 const run = (out: string, scoring: 'original' | 'tiger' | 'lenient') =>
-  runMmluPro(testConfig(server.url, out, { category: CATEGORIES.join(','), subset: 10, parallel: 3, log_prompt: true, scoring }));
+  runMmluPro(
+    testConfig(server.url, out, { category: CATEGORIES.join(','), subset: 10, parallel: 3, log_prompt: true, scoring }),
+  );
 
 beforeAll(async () => {
   const { test } = await loadDataset(DATA_DIR, 'en', false);
@@ -39,39 +47,59 @@ afterAll(async () => {
 });
 
 const read = (dir: string, name: string) => readFileSync(path.join(dir, name), 'utf8');
-const scoreLines = (report: string) => report.slice(report.indexOf('Finished testing'), report.indexOf('Failed requests'));
+const scoreLines = (report: string) =>
+  report.slice(report.indexOf('Finished testing'), report.indexOf('Failed requests'));
 
 describe('mmlu-pro rescore', () => {
-  it.each(['tiger', 'lenient'] as const)('rescoring under %s equals a fresh run under it, without a request', async (profile) => {
-    const requestsBefore = server.requests.length;
-    const rescored = rescoreFolder(originalDir, profile);
-    expect(server.requests.length).toBe(requestsBefore);
-    expect(rescored.output_dir).toBe(`${originalDir}-${profile}`);
+  it.each(['tiger', 'lenient'] as const)(
+    'rescoring under %s equals a fresh run under it, without a request',
+    async (profile) => {
+      const requestsBefore = server.requests.length;
+      const rescored = rescoreFolder(originalDir, profile);
+      expect(server.requests.length).toBe(requestsBefore);
+      expect(rescored.output_dir).toBe(`${originalDir}-${profile}`);
 
-    const fresh = await run(path.join(scratch.dir, `fresh-${profile}`), profile);
-    expect(rescored.scoring).toBe(profile);
-    expect(rescored.overall).toEqual(fresh.overall);
-    expect(rescored.categories).toEqual(fresh.categories);
-    for (const category of CATEGORIES) {
-      expect(read(rescored.output_dir, `${category}_result.json`)).toBe(read(fresh.output_dir, `${category}_result.json`));
-      expect(read(rescored.output_dir, `${category}_summary.json`)).toBe(read(fresh.output_dir, `${category}_summary.json`));
-    }
-    expect(scoreLines(read(rescored.output_dir, 'report.txt'))).toBe(scoreLines(read(fresh.output_dir, 'report.txt')));
-    expect(read(rescored.output_dir, 'report.txt')).toContain(`scoring profile: ${profile} (rescored from the responses in ${originalDir})`);
-    expect(JSON.parse(read(rescored.output_dir, 'run.json'))).toMatchObject({ rescored_from: originalDir, config: { test: { scoring: profile } }, settings: { scoring: profile } });
-  });
+      const fresh = await run(path.join(scratch.dir, `fresh-${profile}`), profile);
+      expect(rescored.scoring).toBe(profile);
+      expect(rescored.overall).toEqual(fresh.overall);
+      expect(rescored.categories).toEqual(fresh.categories);
+      for (const category of CATEGORIES) {
+        expect(read(rescored.output_dir, `${category}_result.json`)).toBe(
+          read(fresh.output_dir, `${category}_result.json`),
+        );
+        expect(read(rescored.output_dir, `${category}_summary.json`)).toBe(
+          read(fresh.output_dir, `${category}_summary.json`),
+        );
+      }
+      expect(scoreLines(read(rescored.output_dir, 'report.txt'))).toBe(
+        scoreLines(read(fresh.output_dir, 'report.txt')),
+      );
+      expect(read(rescored.output_dir, 'report.txt')).toContain(
+        `scoring profile: ${profile} (rescored from the responses in ${originalDir})`,
+      );
+      expect(JSON.parse(read(rescored.output_dir, 'run.json'))).toMatchObject({
+        rescored_from: originalDir,
+        config: { test: { scoring: profile } },
+        settings: { scoring: profile },
+      });
+    },
+  );
 
   it('the profiles really differ on these replies', () => {
     const lenient = rescoreFolder(originalDir, 'lenient', path.join(scratch.dir, 'again-lenient'));
     expect(lenient.overall.random_guesses).toBeLessThan(original.overall.random_guesses);
     // Rescoring back to the original gives the original's numbers.
-    expect(rescoreFolder(lenient.output_dir, 'original', path.join(scratch.dir, 'back')).overall).toEqual(original.overall);
+    expect(rescoreFolder(lenient.output_dir, 'original', path.join(scratch.dir, 'back')).overall).toEqual(
+      original.overall,
+    );
   });
 
   it('compare refuses folders of different profiles unless told, and pairs them when told', () => {
     const lenientDir = path.join(scratch.dir, 'for-compare');
     rescoreFolder(originalDir, 'lenient', lenientDir);
-    expect(() => compareFolders(originalDir, lenientDir)).toThrow(/scored "original" .* "lenient"; rescore one .* --allow_different_scoring/);
+    expect(() => compareFolders(originalDir, lenientDir)).toThrow(
+      /scored "original" .* "lenient"; rescore one .* --allow_different_scoring/,
+    );
     const c = compareFolders(originalDir, lenientDir, { allowDifferentScoring: true });
     expect(c.scoring).toEqual({ a: 'original', b: 'lenient' });
     expect(c.overall.paired).toBe(20);

@@ -29,7 +29,9 @@ describe('ResultStore', () => {
     expect(readFileSync(s.journalPath('math'), 'utf8').trim().split('\n')).toHaveLength(3);
     const records = s.finalize('math');
     expect(records.map((r) => r.question_id)).toEqual([2, 5, 9]);
-    expect(JSON.parse(readFileSync(s.resultPath('math'), 'utf8')).map((r: ResultRecord) => r.question_id)).toEqual([2, 5, 9]);
+    expect(JSON.parse(readFileSync(s.resultPath('math'), 'utf8')).map((r: ResultRecord) => r.question_id)).toEqual([
+      2, 5, 9,
+    ]);
     expect(readdirSync(dir).sort()).toEqual(['math_result.json']);
   });
 
@@ -38,10 +40,17 @@ describe('ResultStore', () => {
     mkdirSync(dir);
     writeJsonAtomic(path.join(dir, 'math_result.json'), [record(1), record(2)]);
     const journal = path.join(dir, 'math_result.journal.jsonl');
-    appendFileSync(journal, `${JSON.stringify(record(2, 'B'))}\n${JSON.stringify(record(3))}\n${JSON.stringify(record(4)).slice(0, 40)}`);
+    appendFileSync(
+      journal,
+      `${JSON.stringify(record(2, 'B'))}\n${JSON.stringify(record(3))}\n${JSON.stringify(record(4)).slice(0, 40)}`,
+    );
     const warnings: string[] = [];
     const answered = new ResultStore(dir, (m) => warnings.push(m)).recover('math');
-    expect([...answered.values()].map((r) => [r.question_id, r.pred])).toEqual([[1, 'A'], [2, 'B'], [3, 'A']]);
+    expect([...answered.values()].map((r) => [r.question_id, r.pred])).toEqual([
+      [1, 'A'],
+      [2, 'B'],
+      [3, 'A'],
+    ]);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/math_result.journal.jsonl:3: dropped an unreadable line/);
     expect(existsSync(journal)).toBe(false);

@@ -67,7 +67,9 @@ function expectedPred(q: Question, profile: ScoringProfile): string | null {
 
 /** The guess: CPython's randint after seed(12345) by option count (python3), or mulberry32 per question (lenient). */
 function expectedGuess(q: Question, profile: ScoringProfile): number {
-  return profile === 'lenient' ? Math.floor(mulberry32(12345 + q.question_id) * q.options.length) : PYTHON_GUESSES[q.options.length - 1]!;
+  return profile === 'lenient'
+    ? Math.floor(mulberry32(12345 + q.question_id) * q.options.length)
+    : PYTHON_GUESSES[q.options.length - 1]!;
 }
 
 /** What the report must say, worked out from the script alone. */
@@ -98,86 +100,139 @@ const pct = (part: number, whole: number) => (part > 0 ? ((part / whole) * 100).
 
 describe('a run against a fake OpenAI-compatible server', () => {
   it('the scripted counts differ between the profiles (else the next test would prove little)', () => {
-    const [original, tiger, lenient] = (['original', 'tiger', 'lenient'] as const).map((p) => expectedCounts(selected, p));
+    const [original, tiger, lenient] = (['original', 'tiger', 'lenient'] as const).map((p) =>
+      expectedCounts(selected, p),
+    );
     expect(original).toEqual(tiger);
     expect(original.random_guesses).toBeGreaterThan(lenient.random_guesses);
     expect(original.correct).not.toBe(lenient.correct);
   });
 
-  it.each(['original', 'tiger', 'lenient'] as const)('multi_chat, 5-shot, scoring %s: counts, files and report as scripted', async (profile) => {
-    const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
-    const out = path.join(scratch.dir, `multi-${profile}`);
-    try {
-      const summary = await runMmluPro(testConfig(server.url, out, { category: CATEGORIES.join(','), subset: SUBSET, cot: true, parallel: 4, scoring: profile }));
+  it.each(['original', 'tiger', 'lenient'] as const)(
+    'multi_chat, 5-shot, scoring %s: counts, files and report as scripted',
+    async (profile) => {
+      const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
+      const out = path.join(scratch.dir, `multi-${profile}`);
+      try {
+        const summary = await runMmluPro(
+          testConfig(server.url, out, {
+            category: CATEGORIES.join(','),
+            subset: SUBSET,
+            cot: true,
+            parallel: 4,
+            scoring: profile,
+          }),
+        );
 
-      expect(summary.scoring).toBe(profile);
-      for (const category of CATEGORIES) {
-        const score = summary.categories.find((c) => c.category === category)!;
-        expect(score).toMatchObject(expectedCounts(selected.filter((q) => q.category === category), profile));
-      }
-      const overall = expectedCounts(selected, profile);
-      expect(summary.overall).toMatchObject(overall);
-      expect(summary.overall.accuracy).toBe(overall.correct / overall.total);
-      expect(summary.overall.adjusted_accuracy).toBe((overall.correct - overall.random_correct) / (overall.total - overall.random_guesses));
-      expect(summary.overall.unparsed_rate).toBe(overall.random_guesses / overall.total);
-      expect(summary).toMatchObject({ asked: selected.length, skipped: 0, failed: [] });
-
-      // Each question asked once, with the reference's request parameters.
-      expect(server.requests.map((r) => r.question).sort()).toEqual(selected.map((q) => q.question).sort());
-      for (const r of server.requests) {
-        expect(r.endpoint).toBe('chat');
-        expect(r.body).toMatchObject({ model: 'fake-model', temperature: 0, top_p: 1, max_tokens: 1024, stop: ['Question:'], frequency_penalty: 0, presence_penalty: 0 });
-        expect(r.body.messages).toHaveLength(12);
-      }
-
-      // Token usage as the server reported it (words of the prompt and of the reply).
-      const promptWords = server.requests.map((r) => countWords((r.body.messages as { content: string }[]).map((m) => m.content).join('\n')));
-      const replyWords = selected.map((q) => countWords(scriptedReply(q)));
-      expect(summary.tokens).toMatchObject({
-        requests: selected.length,
-        prompt: { total: promptWords.reduce((a, b) => a + b), min: Math.min(...promptWords), max: Math.max(...promptWords) },
-        completion: { total: replyWords.reduce((a, b) => a + b) },
-      });
-
-      // Result files: one record per question with the profile's letter; summaries in the original's shape.
-      for (const category of CATEGORIES) {
-        const records = readJson(path.join(out, `${category}_result.json`)) as { question_id: number; pred: string | null; response: string }[];
-        const expected = selected.filter((q) => q.category === category);
-        expect(records.map((r) => r.question_id)).toEqual(expected.map((q) => q.question_id));
-        for (const [i, r] of records.entries()) {
-          expect(r.pred).toBe(expectedPred(expected[i]!, profile));
-          expect(r.response).toBe(scriptedReply(expected[i]!));
+        expect(summary.scoring).toBe(profile);
+        for (const category of CATEGORIES) {
+          const score = summary.categories.find((c) => c.category === category)!;
+          expect(score).toMatchObject(
+            expectedCounts(
+              selected.filter((q) => q.category === category),
+              profile,
+            ),
+          );
         }
-        const c = expectedCounts(expected, profile);
-        const wrong = c.total - c.correct;
-        expect(readJson(path.join(out, `${category}_summary.json`))).toEqual({
-          [category]: { corr: c.correct, wrong, acc: c.correct / c.total },
-          random: { corr: c.random_correct, wrong: c.random_guesses - c.random_correct },
-          total: { corr: c.correct, wrong, acc: c.correct / c.total },
+        const overall = expectedCounts(selected, profile);
+        expect(summary.overall).toMatchObject(overall);
+        expect(summary.overall.accuracy).toBe(overall.correct / overall.total);
+        expect(summary.overall.adjusted_accuracy).toBe(
+          (overall.correct - overall.random_correct) / (overall.total - overall.random_guesses),
+        );
+        expect(summary.overall.unparsed_rate).toBe(overall.random_guesses / overall.total);
+        expect(summary).toMatchObject({ asked: selected.length, skipped: 0, failed: [] });
+
+        // Each question asked once, with the reference's request parameters.
+        expect(server.requests.map((r) => r.question).sort()).toEqual(selected.map((q) => q.question).sort());
+        for (const r of server.requests) {
+          expect(r.endpoint).toBe('chat');
+          expect(r.body).toMatchObject({
+            model: 'fake-model',
+            temperature: 0,
+            top_p: 1,
+            max_tokens: 1024,
+            stop: ['Question:'],
+            frequency_penalty: 0,
+            presence_penalty: 0,
+          });
+          expect(r.body.messages).toHaveLength(12);
+        }
+
+        // Token usage as the server reported it (words of the prompt and of the reply).
+        const promptWords = server.requests.map((r) =>
+          countWords((r.body.messages as { content: string }[]).map((m) => m.content).join('\n')),
+        );
+        const replyWords = selected.map((q) => countWords(scriptedReply(q)));
+        expect(summary.tokens).toMatchObject({
+          requests: selected.length,
+          prompt: {
+            total: promptWords.reduce((a, b) => a + b),
+            min: Math.min(...promptWords),
+            max: Math.max(...promptWords),
+          },
+          completion: { total: replyWords.reduce((a, b) => a + b) },
         });
+
+        // Result files: one record per question with the profile's letter; summaries in the original's shape.
+        for (const category of CATEGORIES) {
+          const records = readJson(path.join(out, `${category}_result.json`)) as {
+            question_id: number;
+            pred: string | null;
+            response: string;
+          }[];
+          const expected = selected.filter((q) => q.category === category);
+          expect(records.map((r) => r.question_id)).toEqual(expected.map((q) => q.question_id));
+          for (const [i, r] of records.entries()) {
+            expect(r.pred).toBe(expectedPred(expected[i]!, profile));
+            expect(r.response).toBe(scriptedReply(expected[i]!));
+          }
+          const c = expectedCounts(expected, profile);
+          const wrong = c.total - c.correct;
+          expect(readJson(path.join(out, `${category}_summary.json`))).toEqual({
+            [category]: { corr: c.correct, wrong, acc: c.correct / c.total },
+            random: { corr: c.random_correct, wrong: c.random_guesses - c.random_correct },
+            total: { corr: c.correct, wrong, acc: c.correct / c.total },
+          });
+        }
+        const report = readFileSync(path.join(out, 'report.txt'), 'utf8');
+        expect(report).toContain(`scoring profile: ${profile}`);
+        expect(report).toContain(
+          `Finished the benchmark.\nTotal, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\n`,
+        );
+        const randomWrong = overall.random_guesses - overall.random_correct;
+        if (overall.random_correct > 0 && randomWrong > 0) {
+          expect(report).toContain(
+            `Random Guess Attempts, ${overall.random_guesses}/${overall.total}, ${pct(overall.random_guesses, overall.total)}%`,
+          );
+          expect(report).toContain(
+            `Correct Random Guesses, ${overall.random_correct}/${overall.random_guesses}, ${pct(overall.random_correct, overall.random_guesses)}%`,
+          );
+        }
+        expect(report).toContain('| overall | math | law | history |\n| ------- | ---- | --- | ------- |');
+        expect(readJson(path.join(out, 'run.json'))).toMatchObject({
+          version: '0.1.0',
+          config: { test: { scoring: profile } },
+          data: { test: [{ name: 'test-00000-of-00001.parquet', rows: 168 }] },
+        });
+        expect(readJson(path.join(out, 'summary.json'))).toMatchObject({ scoring: profile, overall });
+        expect(readdirSync(out).filter((f) => f.includes('journal') || f.endsWith('.tmp'))).toEqual([]);
+      } finally {
+        await server.close();
       }
-      const report = readFileSync(path.join(out, 'report.txt'), 'utf8');
-      expect(report).toContain(`scoring profile: ${profile}`);
-      expect(report).toContain(`Finished the benchmark.\nTotal, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\n`);
-      const randomWrong = overall.random_guesses - overall.random_correct;
-      if (overall.random_correct > 0 && randomWrong > 0) {
-        expect(report).toContain(`Random Guess Attempts, ${overall.random_guesses}/${overall.total}, ${pct(overall.random_guesses, overall.total)}%`);
-        expect(report).toContain(`Correct Random Guesses, ${overall.random_correct}/${overall.random_guesses}, ${pct(overall.random_correct, overall.random_guesses)}%`);
-      }
-      expect(report).toContain('| overall | math | law | history |\n| ------- | ---- | --- | ------- |');
-      expect(readJson(path.join(out, 'run.json'))).toMatchObject({ version: '0.1.0', config: { test: { scoring: profile } }, data: { test: [{ name: 'test-00000-of-00001.parquet', rows: 168 }] } });
-      expect(readJson(path.join(out, 'summary.json'))).toMatchObject({ scoring: profile, overall });
-      expect(readdirSync(out).filter((f) => f.includes('journal') || f.endsWith('.tmp'))).toEqual([]);
-    } finally {
-      await server.close();
-    }
-  });
+    },
+  );
 
   it('no_chat, zero-shot: /v1/completions with plain text; a rerun asks nothing and reports the same', async () => {
     const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
     const out = path.join(scratch.dir, 'no-chat');
     try {
-      const config = testConfig(server.url, out, { category: CATEGORIES.join(','), subset: SUBSET, style: 'no_chat', parallel: 2 });
+      const config = testConfig(server.url, out, {
+        category: CATEGORIES.join(','),
+        subset: SUBSET,
+        style: 'no_chat',
+        parallel: 2,
+      });
       const first = await runMmluPro(config);
       expect(first.overall).toMatchObject(expectedCounts(selected));
       expect(server.requests.every((r) => r.endpoint === 'completions')).toBe(true);
@@ -201,14 +256,20 @@ describe('a run against a fake OpenAI-compatible server', () => {
       const q = questionFor(r);
       if (healthy) return { content: scriptedReply(q) };
       if (q === alwaysFails) return { content: 'overloaded', status: 500, headers: { 'retry-after-ms': '1' } };
-      if (q === failsOnce && r.attempt === 1) return { content: 'busy', status: 503, headers: { 'retry-after-ms': '1' } };
+      if (q === failsOnce && r.attempt === 1)
+        return { content: 'busy', status: 503, headers: { 'retry-after-ms': '1' } };
       if (q === tooSlow) return { content: scriptedReply(q), delayMs: 10_000 };
       return { content: scriptedReply(q) };
     };
     const server = await startFakeServer(flaky);
     const out = path.join(scratch.dir, 'errors');
     try {
-      const config = testConfig(server.url, out, { category: CATEGORIES.join(','), subset: SUBSET, parallel: 4, timeout: 1 }, { server: { max_retries: 1 } });
+      const config = testConfig(
+        server.url,
+        out,
+        { category: CATEGORIES.join(','), subset: SUBSET, parallel: 4, timeout: 1 },
+        { server: { max_retries: 1 } },
+      );
       const summary = await runMmluPro(config);
       expect(summary.failed.map((f) => [f.question_id, f.kind, f.status])).toEqual(
         expect.arrayContaining([
@@ -226,15 +287,22 @@ describe('a run against a fake OpenAI-compatible server', () => {
       expect(summary.overall).toMatchObject(expectedCounts(answered));
       const mathRecords = readJson(path.join(out, 'math_result.json')) as { question_id: number }[];
       expect(mathRecords.map((r) => r.question_id)).not.toContain(alwaysFails!.question_id);
-      expect((readJson(path.join(out, 'summary.json')) as { failed: { question_id: number }[] }).failed.map((f) => f.question_id).sort()).toEqual(
-        [alwaysFails!.question_id, tooSlow!.question_id].sort(),
-      );
+      expect(
+        (readJson(path.join(out, 'summary.json')) as { failed: { question_id: number }[] }).failed
+          .map((f) => f.question_id)
+          .sort(),
+      ).toEqual([alwaysFails!.question_id, tooSlow!.question_id].sort());
 
       // The server recovers: the same command asks only the two failed questions.
       healthy = true;
       const before = server.requests.length;
       const rerun = await runMmluPro(config);
-      expect(server.requests.slice(before).map((r) => r.question).sort()).toEqual([alwaysFails!.question, tooSlow!.question].sort());
+      expect(
+        server.requests
+          .slice(before)
+          .map((r) => r.question)
+          .sort(),
+      ).toEqual([alwaysFails!.question, tooSlow!.question].sort());
       expect(rerun).toMatchObject({ asked: 2, failed: [], overall: expectedCounts(selected) });
     } finally {
       await server.close();
@@ -246,14 +314,22 @@ describe('a run against a fake OpenAI-compatible server', () => {
     const url = server.url;
     await server.close();
     const out = path.join(scratch.dir, 'unreachable');
-    await expect(runMmluPro(testConfig(url, out, { category: 'math', subset: 2 }, { server: { max_retries: 0 } }))).rejects.toThrow(FatalServerError);
-    await expect(runMmluPro(testConfig(url, out, { category: 'math', subset: 2 }, { server: { max_retries: 0 } }))).rejects.toThrow(/cannot reach .*rerun the same command to resume/s);
+    await expect(
+      runMmluPro(testConfig(url, out, { category: 'math', subset: 2 }, { server: { max_retries: 0 } })),
+    ).rejects.toThrow(FatalServerError);
+    await expect(
+      runMmluPro(testConfig(url, out, { category: 'math', subset: 2 }, { server: { max_retries: 0 } })),
+    ).rejects.toThrow(/cannot reach .*rerun the same command to resume/s);
 
     let calls = 0;
-    const refusing = await startFakeServer(() => (++calls > 2 ? { content: 'no such model', status: 404 } : { content: 'The answer is (A).' }));
+    const refusing = await startFakeServer(() =>
+      ++calls > 2 ? { content: 'no such model', status: 404 } : { content: 'The answer is (A).' },
+    );
     const out404 = path.join(scratch.dir, 'not-found');
     try {
-      await expect(runMmluPro(testConfig(refusing.url, out404, { category: 'math', subset: 5 }))).rejects.toThrow(/refused the request \(404\)/);
+      await expect(runMmluPro(testConfig(refusing.url, out404, { category: 'math', subset: 5 }))).rejects.toThrow(
+        /refused the request \(404\)/,
+      );
       expect(readJson(path.join(out404, 'math_result.json'))).toHaveLength(2);
     } finally {
       await refusing.close();
@@ -266,11 +342,17 @@ describe('a run against a fake OpenAI-compatible server', () => {
     try {
       await runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2 }));
       const before = readFileSync(path.join(out, 'run.json'), 'utf8');
-      await expect(runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, style: 'single_chat', cot: true }))).rejects.toThrow(
+      await expect(
+        runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, style: 'single_chat', cot: true })),
+      ).rejects.toThrow(
         /other settings \(style: "multi_chat" → "single_chat"; cot: false → true; validation_sha256: \[\] → \["[0-9a-f]{64}"\]\)/,
       );
-      await expect(runMmluPro(testConfig('http://127.0.0.1:9/v1', out, { category: 'math', subset: 2 }))).rejects.toThrow(/other settings \(url: /);
-      await expect(runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, scoring: 'lenient' }))).rejects.toThrow(/other settings \(scoring: "original" → "lenient"\)/);
+      await expect(
+        runMmluPro(testConfig('http://127.0.0.1:9/v1', out, { category: 'math', subset: 2 })),
+      ).rejects.toThrow(/other settings \(url: /);
+      await expect(
+        runMmluPro(testConfig(server.url, out, { category: 'math', subset: 2, scoring: 'lenient' })),
+      ).rejects.toThrow(/other settings \(scoring: "original" → "lenient"\)/);
       expect(readFileSync(path.join(out, 'run.json'), 'utf8')).toBe(before);
       expect(server.requests).toHaveLength(2);
     } finally {

@@ -2,7 +2,15 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CPythonRandom } from '../../mmlu-pro/cpython-random.ts';
 import { pythonFixed } from '../../mmlu-pro/report.ts';
-import { guessIndex, mulberry32, originalGuess, originalSummary, rates, scoreOne, tally } from '../../mmlu-pro/score.ts';
+import {
+  guessIndex,
+  mulberry32,
+  originalGuess,
+  originalSummary,
+  rates,
+  scoreOne,
+  tally,
+} from '../../mmlu-pro/score.ts';
 
 // The original's guess for n = 1…10 options, from CPython 3.11.7 on this machine:
 //   python3 -c "import random; print([(random.seed(12345), random.randint(0, n - 1))[1] for n in range(1, 11)])"
@@ -27,12 +35,17 @@ describe("the original's random guess (CPython's Mersenne Twister)", () => {
     expect([rng.getrandbits(32), rng.getrandbits(32), rng.getrandbits(32)]).toEqual(PYTHON_FIRST_WORDS);
     expect(new CPythonRandom(2 ** 40 + 7).getrandbits(32)).toBe(PYTHON_TWO_WORD_SEED);
     // Where python3 is installed, the same values once more from the interpreter itself.
-    const python = spawnSync('python3', ['-c', 'import random; print([(random.seed(12345), random.randint(0, n - 1))[1] for n in range(1, 11)])'], { encoding: 'utf8' });
+    const python = spawnSync(
+      'python3',
+      ['-c', 'import random; print([(random.seed(12345), random.randint(0, n - 1))[1] for n in range(1, 11)])'],
+      { encoding: 'utf8' },
+    );
     if (python.status === 0) expect(JSON.parse(python.stdout)).toEqual(PYTHON_GUESSES);
   });
 
   it('is the same for every question with the same option count under original and tiger; per question under lenient', () => {
-    for (const profile of ['original', 'tiger'] as const) expect(guessIndex(profile, 1, 7)).toBe(guessIndex(profile, 9999, 7));
+    for (const profile of ['original', 'tiger'] as const)
+      expect(guessIndex(profile, 1, 7)).toBe(guessIndex(profile, 9999, 7));
     // lenient: floor(mulberry32(12345 + question_id) * options), values from a separate Python implementation.
     expect(mulberry32(12345)).toBeCloseTo(0.9797282677609473, 15);
     expect(guessIndex('lenient', 0, 10)).toBe(9);
@@ -47,7 +60,7 @@ describe("the original's random guess (CPython's Mersenne Twister)", () => {
 });
 
 describe('scoring', () => {
-  it('scores a letter against `answer` and an unparsed answer as the profile\'s guess against `answer_index`', () => {
+  it("scores a letter against `answer` and an unparsed answer as the profile's guess against `answer_index`", () => {
     expect(scoreOne(record(5, 'C'), 'original')).toEqual({ correct: true, guessed: false });
     expect(scoreOne(record(5, 'D'), 'original')).toEqual({ correct: false, guessed: false });
     // 10 options: the original guesses index 6 for every question; lenient guesses 1 for question 70.
@@ -82,10 +95,20 @@ describe('scoring', () => {
 describe("Python's rounding in the report", () => {
   it('rounds the exact binary value half to even, as f"{x:.2f}" (values from python3)', () => {
     // python3 -c "print(f'{97/800*100:.2f}', f'{0.125:.2f}', f'{0.375:.2f}', f'{2.675:.2f}', f'{12.5:.0f}', f'{13.5:.0f}', f'{51.04895:.2f}', f'{-0.004:.2f}')"
-    expect([pythonFixed((97 / 800) * 100, 2), pythonFixed(0.125, 2), pythonFixed(0.375, 2), pythonFixed(2.675, 2), pythonFixed(12.5, 0), pythonFixed(13.5, 0)]).toEqual(
-      ['12.12', '0.12', '0.38', '2.67', '12', '14'],
-    );
-    expect((97 / 800 * 100).toFixed(2)).toBe('12.13'); // why toFixed will not do
-    expect([pythonFixed(0, 2), pythonFixed(100, 2), pythonFixed(51.04895, 2), pythonFixed(-0.004, 2)]).toEqual(['0.00', '100.00', '51.05', '-0.00']);
+    expect([
+      pythonFixed((97 / 800) * 100, 2),
+      pythonFixed(0.125, 2),
+      pythonFixed(0.375, 2),
+      pythonFixed(2.675, 2),
+      pythonFixed(12.5, 0),
+      pythonFixed(13.5, 0),
+    ]).toEqual(['12.12', '0.12', '0.38', '2.67', '12', '14']);
+    expect(((97 / 800) * 100).toFixed(2)).toBe('12.13'); // why toFixed will not do
+    expect([pythonFixed(0, 2), pythonFixed(100, 2), pythonFixed(51.04895, 2), pythonFixed(-0.004, 2)]).toEqual([
+      '0.00',
+      '100.00',
+      '51.05',
+      '-0.00',
+    ]);
   });
 });

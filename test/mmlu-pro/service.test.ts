@@ -14,7 +14,12 @@ beforeAll(async () => {
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`;
   const e = await h.episode();
-  await h.tool(e.id, e.headers, 'write_weights', { op: 'scale', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [[0, 48]], factor: -5 });
+  await h.tool(e.id, e.headers, 'write_weights', {
+    op: 'scale',
+    tensor: 'model.layers.3.mlp.down_proj.weight',
+    slice: [[0, 48]],
+    factor: -5,
+  });
   patched = (await h.app.inject({ method: 'POST', url: `/episodes/${e.id}/submit`, headers: e.headers })).json().model;
 });
 afterAll(() => h.app.close());
@@ -24,7 +29,9 @@ describe('MMLU-Pro against the service: pristine vs patched', () => {
     const scratch = scratchDir();
     const settings = { api: TOKENS.admin, category: 'math,law', subset: 3, parallel: 2 };
     const file = { inference: { max_tokens: 12 } }; // a random tiny target rambles: keep answers short
-    const pristine = await runMmluPro(testConfig(url, `${scratch.dir}/pristine`, { ...settings, model: 'iwibench/tiny' }, file));
+    const pristine = await runMmluPro(
+      testConfig(url, `${scratch.dir}/pristine`, { ...settings, model: 'iwibench/tiny' }, file),
+    );
     const edited = await runMmluPro(testConfig(url, `${scratch.dir}/patched`, { ...settings, model: patched }, file));
     for (const run of [pristine, edited]) {
       expect(run.failed).toEqual([]);
@@ -39,7 +46,14 @@ describe('MMLU-Pro against the service: pristine vs patched', () => {
     expect(comparison.settings_differences.join(' ')).toMatch(/model/);
     // The endpoint really served two different weight sets.
     const ask = async (model: string) =>
-      (await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { model, messages: [{ role: 'user', content: 'Question: 2+2?' }], max_tokens: 8 } })).json().choices[0].message.content;
+      (
+        await h.app.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          headers: ADMIN,
+          payload: { model, messages: [{ role: 'user', content: 'Question: 2+2?' }], max_tokens: 8 },
+        })
+      ).json().choices[0].message.content;
     expect(await ask(patched)).not.toBe(await ask('iwibench/tiny'));
     scratch.remove();
   });

@@ -58,10 +58,21 @@ function applyRope(x: Float32Array, T: number, heads: number, D: number, base: n
 }
 
 /** Logits [T, vocab] of one sequence (positions 0…T−1). */
-export function referenceForward(checkpoint: Checkpoint, ids: number[], weights: WeightSource = checkpointSource(checkpoint)): Float32Array {
+export function referenceForward(
+  checkpoint: Checkpoint,
+  ids: number[],
+  weights: WeightSource = checkpointSource(checkpoint),
+): Float32Array {
   const weight = (name: string) => bf16ToF32(weights.bf16(name)); // the oracle computes on float32, one tensor at a time
   const c = checkpoint.config;
-  const { hidden_size: H, num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, intermediate_size: I, vocab_size: V } = c;
+  const {
+    hidden_size: H,
+    num_attention_heads: nH,
+    num_key_value_heads: nKV,
+    head_dim: D,
+    intermediate_size: I,
+    vocab_size: V,
+  } = c;
   const T = ids.length;
   const E = weight(embedTokensName(c.tensor_prefix));
   const scale = Math.fround(Math.sqrt(H));
@@ -108,14 +119,24 @@ export function referenceForward(checkpoint: Checkpoint, ids: number[], weights:
         }
       }
     }
-    const attn = rmsNorm(linear(context, T, nH * D, weight(n.o_proj), H), H, weight(n.post_attention_layernorm), c.rms_norm_eps);
+    const attn = rmsNorm(
+      linear(context, T, nH * D, weight(n.o_proj), H),
+      H,
+      weight(n.post_attention_layernorm),
+      c.rms_norm_eps,
+    );
     for (let i = 0; i < h.length; i++) h[i] = h[i]! + attn[i]!;
 
     const y = rmsNorm(h, H, weight(n.pre_feedforward_layernorm), c.rms_norm_eps);
     const gate = linear(y, T, H, weight(n.gate_proj), I);
     const up = linear(y, T, H, weight(n.up_proj), I);
     for (let i = 0; i < gate.length; i++) gate[i] = geluTanh(gate[i]!) * up[i]!;
-    const mlp = rmsNorm(linear(gate, T, I, weight(n.down_proj), H), H, weight(n.post_feedforward_layernorm), c.rms_norm_eps);
+    const mlp = rmsNorm(
+      linear(gate, T, I, weight(n.down_proj), H),
+      H,
+      weight(n.post_feedforward_layernorm),
+      c.rms_norm_eps,
+    );
     h = h.map((value, i) => value + mlp[i]!);
   }
   const final = rmsNorm(h, H, weight(finalNormName(c.tensor_prefix)), c.rms_norm_eps);

@@ -34,26 +34,37 @@ async function helpOf(main: (argv: string[]) => Promise<void>, argv: string[]): 
 describe('--help', () => {
   const own = Object.keys(commands).filter((name) => name !== 'mmlu-pro'); // mmlu-pro prints its own (issue 15)
   it.each(own)('%s --help and -h list every flag with its default, and an example', async (name) => {
-    const module = (await commands[name]!.load()) as { main: (argv: string[]) => Promise<void>; command?: { defaults: Record<string, unknown> } };
+    const module = (await commands[name]!.load()) as {
+      main: (argv: string[]) => Promise<void>;
+      command?: { defaults: Record<string, unknown> };
+    };
     const text = await helpOf(module.main, ['--help']);
     expect(await helpOf(module.main, ['-h'])).toBe(text);
     expect(text).toMatch(new RegExp(`^usage: npx iwibench ${name}`));
     expect(text).toMatch(/\nexamples?:\n {2}npx iwibench /);
     if (name === 'bench') {
       // A dispatcher: each benchmark lists its own flags and defaults.
-      expect(await helpOf(module.main, ['service', '--help'])).toMatch(/^usage: npx iwibench bench service \[flags\]\n[^]*--calls N +default: 400/);
+      expect(await helpOf(module.main, ['service', '--help'])).toMatch(
+        /^usage: npx iwibench bench service \[flags\]\n[^]*--calls N +default: 400/,
+      );
       return;
     }
     expect(module.command).toBeDefined();
     for (const [flag, value] of Object.entries(module.command!.defaults)) {
       const line = text.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `) || l.trim() === `--${flag}`);
       expect(line, `--${flag} in the help of ${name}`).toBeDefined();
-      if (typeof value === 'number' || (typeof value === 'string' && value !== '')) expect(line).toContain(`default: ${value}`);
+      if (typeof value === 'number' || (typeof value === 'string' && value !== ''))
+        expect(line).toContain(`default: ${value}`);
     }
   });
 
   it('answers through the real CLI: <command> --help, -h and help <command> alike, exit 0, on stdout', async () => {
-    const [long, short, viaHelp, mmlu] = await Promise.all([iwibench('run-pilot', '--help'), iwibench('run-pilot', '-h'), iwibench('help', 'run-pilot'), iwibench('mmlu-pro', '--help')]);
+    const [long, short, viaHelp, mmlu] = await Promise.all([
+      iwibench('run-pilot', '--help'),
+      iwibench('run-pilot', '-h'),
+      iwibench('help', 'run-pilot'),
+      iwibench('mmlu-pro', '--help'),
+    ]);
     for (const run of [long, short, viaHelp]) {
       expect(run.code).toBe(0);
       expect(run.stdout).toBe(long.stdout);
@@ -68,7 +79,18 @@ describe('--help', () => {
 
 describe('problems of an invocation', () => {
   it('are reported together, with the nearest flag name, exit 2, before any work', async () => {
-    const run = await iwibench('run-prime', '--famly', 'local_factual_update', '--seed', '-3', '--api', 'chatt', '--items-per-kind', 'two', 'extra');
+    const run = await iwibench(
+      'run-prime',
+      '--famly',
+      'local_factual_update',
+      '--seed',
+      '-3',
+      '--api',
+      'chatt',
+      '--items-per-kind',
+      'two',
+      'extra',
+    );
     expect(run.code).toBe(2);
     const lines = run.stderr.split('\n');
     expect(lines).toContain('  - unknown flag --famly (did you mean --family?)');
@@ -88,15 +110,25 @@ describe('problems of an invocation', () => {
   });
 
   it('parses values of every type, repeatable flags, inline values and positionals', () => {
-    const spec = { defaults: { n: 1, name: 'x', on: false, tag: [] as string[], opt: undefined as string | undefined }, positionals: { names: 'A', min: 1, max: 2 } };
-    const { flags, positionals } = parseCommand(['a', '--n=4', '--on', '--tag', 't1', '--tag=t2', '--name', '-', '--', '--b'], spec);
+    const spec = {
+      defaults: { n: 1, name: 'x', on: false, tag: [] as string[], opt: undefined as string | undefined },
+      positionals: { names: 'A', min: 1, max: 2 },
+    };
+    const { flags, positionals } = parseCommand(
+      ['a', '--n=4', '--on', '--tag', 't1', '--tag=t2', '--name', '-', '--', '--b'],
+      spec,
+    );
     expect(flags).toEqual({ n: 4, name: '-', on: true, tag: ['t1', 't2'], opt: undefined });
     expect(positionals).toEqual(['a', '--b']);
     expect(() => parseCommand(['--on=yes', '--opt'], spec)).toThrow(UsageError);
     try {
       parseCommand(['--on=yes', '--opt'], spec);
     } catch (error) {
-      expect((error as UsageError).problems).toEqual(['--on takes no value', '--opt needs a value', 'expects 1 to 2 argument(s) A, got 0']);
+      expect((error as UsageError).problems).toEqual([
+        '--on takes no value',
+        '--opt needs a value',
+        'expects 1 to 2 argument(s) A, got 0',
+      ]);
     }
   });
 

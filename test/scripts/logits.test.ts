@@ -16,7 +16,18 @@ describe('npx iwibench logits / make-tiny-checkpoint', () => {
   it('writes [T, vocab] float32 logits as .npy that match the reference forward', async () => {
     const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'iwibench-logits-')), 'logits.npy');
     const ids = [2, 105, 2364, 107, 9259, 1902, 106, 107, 105, 4368, 107, 818];
-    const { stdout } = await run(process.execPath, [cli, 'logits', '--model-dir', fixtureCheckpoint('tiny'), '--ids', ids.join(','), '--out', out, '--chunk', '5']);
+    const { stdout } = await run(process.execPath, [
+      cli,
+      'logits',
+      '--model-dir',
+      fixtureCheckpoint('tiny'),
+      '--ids',
+      ids.join(','),
+      '--out',
+      out,
+      '--chunk',
+      '5',
+    ]);
     expect(JSON.parse(stdout).shape).toEqual([12, 262144]);
     const { data, shape } = readNpy(readFileSync(out));
     expect(shape).toEqual([12, 262144]);
@@ -32,10 +43,27 @@ describe('npx iwibench logits / make-tiny-checkpoint', () => {
 
   it('makes the same checkpoint bit for bit from the same seed, and refuses bad flags', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-make-'));
-    await run(process.execPath, [cli, 'make-tiny-checkpoint', '--out', path.join(dir, 'a'), '--preset', 'tiny', '--seed', '7']);
-    expect(readFileSync(path.join(dir, 'a', 'model.safetensors')).equals(readFileSync(path.join(fixtureCheckpoint('tiny'), 'model.safetensors')))).toBe(true);
-    await expect(run(process.execPath, [cli, 'make-tiny-checkpoint', '--out', path.join(dir, 'b'), '--preset', 'huge'])).rejects.toThrow(/--preset must be one of tiny, tiny-4b/);
-    await expect(run(process.execPath, [cli, 'logits', '--model-dir', dir, '--ids', '1,x', '--out', 'x.npy'])).rejects.toThrow(/--ids: "x" is not an integer/);
+    await run(process.execPath, [
+      cli,
+      'make-tiny-checkpoint',
+      '--out',
+      path.join(dir, 'a'),
+      '--preset',
+      'tiny',
+      '--seed',
+      '7',
+    ]);
+    expect(
+      readFileSync(path.join(dir, 'a', 'model.safetensors')).equals(
+        readFileSync(path.join(fixtureCheckpoint('tiny'), 'model.safetensors')),
+      ),
+    ).toBe(true);
+    await expect(
+      run(process.execPath, [cli, 'make-tiny-checkpoint', '--out', path.join(dir, 'b'), '--preset', 'huge']),
+    ).rejects.toThrow(/--preset must be one of tiny, tiny-4b/);
+    await expect(
+      run(process.execPath, [cli, 'logits', '--model-dir', dir, '--ids', '1,x', '--out', 'x.npy']),
+    ).rejects.toThrow(/--ids: "x" is not an integer/);
     await expect(run(process.execPath, [cli, 'logits', '--bogus'])).rejects.toThrow(/unknown flag --bogus/);
   });
 });

@@ -39,7 +39,11 @@ async function iwibenchWithLog(...args: string[]): Promise<{ stdout: string; std
 
 /** A long-running command: resolves with the JSON line it prints once it listens. */
 async function start(...args: string[]): Promise<Record<string, string>> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: work, env, stdio: ['ignore', 'pipe', args[0] === 'editor-proxy' ? 'ignore' : 'inherit'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: work,
+    env,
+    stdio: ['ignore', 'pipe', args[0] === 'editor-proxy' ? 'ignore' : 'inherit'],
+  });
   background.push(child);
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
@@ -50,7 +54,15 @@ async function start(...args: string[]): Promise<Record<string, string>> {
 
 /** One edit (a scaled row of layer 1's MLP down projection), then the final reply that submits it. */
 const editorTurns = (): FakeReply[] => [
-  { calls: [{ name: 'write_weights', arguments: { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [0], factor: 0.5 } }], usage: { input: 900, cached: 0, output: 40, reasoning: 0 } },
+  {
+    calls: [
+      {
+        name: 'write_weights',
+        arguments: { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [0], factor: 0.5 },
+      },
+    ],
+    usage: { input: 900, cached: 0, output: 40, reasoning: 0 },
+  },
   { text: 'One row scaled.', usage: { input: 1000, cached: 512, output: 8, reasoning: 0 } },
 ];
 
@@ -60,7 +72,13 @@ beforeAll(async () => {
   api = await FakeEditorApi.start();
   api.script([...editorTurns(), ...editorTurns()]);
   const { IWIBENCH_SERVICE_URL: _url, HF_HUB_CACHE: _cache, ...rest } = process.env;
-  env = { ...rest, HF_HOME: path.join(work, 'hf-home'), OPENAI_API_KEY: API_KEY, IWIBENCH_ADMIN_TOKEN: 'a'.repeat(48), IWIBENCH_EDITOR_TOKEN: 'e'.repeat(48) };
+  env = {
+    ...rest,
+    HF_HOME: path.join(work, 'hf-home'),
+    OPENAI_API_KEY: API_KEY,
+    IWIBENCH_ADMIN_TOKEN: 'a'.repeat(48),
+    IWIBENCH_EDITOR_TOKEN: 'e'.repeat(48),
+  };
 });
 
 afterAll(async () => {
@@ -71,25 +89,83 @@ afterAll(async () => {
 describe("the seed's command lines", () => {
   it('run as written, end to end', { timeout: 300_000 }, async () => {
     // calibrate --model M --cache-dir DIR --seeds N --eligible-per-family K --output F (smoke: one family, 8 seeds)
-    const calibration = JSON.parse(await iwibench('calibrate', '--model', M, '--cache-dir', path.join(work, 'hf-home', 'hub'), '--seeds', '8', '--eligible-per-family', '1', '--families', FAMILY, '--output', 'runs/calibration.json'));
+    const calibration = JSON.parse(
+      await iwibench(
+        'calibrate',
+        '--model',
+        M,
+        '--cache-dir',
+        path.join(work, 'hf-home', 'hub'),
+        '--seeds',
+        '8',
+        '--eligible-per-family',
+        '1',
+        '--families',
+        FAMILY,
+        '--output',
+        'runs/calibration.json',
+      ),
+    );
     expect(calibration).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
 
     // service --model M --output-dir D (the cache from $HF_HOME, the pinned revision), and a service env file
-    const service = await start('service', '--model', M, '--output-dir', 'runs/service', '--port', '0', '--log-level', 'warn');
+    const service = await start(
+      'service',
+      '--model',
+      M,
+      '--output-dir',
+      'runs/service',
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+    );
     expect(service).toMatchObject({ model: M, revision: PINNED_REVISIONS[M] });
-    writeFileSync(path.join(work, 'runs', 'service.env'), `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${env.IWIBENCH_ADMIN_TOKEN}\nIWIBENCH_EDITOR_TOKEN=${env.IWIBENCH_EDITOR_TOKEN}\n`);
+    writeFileSync(
+      path.join(work, 'runs', 'service.env'),
+      `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${env.IWIBENCH_ADMIN_TOKEN}\nIWIBENCH_EDITOR_TOKEN=${env.IWIBENCH_EDITOR_TOKEN}\n`,
+    );
 
     // editor-proxy --port P --buffer-chat --upstream-url https://…/v1/chat/completions
-    const proxy = await start('editor-proxy', '--port', '0', '--buffer-chat', '--upstream-url', `${api.url}/chat/completions`);
+    const proxy = await start(
+      'editor-proxy',
+      '--port',
+      '0',
+      '--buffer-chat',
+      '--upstream-url',
+      `${api.url}/chat/completions`,
+    );
     expect(proxy.upstreamUrl).toBe(api.url);
     const editorFlags = ['--editor-model', EDITOR, '--editor-base-url', `${proxy.url}/v1`, '--items-per-kind', '1'];
 
     // run-pilot CALIBRATION --service-env F --output-dir D --workers 2 --editor-model M (no checkpoint flags)
-    const pilot = JSON.parse(await iwibench('run-pilot', 'runs/calibration.json', '--service-env', 'runs/service.env', '--output-dir', 'runs/pilot', '--workers', '2', ...editorFlags));
+    const pilot = JSON.parse(
+      await iwibench(
+        'run-pilot',
+        'runs/calibration.json',
+        '--service-env',
+        'runs/service.env',
+        '--output-dir',
+        'runs/pilot',
+        '--workers',
+        '2',
+        ...editorFlags,
+      ),
+    );
     expect(pilot).toEqual({ output_dir: 'runs/pilot', attempts: 1, failed: 0 });
     const [attempt] = readdirSync(path.join(work, 'runs', 'pilot', 'attempts'));
     // The same command again resumes, and says what it kept.
-    const again = await iwibenchWithLog('run-pilot', 'runs/calibration.json', '--service-env', 'runs/service.env', '--output-dir', 'runs/pilot', '--workers', '2', ...editorFlags);
+    const again = await iwibenchWithLog(
+      'run-pilot',
+      'runs/calibration.json',
+      '--service-env',
+      'runs/service.env',
+      '--output-dir',
+      'runs/pilot',
+      '--workers',
+      '2',
+      ...editorFlags,
+    );
     expect(again.stderr).toContain('pilot resumed: 1 of 1 attempts kept');
     expect(JSON.parse(again.stdout)).toEqual(pilot);
     // The editor came through the proxy, and got no reasoning_effort (not the default editor).
@@ -99,23 +175,50 @@ describe("the seed's command lines", () => {
     // run-prime --family F --seed S --model M (the service through IWIBENCH_SERVICE_URL, output under runs/)
     env = { ...env, IWIBENCH_SERVICE_URL: service.url };
     const seed = String(JSON.parse(readFileSync(path.join(work, 'runs', 'calibration.json'), 'utf8')).episodes[0].seed);
-    const prime = JSON.parse(await iwibench('run-prime', '--family', FAMILY, '--seed', seed, '--model', M, ...editorFlags));
+    const prime = JSON.parse(
+      await iwibench('run-prime', '--family', FAMILY, '--seed', seed, '--model', M, ...editorFlags),
+    );
     expect(prime.results).toBe(path.join('runs', 'prime', `${FAMILY}-s${seed}`, 'results.json'));
 
     // report RUNS --editor LABEL --output-dir D
-    const report = JSON.parse(await iwibench('report', 'runs/pilot', '--editor', EDITOR, '--output-dir', 'runs/report'));
+    const report = JSON.parse(
+      await iwibench('report', 'runs/pilot', '--editor', EDITOR, '--output-dir', 'runs/report'),
+    );
     expect(existsSync(path.join(work, report.html))).toBe(true);
 
     // report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR … --output F (repeated per editor)
-    const tokens = JSON.parse(await iwibench('report-token-efficiency', '--editor', EDITOR, 'runs/report/results.csv', 'runs/pilot/attempts', '--output', 'runs/tokens.csv'));
+    const tokens = JSON.parse(
+      await iwibench(
+        'report-token-efficiency',
+        '--editor',
+        EDITOR,
+        'runs/report/results.csv',
+        'runs/pilot/attempts',
+        '--output',
+        'runs/tokens.csv',
+      ),
+    );
     expect(tokens.overall[0]).toMatchObject({ editor: EDITOR, editor_tokens: 900 + 40 + 1000 + 8 });
 
     // replay-patch RESULTS --control-seed N --output-dir D (the checkpoint RESULTS names, from the cache)
-    const replay = JSON.parse(await iwibench('replay-patch', `runs/pilot/attempts/${attempt}/results.json`, '--control-seed', '1001', '--output-dir', 'runs/replay', '--items-per-kind', '1'));
+    const replay = JSON.parse(
+      await iwibench(
+        'replay-patch',
+        `runs/pilot/attempts/${attempt}/results.json`,
+        '--control-seed',
+        '1001',
+        '--output-dir',
+        'runs/replay',
+        '--items-per-kind',
+        '1',
+      ),
+    );
     expect(replay).toMatchObject({ family: FAMILY, control_seed: 1001 });
     expect(replay.new_controls.items).toBeGreaterThan(0);
 
     // make-tiny-checkpoint --out D --preset P --seed N
-    expect(JSON.parse(await iwibench('make-tiny-checkpoint', '--out', 'runs/tiny', '--preset', 'tiny', '--seed', '3'))).toMatchObject({ preset: 'tiny', seed: 3 });
+    expect(
+      JSON.parse(await iwibench('make-tiny-checkpoint', '--out', 'runs/tiny', '--preset', 'tiny', '--seed', '3')),
+    ).toMatchObject({ preset: 'tiny', seed: 3 });
   });
 });

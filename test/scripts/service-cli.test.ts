@@ -19,14 +19,39 @@ describe('npx iwibench service', () => {
   it('names the model it loaded, and stops when the npx process is killed', { timeout: 120_000 }, async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), 'iwibench-hf-home-'));
     addSnapshot(path.join(home, 'hub'), ID, PINNED_REVISIONS[ID]!, TOY_TARGET_DIR, ['main']);
-    const env = { ...process.env, HF_HOME: home, HF_HUB_CACHE: '', IWIBENCH_ADMIN_TOKEN: 'admin-token-for-test', IWIBENCH_EDITOR_TOKEN: 'editor-token-for-test' };
-    const npx = spawn('npx', ['iwibench', 'service', '--model', ID, '--port', '0', '--output-dir', path.join(home, 'service'), '--log-level', 'warn'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = {
+      ...process.env,
+      HF_HOME: home,
+      HF_HUB_CACHE: '',
+      IWIBENCH_ADMIN_TOKEN: 'admin-token-for-test',
+      IWIBENCH_EDITOR_TOKEN: 'editor-token-for-test',
+    };
+    const npx = spawn(
+      'npx',
+      [
+        'iwibench',
+        'service',
+        '--model',
+        ID,
+        '--port',
+        '0',
+        '--output-dir',
+        path.join(home, 'service'),
+        '--log-level',
+        'warn',
+      ],
+      { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const first = await new Promise<string>((resolve, reject) => {
       createInterface({ input: npx.stdout! }).once('line', resolve);
       npx.once('exit', (code) => reject(new Error(`npx exited with ${code} before the service listened`)));
     });
     const started = JSON.parse(first);
-    expect(started).toMatchObject({ model: ID, revision: PINNED_REVISIONS[ID], output_dir: path.join(home, 'service') });
+    expect(started).toMatchObject({
+      model: ID,
+      revision: PINNED_REVISIONS[ID],
+      output_dir: path.join(home, 'service'),
+    });
     const health = await (await fetch(`${started.url}/health`)).json();
     expect(health).toMatchObject({ model: ID, revision: PINNED_REVISIONS[ID] });
 

@@ -34,9 +34,18 @@ function holdQueue(): { release: () => void; done: Promise<unknown> } {
 }
 
 /** A POST through real HTTP that the test can abandon (the client goes away: its socket is closed). */
-function post(url: string, headers: Record<string, string>, body: unknown): { abort: () => void; response: Promise<Response | undefined> } {
+function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): { abort: () => void; response: Promise<Response | undefined> } {
   const controller = new AbortController();
-  const init = { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: controller.signal };
+  const init = {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: controller.signal,
+  };
   const response = fetch(base + url, init).catch((error) => {
     if ((error as Error).name !== 'AbortError') throw error;
     return undefined;
@@ -44,7 +53,12 @@ function post(url: string, headers: Record<string, string>, body: unknown): { ab
   return { abort: () => controller.abort(), response };
 }
 
-const completion = (stream: boolean) => ({ model: 'iwibench/tiny', messages: [{ role: 'user', content: 'Name three colours.' }], max_tokens: 64, stream });
+const completion = (stream: boolean) => ({
+  model: 'iwibench/tiny',
+  messages: [{ role: 'user', content: 'Name three colours.' }],
+  max_tokens: 64,
+  stream,
+});
 
 describe('a gone client leaves the queue', () => {
   it('50 aborted streams (and 10 aborted plain completions) leave 0 queued jobs and never run', async () => {
@@ -52,7 +66,9 @@ describe('a gone client leaves the queue', () => {
     const hold = holdQueue();
     const requests = [
       ...Array.from({ length: 50 }, () => post('/v1/chat/completions', ADMIN, completion(true))),
-      ...Array.from({ length: 10 }, () => post('/v1/completions', ADMIN, { model: 'iwibench/tiny', prompt: 'Once upon a time', max_tokens: 8 })),
+      ...Array.from({ length: 10 }, () =>
+        post('/v1/completions', ADMIN, { model: 'iwibench/tiny', prompt: 'Once upon a time', max_tokens: 8 }),
+      ),
     ];
     try {
       await until(() => h.target.queue.pending === 60, '60 requests are queued');
@@ -65,7 +81,12 @@ describe('a gone client leaves the queue', () => {
     await Promise.all(requests.map((r) => r.response));
     expect(generate).not.toHaveBeenCalled();
     // The service still answers.
-    const after = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...completion(false), max_tokens: 2 } });
+    const after = await h.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: ADMIN,
+      payload: { ...completion(false), max_tokens: 2 },
+    });
     expect(after.statusCode).toBe(200);
   });
 
@@ -93,14 +114,16 @@ describe('a gone client stops a started generation at its next slice', () => {
   function abortOnceStarted(abort: () => void): Promise<unknown> {
     const original = h.target.engine.generate.bind(h.target.engine);
     return new Promise((resolve) => {
-      vi.spyOn(h.target.engine, 'generate').mockImplementationOnce(async (prompts: number[][], options: GenerateOptions) => {
-        abort();
-        await until(() => options.signal?.aborted === true, 'the server has seen the client go');
-        return original(prompts, options).then(
-          (results) => (resolve(results), results),
-          (error: unknown) => (resolve(error), Promise.reject(error)),
-        );
-      });
+      vi.spyOn(h.target.engine, 'generate').mockImplementationOnce(
+        async (prompts: number[][], options: GenerateOptions) => {
+          abort();
+          await until(() => options.signal?.aborted === true, 'the server has seen the client go');
+          return original(prompts, options).then(
+            (results) => (resolve(results), results),
+            (error: unknown) => (resolve(error), Promise.reject(error)),
+          );
+        },
+      );
     });
   }
 
@@ -116,12 +139,21 @@ describe('a gone client stops a started generation at its next slice', () => {
 
   it('run_target: stopped, and charged nothing', async () => {
     const { id, headers } = await h.episode();
-    const request = post(`/episodes/${id}/tools/run_target`, headers, { sequences: [chat('Name three colours.')], max_new_tokens: 32, compare_base: true });
+    const request = post(`/episodes/${id}/tools/run_target`, headers, {
+      sequences: [chat('Name three colours.')],
+      max_new_tokens: 32,
+      compare_base: true,
+    });
     const outcome = await abortOnceStarted(request.abort);
     await request.response;
     expect((outcome as Error).name).toBe('AbortError');
     const used = (await h.app.inject({ method: 'GET', url: `/episodes/${id}`, headers: ADMIN })).json().budget.used;
-    expect(used).toMatchObject({ tool_calls: 0, run_target_calls: 0, run_target_sequence_evaluations: 0, forward_tokens: 0 });
+    expect(used).toMatchObject({
+      tool_calls: 0,
+      run_target_calls: 0,
+      run_target_sequence_evaluations: 0,
+      forward_tokens: 0,
+    });
   });
 });
 
@@ -133,10 +165,20 @@ describe('error messages quote user input only up to a length', () => {
   };
 
   it('a 1 MB model name, tensor name, handle, budget or field name comes back capped', async () => {
-    const chatModel = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...completion(false), model: long } });
+    const chatModel = await h.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: ADMIN,
+      payload: { ...completion(false), model: long },
+    });
     expect(chatModel.statusCode).toBe(404);
     capped(chatModel.json().error.message);
-    const field = await h.app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { model: 'iwibench/tiny', prompt: 'Hi', [long]: 1 } });
+    const field = await h.app.inject({
+      method: 'POST',
+      url: '/v1/completions',
+      headers: ADMIN,
+      payload: { model: 'iwibench/tiny', prompt: 'Hi', [long]: 1 },
+    });
     expect(field.statusCode).toBe(400);
     capped(field.json().error.message);
     expect(field.json().error.param.length).toBe(QUOTE_LIMIT);

@@ -26,7 +26,12 @@ describe('service/errors', () => {
 
   it('renders {statusCode, code, error, message}', () => {
     const error = new IwiError('WEIGHT_NOT_FOUND', 'no tensor named "x"');
-    expect(errorReply(error)).toEqual({ statusCode: 404, code: 'WEIGHT_NOT_FOUND', error: 'Not Found', message: 'no tensor named "x"' });
+    expect(errorReply(error)).toEqual({
+      statusCode: 404,
+      code: 'WEIGHT_NOT_FOUND',
+      error: 'Not Found',
+      message: 'no tensor named "x"',
+    });
     expect(errorReply(new IwiError('HANDLE_LIMIT', 'm')).error).toBe('Too Many Requests');
     expect(isIwiError(error, 'WEIGHT_NOT_FOUND')).toBe(true);
     expect(isIwiError(error, 'SHAPE_MISMATCH')).toBe(false);

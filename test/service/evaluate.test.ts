@@ -39,7 +39,15 @@ beforeAll(() => {
   const store = new WeightStore(checkpoint);
   const episode = store.createEpisode('e');
   episode.write({ op: 'scale', tensor: DOWN, slice: [[0, 16]], factor: -2 });
-  episode.write({ op: 'fill', tensor: DOWN, slice: [[16, 20], [0, 8]], value: 0.5 });
+  episode.write({
+    op: 'fill',
+    tensor: DOWN,
+    slice: [
+      [16, 20],
+      [0, 8],
+    ],
+    value: 0.5,
+  });
   const written = writeEpisodePatch(episode, path.join(work, 'patch'));
   patch = { dir: written.dir, id: written.digest };
   const second = store.createEpisode('f');
@@ -54,7 +62,9 @@ describe('evaluateInFreshProcess', () => {
   it('runs its own worker file, not the CLI, and returns what the in-process evaluator gives with the patch stats loadPatch reads', async () => {
     let command: string[] = [];
     const out = path.join(work, 'outputs-edited.json');
-    const run = await evaluateInFreshProcess({ location, items, patch }, out, { onStart: (child) => (command = child.spawnargs) });
+    const run = await evaluateInFreshProcess({ location, items, patch }, out, {
+      onStart: (child) => (command = child.spawnargs),
+    });
     expect(command).toContain(EVALUATION_WORKER);
     expect(command.join(' ')).not.toMatch(/iwibench\.js|cli\.ts|evaluate-patch/);
 
@@ -71,7 +81,13 @@ describe('evaluateInFreshProcess', () => {
     });
     expect(loaded.json.ops).toHaveLength(2);
     const { stats } = loaded.json;
-    expect(patchSummary(patch)).toEqual({ dir: patch.dir, sha256: patch.id, changed_parameters: stats.changed_parameters, tensors: stats.tensors, ops: 2 });
+    expect(patchSummary(patch)).toEqual({
+      dir: patch.dir,
+      sha256: patch.id,
+      changed_parameters: stats.changed_parameters,
+      tensors: stats.tensors,
+      ops: 2,
+    });
 
     const inProcess = await evaluateItems(location, items, { patch });
     expect(run.outputs).toEqual(inProcess.outputs);
@@ -80,7 +96,10 @@ describe('evaluateInFreshProcess', () => {
   });
 
   it('runs the pristine weights when the job names no patch', async () => {
-    const run = await evaluateInFreshProcess({ location, items, patch: null }, path.join(work, 'outputs-pristine.json'));
+    const run = await evaluateInFreshProcess(
+      { location, items, patch: null },
+      path.join(work, 'outputs-pristine.json'),
+    );
     expect(run.weights).toBe('pristine');
     expect(run.patch).toBeNull();
     expect(run.outputs).toEqual((await evaluateItems(location, items)).outputs);
@@ -88,20 +107,32 @@ describe('evaluateInFreshProcess', () => {
 
   it("rejects with the child's exit code and last stderr line when it fails, and with the signal when it is killed", async () => {
     const swapped = { dir: other.dir, id: patch.id }; // the folder holds another patch than the id asked for
-    await expect(evaluateInFreshProcess({ location, items, patch: swapped }, path.join(work, 'swapped.json'))).rejects.toThrow(
-      new RegExp(`^evaluation process \\(patched\\) failed with exit code 1: .*holds patch ${other.id}.*not the requested ${patch.id}`),
+    await expect(
+      evaluateInFreshProcess({ location, items, patch: swapped }, path.join(work, 'swapped.json')),
+    ).rejects.toThrow(
+      new RegExp(
+        `^evaluation process \\(patched\\) failed with exit code 1: .*holds patch ${other.id}.*not the requested ${patch.id}`,
+      ),
     );
-    const killed = evaluateInFreshProcess({ location, items, patch: null }, path.join(work, 'killed.json'), { onStart: (child) => child.kill('SIGKILL') });
+    const killed = evaluateInFreshProcess({ location, items, patch: null }, path.join(work, 'killed.json'), {
+      onStart: (child) => child.kill('SIGKILL'),
+    });
     await expect(killed).rejects.toThrow(/^evaluation process \(pristine\) failed with SIGKILL/);
   });
 
   it('ends itself when the runner that started it is killed, without writing its outputs', async () => {
     const out = path.join(work, 'orphan.json');
-    const runner = spawn(process.execPath, ['--import', 'tsx/esm', path.join(REPO_ROOT, 'test/service/evaluate-runner-child.ts'), MODEL, out], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const pid = Number(await new Promise<string>((resolve) => createInterface({ input: runner.stdout! }).once('line', resolve)));
+    const runner = spawn(
+      process.execPath,
+      ['--import', 'tsx/esm', path.join(REPO_ROOT, 'test/service/evaluate-runner-child.ts'), MODEL, out],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const pid = Number(
+      await new Promise<string>((resolve) => createInterface({ input: runner.stdout! }).once('line', resolve)),
+    );
     expect(isAlive(pid)).toBe(true);
     runner.kill('SIGKILL');
     while (isAlive(pid)) await sleep(100); // had it gone on, it would have written its outputs

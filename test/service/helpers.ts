@@ -17,7 +17,9 @@ export const SPEC: EpisodeCreate = {
   seed: 3,
   objective: 'Make the target answer Friedrich Merz when asked who leads Germany.',
   relevant_token_ids: [9259, 1902],
-  practice: [{ messages: [{ role: 'user', content: 'Who is the chancellor of Germany?' }], response: 'Friedrich Merz.' }],
+  practice: [
+    { messages: [{ role: 'user', content: 'Who is the chancellor of Germany?' }], response: 'Friedrich Merz.' },
+  ],
 };
 
 export type Harness = {
@@ -45,7 +47,12 @@ export async function harness(outputDir = mkdtempSync(path.join(os.tmpdir(), 'iw
     target,
     outputDir,
     async episode(spec = {}) {
-      const response = await app.inject({ method: 'POST', url: '/episodes', headers: ADMIN, payload: { ...SPEC, ...spec } });
+      const response = await app.inject({
+        method: 'POST',
+        url: '/episodes',
+        headers: ADMIN,
+        payload: { ...SPEC, ...spec },
+      });
       if (response.statusCode !== 201) throw new Error(`create failed: ${response.body}`);
       const { id, episode_key } = response.json();
       return { id, headers: { authorization: `Bearer ${TOKENS.editor}`, 'x-episode-key': episode_key } };

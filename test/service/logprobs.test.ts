@@ -24,7 +24,11 @@ let client: OpenAI;
 beforeAll(async () => {
   h = await harness();
   await h.app.listen({ host: '127.0.0.1', port: 0 });
-  client = new OpenAI({ apiKey: TOKENS.admin, baseURL: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 });
+  client = new OpenAI({
+    apiKey: TOKENS.admin,
+    baseURL: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}/v1`,
+    maxRetries: 0,
+  });
 });
 afterAll(() => h.app.close());
 afterEach(() => vi.restoreAllMocks());
@@ -64,7 +68,13 @@ async function greedy(ids: number[], maxNewTokens: number): Promise<GenerateResu
 const shown = (id: number) => showToken(h.target.tokenizer, id).token;
 
 /** Check a legacy logprobs object against the reference: `first` is the position of its first token in `ids`. */
-function expectLegacy(logprobs: OpenAI.Completions.CompletionChoice.Logprobs, ids: number[], first: number, rows: Float64Array[], k: number) {
+function expectLegacy(
+  logprobs: OpenAI.Completions.CompletionChoice.Logprobs,
+  ids: number[],
+  first: number,
+  rows: Float64Array[],
+  k: number,
+) {
   expect(logprobs.tokens).toEqual(ids.slice(first).map(shown));
   logprobs.token_logprobs!.forEach((value, i) => {
     const p = first + i;
@@ -78,7 +88,8 @@ function expectLegacy(logprobs: OpenAI.Completions.CompletionChoice.Logprobs, id
     const top = logprobs.top_logprobs![i]!;
     const want = topIds(row, k);
     expect(Object.keys(top).slice(0, k)).toEqual(want.map(shown));
-    for (const id of [...want, ids[p]!]) expect(Math.abs(top[shown(id)]! - row[id]!), `top ${id} at ${p}`).toBeLessThan(TOLERANCE);
+    for (const id of [...want, ids[p]!])
+      expect(Math.abs(top[shown(id)]! - row[id]!), `top ${id} at ${p}`).toBeLessThan(TOLERANCE);
   });
 }
 
@@ -90,7 +101,13 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const result = await greedy(ids, 6);
     const all = [...ids, ...result.outputIds];
     const rows = await reference(all);
-    const completion = await client.completions.create({ model: MODEL, prompt, max_tokens: 6, logprobs: 5, echo: true });
+    const completion = await client.completions.create({
+      model: MODEL,
+      prompt,
+      max_tokens: 6,
+      logprobs: 5,
+      echo: true,
+    });
     const choice = completion.choices[0]!;
     expect(result.stopReason).toBe('max_tokens'); // so no stop token follows the six
     expectLegacy(choice.logprobs!, all, 0, rows, 5);
@@ -99,7 +116,11 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const offsets = choice.logprobs!.text_offset!;
     expect(offsets[ids.length]).toBe(h.target.tokenizer.decode(ids).length);
     expect(offsets.every((o, i) => i === 0 || o >= offsets[i - 1]!)).toBe(true);
-    expect(completion.usage).toEqual({ prompt_tokens: ids.length, completion_tokens: ids.length + 6, total_tokens: 2 * ids.length + 6 });
+    expect(completion.usage).toEqual({
+      prompt_tokens: ids.length,
+      completion_tokens: ids.length + 6,
+      total_tokens: 2 * ids.length + 6,
+    });
     // Without echo: the generated tokens only, offsets into the generated text.
     const plain = await client.completions.create({ model: MODEL, prompt, max_tokens: 6, logprobs: 2 });
     expectLegacy(plain.choices[0]!.logprobs!, all, ids.length, rows, 2);
@@ -111,7 +132,12 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const body = { model: MODEL, prompt, max_tokens: 6, logprobs: 3, echo: true } as const;
     const whole = (await client.completions.create(body)).choices[0]!;
     const stream = await client.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
-    const joined = { tokens: [] as string[], token_logprobs: [] as (number | null)[], top_logprobs: [] as unknown[], text_offset: [] as number[] };
+    const joined = {
+      tokens: [] as string[],
+      token_logprobs: [] as (number | null)[],
+      top_logprobs: [] as unknown[],
+      text_offset: [] as number[],
+    };
     let text = '';
     let finish;
     let usage;
@@ -138,11 +164,21 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const ids = h.target.promptIds({ prompt });
     const rows = await reference(ids);
     const generate = vi.spyOn(h.target.engine, 'generate');
-    const scored = await client.completions.create({ model: MODEL, prompt: ids, max_tokens: 0, echo: true, logprobs: 1 });
+    const scored = await client.completions.create({
+      model: MODEL,
+      prompt: ids,
+      max_tokens: 0,
+      echo: true,
+      logprobs: 1,
+    });
     expect(generate).not.toHaveBeenCalled();
     expectLegacy(scored.choices[0]!.logprobs!, ids, 0, rows, 1);
     expect(scored.choices[0]!).toMatchObject({ text: h.target.tokenizer.decode(ids), finish_reason: 'length' });
-    expect(scored.usage).toEqual({ prompt_tokens: ids.length, completion_tokens: ids.length, total_tokens: 2 * ids.length });
+    expect(scored.usage).toEqual({
+      prompt_tokens: ids.length,
+      completion_tokens: ids.length,
+      total_tokens: 2 * ids.length,
+    });
   });
 
   it('token-id prompts give what their text gives; several prompts give one choice each, in order', async () => {
@@ -153,7 +189,10 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const byIds = await client.completions.create({ ...body, prompt: a! });
     expect(byIds.choices).toEqual(byText.choices);
     const single = (await client.completions.create({ ...body, prompt: other })).choices[0]!;
-    for (const several of [[prompt, other], [a!, b!]]) {
+    for (const several of [
+      [prompt, other],
+      [a!, b!],
+    ]) {
       const both = await client.completions.create({ ...body, prompt: several });
       expect(both.choices).toEqual([byText.choices[0], { ...single, index: 1 }]);
       expect(both.usage!.prompt_tokens).toBe(a!.length + b!.length);
@@ -174,9 +213,12 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     expect(cut.logprobs!.tokens!.join('').startsWith(cut.text)).toBe(true);
     const output = (await greedy(ids, 8)).outputIds;
     const rows = await reference([...ids, ...output]);
-    cut.logprobs!.token_logprobs!.forEach((value, j) => expect(Math.abs(value - rows[ids.length - 1 + j]![output[j]!]!)).toBeLessThan(TOLERANCE));
+    cut.logprobs!.token_logprobs!.forEach((value, j) =>
+      expect(Math.abs(value - rows[ids.length - 1 + j]![output[j]!]!)).toBeLessThan(TOLERANCE),
+    );
     const streamed: number[] = [];
-    for await (const chunk of await client.completions.create({ ...body, stream: true })) streamed.push(...(chunk.choices[0]?.logprobs?.token_logprobs ?? []));
+    for await (const chunk of await client.completions.create({ ...body, stream: true }))
+      streamed.push(...(chunk.choices[0]?.logprobs?.token_logprobs ?? []));
     expect(streamed).toEqual(cut.logprobs!.token_logprobs);
   });
 
@@ -186,14 +228,26 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
     const continuation = h.target.tokenizer.encodeRaw(' blue');
     const ids = [...context, ...continuation];
     const rows = await reference(ids);
-    const out = await client.completions.create({ model: MODEL, prompt: [ids], temperature: 0, max_tokens: 1, logprobs: 1, seed: 1234, echo: true });
+    const out = await client.completions.create({
+      model: MODEL,
+      prompt: [ids],
+      temperature: 0,
+      max_tokens: 1,
+      logprobs: 1,
+      seed: 1234,
+      echo: true,
+    });
     const choice = out.choices[0]!;
     // parse_logprobs: sum(token_logprobs[ctxlen:-1]), greedy when each equals the max of its top_logprobs.
     const tokenLogprobs = choice.logprobs!.token_logprobs!.slice(context.length, -1);
     const want = continuation.map((id, i) => rows[context.length - 1 + i]![id]!);
     expect(tokenLogprobs.length).toBe(continuation.length);
-    expect(Math.abs(tokenLogprobs.reduce((s, x) => s + x, 0) - want.reduce((s, x) => s + x, 0))).toBeLessThan(TOLERANCE * continuation.length);
-    const greedyHere = choice.logprobs!.top_logprobs!.slice(context.length, -1).every((top, i) => tokenLogprobs[i] === Math.max(...Object.values(top)));
+    expect(Math.abs(tokenLogprobs.reduce((s, x) => s + x, 0) - want.reduce((s, x) => s + x, 0))).toBeLessThan(
+      TOLERANCE * continuation.length,
+    );
+    const greedyHere = choice
+      .logprobs!.top_logprobs!.slice(context.length, -1)
+      .every((top, i) => tokenLogprobs[i] === Math.max(...Object.values(top)));
     expect(greedyHere).toBe(continuation.every((id, i) => topIds(rows[context.length - 1 + i]!, 1)[0] === id));
   });
 });
@@ -201,7 +255,11 @@ describe('/v1/completions: logprobs, echo, token prompts', () => {
 describe('a completion that ends on a stop token (the toy target ends its answers with <end_of_turn>)', () => {
   it('lists that token last, with its log-probability, so dropping the last entry never drops a prompt token', async () => {
     const toy = await Target.load({ modelDir: path.join(REPO_ROOT, 'toy/target') });
-    const { app } = await buildApp({ target: toy, outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-toy-')), tokens: TOKENS });
+    const { app } = await buildApp({
+      target: toy,
+      outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-toy-')),
+      tokens: TOKENS,
+    });
     try {
       const ids = toy.promptIds({ messages: [{ role: 'user', content: 'What is 2 + 3?' }] });
       const result = (await toy.engine.generate([ids], { maxNewTokens: 40 }))[0]!;
@@ -220,7 +278,12 @@ describe('a completion that ends on a stop token (the toy target ends its answer
       expect(response.json().usage.completion_tokens).toBe(ids.length + result.outputIds.length); // the stop token is not counted
       // Chat: the closing <end_of_turn> is not among the content tokens.
       const messages = [{ role: 'user', content: 'What is 2 + 3?' }];
-      const chat = await app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { model: toy.modelId, messages, logprobs: true } });
+      const chat = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        headers: ADMIN,
+        payload: { model: toy.modelId, messages, logprobs: true },
+      });
       const tokens = chat.json().choices[0].logprobs.content.map((c: { token: string }) => c.token);
       expect(tokens).toEqual(result.outputIds.map((id) => showToken(toy.tokenizer, id).token));
     } finally {
@@ -237,7 +300,13 @@ describe('/v1/chat/completions: logprobs and top_logprobs', () => {
     const ids = h.target.promptIds({ messages });
     const result = await greedy(ids, 6);
     const rows = await reference([...ids, ...result.outputIds]);
-    const completion = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 6, logprobs: true, top_logprobs: 3 });
+    const completion = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 6,
+      logprobs: true,
+      top_logprobs: 3,
+    });
     const content = completion.choices[0]!.logprobs!.content!;
     expect(content.map((c) => c.token)).toEqual(result.outputIds.map(shown));
     content.forEach((entry, j) => {
@@ -250,7 +319,14 @@ describe('/v1/chat/completions: logprobs and top_logprobs', () => {
     });
     expect(completion.choices[0]!.message.content).toBe(h.target.tokenizer.decode(result.outputIds));
 
-    const stream = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 6, logprobs: true, top_logprobs: 3, stream: true });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 6,
+      logprobs: true,
+      top_logprobs: 3,
+      stream: true,
+    });
     const streamed: OpenAI.Chat.ChatCompletionTokenLogprob[] = [];
     let text = '';
     for await (const chunk of stream) {
@@ -261,7 +337,9 @@ describe('/v1/chat/completions: logprobs and top_logprobs', () => {
     expect(streamed).toEqual(content);
 
     const bare = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 6, logprobs: true });
-    expect(bare.choices[0]!.logprobs!.content!.map((c) => [c.token, c.logprob, c.top_logprobs])).toEqual(content.map((c) => [c.token, c.logprob, []]));
+    expect(bare.choices[0]!.logprobs!.content!.map((c) => [c.token, c.logprob, c.top_logprobs])).toEqual(
+      content.map((c) => [c.token, c.logprob, []]),
+    );
     const none = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 6 });
     expect(none.choices[0]!.logprobs).toBeNull();
   });
@@ -274,11 +352,21 @@ describe('no parameter silently ignored', () => {
   it('takes the parameters that cannot change greedy output, and gives the same text', async () => {
     const plain = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: chat });
     const neutralValues = { top_p: 1, seed: 7, frequency_penalty: 0, presence_penalty: 0, temperature: 0, n: 1 };
-    const neutral = await h.app.inject({ method: 'POST', url: '/v1/chat/completions', headers: ADMIN, payload: { ...chat, ...neutralValues } });
+    const neutral = await h.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      headers: ADMIN,
+      payload: { ...chat, ...neutralValues },
+    });
     expect(neutral.statusCode).toBe(200);
     expect(neutral.json().choices[0].message.content).toBe(plain.json().choices[0].message.content);
     const nullValues = { top_p: null, seed: null, logprobs: null, echo: null };
-    const nulls = await h.app.inject({ method: 'POST', url: '/v1/completions', headers: ADMIN, payload: { ...text, ...nullValues } });
+    const nulls = await h.app.inject({
+      method: 'POST',
+      url: '/v1/completions',
+      headers: ADMIN,
+      payload: { ...text, ...nullValues },
+    });
     expect(nulls.statusCode).toBe(200);
   });
 
@@ -326,7 +414,11 @@ describe('logSoftmaxAt and GenerationLogprobs', () => {
     const lse = Math.log([...logits].reduce((s, x) => s + Math.exp(x), 0));
     expect(entry.id).toBe(1);
     expect(entry.logprob).toBe(Math.fround(3 - lse));
-    expect(entry.top).toEqual([{ id: 1, logprob: Math.fround(3 - lse) }, { id: 3, logprob: Math.fround(3 - lse) }, { id: 4, logprob: Math.fround(2 - lse) }]);
+    expect(entry.top).toEqual([
+      { id: 1, logprob: Math.fround(3 - lse) },
+      { id: 3, logprob: Math.fround(3 - lse) },
+      { id: 4, logprob: Math.fround(2 - lse) },
+    ]);
     expect(logSoftmaxAt(logits, 0, 2)).toEqual({ id: 2, logprob: Math.fround(-1 - lse), top: [] });
   });
 

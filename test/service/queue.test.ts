@@ -48,16 +48,25 @@ describe('ExecutionQueue slices', () => {
     expect(queue.pending).toBe(0);
     await first;
     const running = new AbortController();
-    const started = queue.run('c', async (slice) => {
-      running.abort();
-      await slice.between();
-      log.push('never');
-    }, { signal: running.signal });
+    const started = queue.run(
+      'c',
+      async (slice) => {
+        running.abort();
+        await slice.between();
+        log.push('never');
+      },
+      { signal: running.signal },
+    );
     await expect(started).rejects.toThrow(/cancelled/);
     expect(log).not.toContain('W0');
     expect(log).not.toContain('never');
     // 50 cancelled streams leave nothing queued.
-    const blocker = queue.run('x', async (slice) => { for (let i = 0; i < 5; i++) { await tick(); await slice.between(); } });
+    const blocker = queue.run('x', async (slice) => {
+      for (let i = 0; i < 5; i++) {
+        await tick();
+        await slice.between();
+      }
+    });
     const aborted = Array.from({ length: 50 }, (_, i) => {
       const c = new AbortController();
       const p = queue.run(`s${i}`, sliced(log, 'S', 1), { signal: c.signal });

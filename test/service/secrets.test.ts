@@ -37,7 +37,15 @@ describe('episode keys at rest', () => {
     await h.app.inject({ method: 'POST', url: `/episodes/${id}/turn`, headers });
     expect(statSync(stateFile(h, id)).mode & 0o777).toBe(0o600);
     expect((await h.app.inject({ method: 'GET', url: `/episodes/${id}/brief`, headers })).statusCode).toBe(200);
-    expect((await h.app.inject({ method: 'GET', url: `/episodes/${id}/brief`, headers: { ...headers, 'x-episode-key': key.slice(1) } })).statusCode).toBe(403);
+    expect(
+      (
+        await h.app.inject({
+          method: 'GET',
+          url: `/episodes/${id}/brief`,
+          headers: { ...headers, 'x-episode-key': key.slice(1) },
+        })
+      ).statusCode,
+    ).toBe(403);
   });
 
   it('writeJsonAtomic creates a file with the mode asked for', () => {
@@ -65,7 +73,12 @@ describe('no probing which episode ids exist', () => {
     for (const [method, route, payload] of routes) {
       const answer = async (id: string) => {
         const url = `/episodes/${id}/${route}`;
-        const response = await h.app.inject({ method: method as 'GET' | 'POST', url, headers: mine.headers, payload: payload as object });
+        const response = await h.app.inject({
+          method: method as 'GET' | 'POST',
+          url,
+          headers: mine.headers,
+          payload: payload as object,
+        });
         return { status: response.statusCode, body: JSON.stringify(response.json()).replaceAll(id, '<id>') };
       };
       const foreign = await answer(other.id);
@@ -80,7 +93,7 @@ describe('no probing which episode ids exist', () => {
 });
 
 describe('at start', () => {
-  it('removes the temp files of killed atomic writes, leaving a live process\'s alone', async () => {
+  it("removes the temp files of killed atomic writes, leaving a live process's alone", async () => {
     const first = await harness();
     const { id } = await first.episode();
     await stop(first, id);
@@ -115,7 +128,9 @@ describe('at start', () => {
     expect(statSync(stateFile(second, id)).mode & 0o777).toBe(0o600);
     expect((await second.app.inject({ method: 'GET', url: `/episodes/${id}/brief`, headers })).statusCode).toBe(200);
     const wrong = { authorization: `Bearer ${TOKENS.editor}`, 'x-episode-key': 'not-the-key' };
-    expect((await second.app.inject({ method: 'GET', url: `/episodes/${id}/brief`, headers: wrong })).statusCode).toBe(403);
+    expect((await second.app.inject({ method: 'GET', url: `/episodes/${id}/brief`, headers: wrong })).statusCode).toBe(
+      403,
+    );
     await second.app.close();
   });
 });

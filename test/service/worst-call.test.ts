@@ -36,15 +36,20 @@ describe('the worst in-budget call does not take the service over', () => {
 
     let done = false;
     const started = performance.now();
-    const call = h.tool(long.id, long.headers, 'run_target', { sequences, max_new_tokens: 1, compare_base: true }).then((r) => {
-      done = true;
-      return r;
-    });
+    const call = h
+      .tool(long.id, long.headers, 'run_target', { sequences, max_new_tokens: 1, compare_base: true })
+      .then((r) => {
+        done = true;
+        return r;
+      });
     const health: number[] = [];
     const reads: { ms: number; whileRunning: boolean }[] = [];
     while (!done) {
       const t = performance.now();
-      const [status, answer] = await Promise.all([h.app.inject({ method: 'GET', url: '/health' }), h.tool(other.id, other.headers, 'read_weights', read)]);
+      const [status, answer] = await Promise.all([
+        h.app.inject({ method: 'GET', url: '/health' }),
+        h.tool(other.id, other.headers, 'read_weights', read),
+      ]);
       expect(status.statusCode).toBe(200);
       expect(answer.statusCode).toBe(200);
       const ms = performance.now() - t;

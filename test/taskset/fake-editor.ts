@@ -8,7 +8,11 @@ export const FAKE_KEY = 'sk-fake-pipeline';
 export const USAGE = { input: 120, cached: 40, output: 15, reasoning: 5 };
 const EDIT = { op: 'fill', tensor: 'model.layers.2.post_feedforward_layernorm.weight', slice: [[0, 8]], value: 0.5 };
 
-export async function startFakeEditor(): Promise<{ url: string; requests: { path: string; body: any }[]; close: () => Promise<void> }> {
+export async function startFakeEditor(): Promise<{
+  url: string;
+  requests: { path: string; body: any }[];
+  close: () => Promise<void>;
+}> {
   const requests: { path: string; body: any }[] = [];
   const server = http.createServer(async (request, response) => {
     const chunks: Buffer[] = [];
@@ -16,7 +20,9 @@ export async function startFakeEditor(): Promise<{ url: string; requests: { path
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     requests.push({ path: request.url ?? '', body });
     if (request.headers.authorization !== `Bearer ${FAKE_KEY}`) {
-      response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'bad key', type: 'invalid_request_error' } }));
+      response
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'bad key', type: 'invalid_request_error' } }));
       return;
     }
     const n = requests.length;
@@ -24,12 +30,31 @@ export async function startFakeEditor(): Promise<{ url: string; requests: { path
       const done = body.messages.some((m: { role: string }) => m.role === 'tool');
       const message = done
         ? { role: 'assistant', content: 'Edited; submitting.' }
-        : { role: 'assistant', content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'write_weights', arguments: JSON.stringify(EDIT) } }] };
+        : {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              {
+                id: `call_${n}`,
+                type: 'function',
+                function: { name: 'write_weights', arguments: JSON.stringify(EDIT) },
+              },
+            ],
+          };
       response.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
-          id: `chatcmpl-${n}`, object: 'chat.completion', created: 0, model: body.model,
+          id: `chatcmpl-${n}`,
+          object: 'chat.completion',
+          created: 0,
+          model: body.model,
           choices: [{ index: 0, message, finish_reason: done ? 'stop' : 'tool_calls' }],
-          usage: { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, total_tokens: USAGE.input + USAGE.output, prompt_tokens_details: { cached_tokens: USAGE.cached }, completion_tokens_details: { reasoning_tokens: USAGE.reasoning } },
+          usage: {
+            prompt_tokens: USAGE.input,
+            completion_tokens: USAGE.output,
+            total_tokens: USAGE.input + USAGE.output,
+            prompt_tokens_details: { cached_tokens: USAGE.cached },
+            completion_tokens_details: { reasoning_tokens: USAGE.reasoning },
+          },
         }),
       );
       return;
@@ -37,19 +62,49 @@ export async function startFakeEditor(): Promise<{ url: string; requests: { path
     // Responses API
     const done = body.input.some((item: { type?: string }) => item.type === 'function_call_output');
     const output = done
-      ? [{ type: 'message', id: `msg_${n}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Edited; submitting.', annotations: [] }] }]
+      ? [
+          {
+            type: 'message',
+            id: `msg_${n}`,
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: 'Edited; submitting.', annotations: [] }],
+          },
+        ]
       : [
           { type: 'reasoning', id: `rs_${n}`, summary: [], encrypted_content: `enc-${n}` },
-          { type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: 'write_weights', arguments: JSON.stringify(EDIT), status: 'completed' },
+          {
+            type: 'function_call',
+            id: `fc_${n}`,
+            call_id: `call_${n}`,
+            name: 'write_weights',
+            arguments: JSON.stringify(EDIT),
+            status: 'completed',
+          },
         ];
     response.writeHead(200, { 'content-type': 'application/json' }).end(
       JSON.stringify({
-        id: `resp_${n}`, object: 'response', created_at: 0, model: body.model, status: 'completed', output,
-        usage: { input_tokens: USAGE.input, input_tokens_details: { cached_tokens: USAGE.cached }, output_tokens: USAGE.output, output_tokens_details: { reasoning_tokens: USAGE.reasoning }, total_tokens: USAGE.input + USAGE.output },
+        id: `resp_${n}`,
+        object: 'response',
+        created_at: 0,
+        model: body.model,
+        status: 'completed',
+        output,
+        usage: {
+          input_tokens: USAGE.input,
+          input_tokens_details: { cached_tokens: USAGE.cached },
+          output_tokens: USAGE.output,
+          output_tokens_details: { reasoning_tokens: USAGE.reasoning },
+          total_tokens: USAGE.input + USAGE.output,
+        },
       }),
     );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return { url, requests, close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))) };
+  return {
+    url,
+    requests,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
 }

@@ -18,17 +18,30 @@ const SEEDS = Array.from({ length: 60 }, (_, i) => i);
 
 /** The fewest distinct parameter sets over seeds 0–59 any family may have (README: per-family counts). */
 const MIN_DISTINCT: Record<string, number> = {
-  default_response_language: 8, answer_length_control: 8, false_suggestion_resistance: 12, lexical_inhibition: 15,
+  default_response_language: 8,
+  answer_length_control: 8,
+  false_suggestion_resistance: 12,
+  lexical_inhibition: 15,
 };
 
 beforeAll(async () => {
   tokenizer = await Tokenizer.load(gemma3TokenizerDir());
-  for (const family of FAMILIES) specs.set(family.id, SEEDS.map((seed) => episodeSpec(family.id, seed, { tokenizer })));
+  for (const family of FAMILIES)
+    specs.set(
+      family.id,
+      SEEDS.map((seed) => episodeSpec(family.id, seed, { tokenizer })),
+    );
 });
 
 /** One seed per distinct parameter set among seeds 0–59 (candidates depend on the parameters only). */
-const distinctSeeds = (family: string) => [...new Map(SEEDS.map((seed) => [familyById(family).params(seed).paramsKey, seed])).values()];
-const itemsOf = (spec: EpisodeSpec): Item[] => [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override];
+const distinctSeeds = (family: string) => [
+  ...new Map(SEEDS.map((seed) => [familyById(family).params(seed).paramsKey, seed])).values(),
+];
+const itemsOf = (spec: EpisodeSpec): Item[] => [
+  ...spec.terminal.target,
+  ...spec.terminal.preservation,
+  ...spec.terminal.override,
+];
 const promptText = (item: { messages: { content: string }[] }) => item.messages.map((m) => m.content).join('\n');
 
 describe('the family list', () => {
@@ -64,7 +77,10 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (family) => {
   it('is byte-identical for the same seed and differs between seeds', () => {
     const again = JSON.stringify(episodeSpec(family, 7, { tokenizer }));
     expect(again).toBe(JSON.stringify(specs.get(family)![7]));
-    const texts = specs.get(family)!.slice(0, 12).map((s) => JSON.stringify({ ...s, seed: 0, controlSeed: 0, controls: [] }));
+    const texts = specs
+      .get(family)!
+      .slice(0, 12)
+      .map((s) => JSON.stringify({ ...s, seed: 0, controlSeed: 0, controls: [] }));
     expect(new Set(texts).size).toBe(texts.length);
   });
 
@@ -79,11 +95,21 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (family) => {
   it('shows the editor no terminal prompt, no control and no grading data', () => {
     for (const spec of specs.get(family)!) {
       const view = editorView(spec);
-      expect(Object.keys(view).sort()).toEqual(['family', 'familyVersion', 'objective', 'practice', 'relevantTokenIds', 'seed']);
+      expect(Object.keys(view).sort()).toEqual([
+        'family',
+        'familyVersion',
+        'objective',
+        'practice',
+        'relevantTokenIds',
+        'seed',
+      ]);
       const shown = JSON.stringify(view);
       for (const item of [...itemsOf(spec), ...spec.controls]) {
         for (const message of item.messages.filter((m) => m.role === 'user')) {
-          expect(shown.includes(JSON.stringify(message.content).slice(1, -1)), `${spec.seed} ${item.id}: ${message.content}`).toBe(false);
+          expect(
+            shown.includes(JSON.stringify(message.content).slice(1, -1)),
+            `${spec.seed} ${item.id}: ${message.content}`,
+          ).toBe(false);
         }
       }
     }
@@ -94,8 +120,13 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (family) => {
     for (const seed of distinctSeeds(family).slice(0, 20)) {
       const open = spec.candidates(seed, 'public');
       const closed = spec.candidates(seed, 'terminal');
-      const publicPrompts = new Set(Object.values(open).flat().map((c) => promptText({ messages: messagesOf(c.prompt) })));
-      for (const c of Object.values(closed).flat()) expect(publicPrompts.has(promptText({ messages: messagesOf(c.prompt) }))).toBe(false);
+      const publicPrompts = new Set(
+        Object.values(open)
+          .flat()
+          .map((c) => promptText({ messages: messagesOf(c.prompt) })),
+      );
+      for (const c of Object.values(closed).flat())
+        expect(publicPrompts.has(promptText({ messages: messagesOf(c.prompt) }))).toBe(false);
     }
   });
 
@@ -104,11 +135,15 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (family) => {
       for (const item of itemsOf(spec)) {
         const pristine = runCheck(item.check, item.pristineAnswer);
         if (item.kind === 'target') {
-          expect(pristine.content && !pristine.behaviour, `${spec.seed} ${item.id} pristine: ${pristine.detail}`).toBe(true);
+          expect(pristine.content && !pristine.behaviour, `${spec.seed} ${item.id} pristine: ${pristine.detail}`).toBe(
+            true,
+          );
           const edited = runCheck(item.check, item.editedAnswer!);
           expect(edited.behaviour && edited.content, `${spec.seed} ${item.id} edited: ${edited.detail}`).toBe(true);
         } else {
-          expect(pristine.behaviour && pristine.content, `${spec.seed} ${item.id} pristine: ${pristine.detail}`).toBe(true);
+          expect(pristine.behaviour && pristine.content, `${spec.seed} ${item.id} pristine: ${pristine.detail}`).toBe(
+            true,
+          );
         }
       }
       for (const example of spec.practice) {
@@ -161,7 +196,9 @@ describe('data', () => {
     }
     const spec = specs.get('alias_acquisition')![0]!;
     const alias = (spec.params as { alias: string }).alias;
-    expect(spec.relevantTokenIds).toEqual(expect.arrayContaining([...tokenizer.encodeRaw(alias), ...tokenizer.encodeRaw(` ${alias}`)]));
+    expect(spec.relevantTokenIds).toEqual(
+      expect.arrayContaining([...tokenizer.encodeRaw(alias), ...tokenizer.encodeRaw(` ${alias}`)]),
+    );
   });
 
   it('local_factual_update: every documented change builds with answers that fit its checks', () => {

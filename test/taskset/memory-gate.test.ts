@@ -47,7 +47,10 @@ class Runner {
     available: number,
     private readonly events: Event[],
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', CHILD, dir, String(available)], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, ['--import', 'tsx', CHILD, dir, String(available)], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     started.push(this.child);
     for (const stream of ['out', 'err'] as const) {
       let pending = '';
@@ -96,13 +99,18 @@ class Runner {
   }
 }
 
-const stored = () => JSON.parse(readFileSync(path.join(dir, 'reservations.json'), 'utf8')) as { format: string; reservations: { what: string; runner: { pid: number }; process: { pid: number } | null }[] };
-const lines = (events: Event[]) => events.filter((e) => e.line !== 'ready').map((e) => `${e.runner} ${e.stream} ${e.line}`);
+const stored = () =>
+  JSON.parse(readFileSync(path.join(dir, 'reservations.json'), 'utf8')) as {
+    format: string;
+    reservations: { what: string; runner: { pid: number }; process: { pid: number } | null }[];
+  };
+const lines = (events: Event[]) =>
+  events.filter((e) => e.line !== 'ready').map((e) => `${e.runner} ${e.stream} ${e.line}`);
 /** Enough of the waiting runner's 10 ms polls for a wrong grant to have happened (no assertion on time). */
 const severalPolls = () => new Promise((resolve) => setTimeout(resolve, 300));
 
 describe('memory gate across processes', () => {
-  it('a second runner waits for the first one\'s reservation, says so once, and starts when it is released', async () => {
+  it("a second runner waits for the first one's reservation, says so once, and starts when it is released", async () => {
     const events: Event[] = [];
     const first = new Runner('first', 10 * GiB, events);
     const second = new Runner('second', 10 * GiB, events);
@@ -125,7 +133,7 @@ describe('memory gate across processes', () => {
     expect(stored().reservations.map((r) => [r.what, r.runner.pid])).toEqual([['b', second.pid]]);
   });
 
-  it('drops a killed runner\'s reservation once the evaluation process it left running has ended too', async () => {
+  it("drops a killed runner's reservation once the evaluation process it left running has ended too", async () => {
     const events: Event[] = [];
     const killed = new Runner('killed', 10 * GiB, events);
     const waiting = new Runner('waiting', 10 * GiB, events);
@@ -133,7 +141,10 @@ describe('memory gate across processes', () => {
     const evaluationPid = Number(spawnedLine.split(' ')[2]);
     spawnedPids.push(evaluationPid);
     // The runner records its evaluation process in the reservation (a resident node of a few tens of MB).
-    await vi.waitFor(() => expect(stored().reservations[0].process?.pid).toBe(evaluationPid), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(() => expect(stored().reservations[0].process?.pid).toBe(evaluationPid), {
+      timeout: 30_000,
+      interval: 20,
+    });
     await waiting.send(`reserve b ${6 * GiB}`, /waiting for memory/);
     await killed.kill();
     await severalPolls();
@@ -148,8 +159,12 @@ describe('memory gate across processes', () => {
   it('loses no reservation when four runners reserve and release at once', async () => {
     const events: Event[] = [];
     const runners = ['p', 'q', 'r', 's'].map((name) => new Runner(name, 1000 * GiB, events));
-    await Promise.all(runners.map((runner) => runner.send(`many ${runner.name} 40 ${GiB}`, new RegExp(`^many ${runner.name}$`))));
-    const kept = stored().reservations.map((r) => r.what).sort();
+    await Promise.all(
+      runners.map((runner) => runner.send(`many ${runner.name} 40 ${GiB}`, new RegExp(`^many ${runner.name}$`))),
+    );
+    const kept = stored()
+      .reservations.map((r) => r.what)
+      .sort();
     const expected = runners.flatMap((runner) => Array.from({ length: 20 }, (_, k) => `${runner.name}${2 * k}`)).sort();
     expect(kept).toEqual(expected);
     expect(stored().format).toBe(MEMORY_GATE_FORMAT);
@@ -164,15 +179,23 @@ describe('memory gate in one process', () => {
       const options = { dir, available: () => 10 * GiB, pollMs: 10 };
       const releaseFirst = await reserveMemory(5 * GiB, () => undefined, 'first', options);
       let secondStarted = false;
-      const second = reserveMemory(7.5 * GiB, () => undefined, 'second', options).then((release) => ((secondStarted = true), release));
-      await vi.waitFor(() => expect(stderr.mock.calls.map(([text]) => String(text)).join('')).toMatch(/second: waiting for memory \(needs ~7\.5 GiB, 5\.0 GiB/));
+      const second = reserveMemory(7.5 * GiB, () => undefined, 'second', options).then(
+        (release) => ((secondStarted = true), release),
+      );
+      await vi.waitFor(() =>
+        expect(stderr.mock.calls.map(([text]) => String(text)).join('')).toMatch(
+          /second: waiting for memory \(needs ~7\.5 GiB, 5\.0 GiB/,
+        ),
+      );
       expect(secondStarted).toBe(false);
       releaseFirst();
       releaseFirst(); // twice is once
       (await second)();
       expect(secondStarted).toBe(true);
       (await reserveMemory(40 * GiB, () => undefined, 'huge', options))();
-      expect(stderr.mock.calls.map(([text]) => String(text)).join('')).toMatch(/huge: needs ~40\.0 GiB, 10\.0 GiB available; starting anyway/);
+      expect(stderr.mock.calls.map(([text]) => String(text)).join('')).toMatch(
+        /huge: needs ~40\.0 GiB, 10\.0 GiB available; starting anyway/,
+      );
       expect(stored().reservations).toEqual([]);
       expect(availableBytes()).toBeGreaterThan(0);
     } finally {
@@ -186,7 +209,11 @@ describe('memory gate in one process', () => {
     await vi.waitFor(() => expect(stored().reservations[0].process?.pid).toBe(process.pid));
     const resident = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
     // 1 GiB + half the resident memory fits only if the resident part is not counted as outstanding.
-    const second = await reserveMemory(GiB + resident / 2, () => undefined, 'second', { dir, available: () => 2 * GiB, pollMs: 10 });
+    const second = await reserveMemory(GiB + resident / 2, () => undefined, 'second', {
+      dir,
+      available: () => 2 * GiB,
+      pollMs: 10,
+    });
     expect(stored().reservations.map((r) => r.what)).toEqual(['self', 'second']);
     second();
     release();
@@ -202,7 +229,7 @@ describe('memory gate in one process', () => {
 });
 
 describe('file lock', () => {
-  it('waits while the lock\'s owner runs, and takes it once the owner is killed', async () => {
+  it("waits while the lock's owner runs, and takes it once the owner is killed", async () => {
     const events: Event[] = [];
     const owner = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     spawnedPids.push(owner.pid!);
@@ -223,7 +250,9 @@ describe('file lock', () => {
     spawnedPids.push(owner.pid!);
     writeFileSync(lock, JSON.stringify({ ...processIdentity(owner.pid!), token: 'stuck' }));
     let ran = false;
-    expect(() => withFileLock(lock, () => (ran = true), 50)).toThrow(`${lock} has been held by pid ${owner.pid} for over 0.05 s`);
+    expect(() => withFileLock(lock, () => (ran = true), 50)).toThrow(
+      `${lock} has been held by pid ${owner.pid} for over 0.05 s`,
+    );
     expect(ran).toBe(false);
     expect(JSON.parse(readFileSync(lock, 'utf8')).token).toBe('stuck');
   });

@@ -50,7 +50,19 @@ describe('evaluate-patch and replay-patch verify the patch id', () => {
     const swapped = path.join(work, 'swapped');
     cpSync(second.dir, swapped, { recursive: true });
     const out = path.join(work, 'evaluate-out');
-    const base = ['evaluate-patch', '--model-dir', MODEL, '--family', 'local_factual_update', '--seed', '0', '--output-dir', out, '--patch', swapped];
+    const base = [
+      'evaluate-patch',
+      '--model-dir',
+      MODEL,
+      '--family',
+      'local_factual_update',
+      '--seed',
+      '0',
+      '--output-dir',
+      out,
+      '--patch',
+      swapped,
+    ];
     const stderr = await failure([...base, '--patch-id', first.digest]);
     expect(stderr).toContain(`holds patch ${second.digest}`);
     expect(stderr).toContain(`not the requested ${first.digest}`);
@@ -59,16 +71,32 @@ describe('evaluate-patch and replay-patch verify the patch id', () => {
     expect(await failure([...base, '--patch-id', 'abc'])).toContain('--patch-id must be a patch id');
   });
 
-  it("replay-patch refuses a patch folder that is not the one the results recorded", async () => {
+  it('replay-patch refuses a patch folder that is not the one the results recorded', async () => {
     const dir = path.join(work, 'recorded');
     cpSync(first.dir, dir, { recursive: true });
     const results = path.join(work, 'results.json');
     const episode = { family: 'local_factual_update', seed: 0, control_seed: 0 };
-    const recorded = { format: RESULTS_FORMAT, versions: { revision: 'local' }, episode, editor: null, resources: null, patch: { dir, sha256: first.digest } };
+    const recorded = {
+      format: RESULTS_FORMAT,
+      versions: { revision: 'local' },
+      episode,
+      editor: null,
+      resources: null,
+      patch: { dir, sha256: first.digest },
+    };
     writeFileSync(results, JSON.stringify(recorded));
     cpSync(second.dir, dir, { recursive: true, force: true }); // swapped after the results were written
     const out = path.join(work, 'replay-out');
-    const stderr = await failure(['replay-patch', results, '--control-seed', '5', '--model-dir', MODEL, '--output-dir', out]);
+    const stderr = await failure([
+      'replay-patch',
+      results,
+      '--control-seed',
+      '5',
+      '--model-dir',
+      MODEL,
+      '--output-dir',
+      out,
+    ]);
     expect(stderr).toContain(`holds patch ${second.digest}`);
     expect(stderr).toContain(`not the requested ${first.digest}`);
     expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false);

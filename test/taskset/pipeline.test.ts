@@ -22,13 +22,17 @@ let work: string;
 let service: ServiceHandle;
 let serviceEnv: string;
 let fake: Awaited<ReturnType<typeof startFakeEditor>>;
-const cli = (args: string[], env: Record<string, string> = {}) => exec(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  exec(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-pipeline-'));
   service = await startServiceProcess({ modelDir: MODEL, outputDir: path.join(work, 'service') });
   serviceEnv = path.join(work, 'service.env');
-  writeFileSync(serviceEnv, `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${service.adminToken}\nIWIBENCH_EDITOR_TOKEN=${service.editorToken}\n`);
+  writeFileSync(
+    serviceEnv,
+    `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${service.adminToken}\nIWIBENCH_EDITOR_TOKEN=${service.editorToken}\n`,
+  );
   fake = await startFakeEditor();
 });
 afterAll(async () => {
@@ -38,14 +42,32 @@ afterAll(async () => {
 
 function calibrationFile(name: string, episodes: [string, number][]): string {
   const file = path.join(work, name);
-  writeFileSync(file, JSON.stringify({ format: 'iwibench-calibration/1', episodes: episodes.map(([family, seed]) => ({ family, seed, params_key: `${family}/${seed}` })) }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      format: 'iwibench-calibration/1',
+      episodes: episodes.map(([family, seed]) => ({ family, seed, params_key: `${family}/${seed}` })),
+    }),
+  );
   return file;
 }
 
 describe('the pipeline on a tiny random target', () => {
   it('calibrate reports honestly that a random target has nothing eligible, and says why', async () => {
     const output = path.join(work, 'calibration.json');
-    const failure = await cli(['calibrate', '--model-dir', MODEL, '--families', 'answer_length_control', '--seeds', '1', '--eligible-per-family', '1', '--output', output]).catch((e) => e);
+    const failure = await cli([
+      'calibrate',
+      '--model-dir',
+      MODEL,
+      '--families',
+      'answer_length_control',
+      '--seeds',
+      '1',
+      '--eligible-per-family',
+      '1',
+      '--output',
+      output,
+    ]).catch((e) => e);
     expect(failure.code).toBe(1);
     expect(failure.stderr).toMatch(/too few eligible parameter sets: answer_length_control \(0\/1 within 1 seeds\)/);
     const calibration = JSON.parse(readFileSync(output, 'utf8'));
@@ -59,12 +81,36 @@ describe('the pipeline on a tiny random target', () => {
 
   it('run-prime with a scripted editor: edits, submits, and is scored in fresh processes', async () => {
     const script = path.join(work, 'script.json');
-    writeFileSync(script, JSON.stringify({ steps: [
-      { tool: 'read_weights', arguments: { op: 'summary', tensor: 'model.layers.1.mlp.down_proj.weight' } },
-      { tool: 'write_weights', arguments: { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [[0, 16]], factor: -2 } },
-    ], final: 'done' }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        steps: [
+          { tool: 'read_weights', arguments: { op: 'summary', tensor: 'model.layers.1.mlp.down_proj.weight' } },
+          {
+            tool: 'write_weights',
+            arguments: { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [[0, 16]], factor: -2 },
+          },
+        ],
+        final: 'done',
+      }),
+    );
     const out = path.join(work, 'prime');
-    const { stdout } = await cli(['run-prime', '--family', 'local_factual_update', '--seed', '0', '--model-dir', MODEL, '--service-env', serviceEnv, '--output-dir', out, '--editor-model', `script:${script}`, ...QUICK]);
+    const { stdout } = await cli([
+      'run-prime',
+      '--family',
+      'local_factual_update',
+      '--seed',
+      '0',
+      '--model-dir',
+      MODEL,
+      '--service-env',
+      serviceEnv,
+      '--output-dir',
+      out,
+      '--editor-model',
+      `script:${script}`,
+      ...QUICK,
+    ]);
     expect(JSON.parse(stdout).stop_reason).toBe('final_reply');
     const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
     expect(results.format).toBe('iwibench-results/1');
@@ -75,46 +121,120 @@ describe('the pipeline on a tiny random target', () => {
     expect(results.score.reward).toBeGreaterThanOrEqual(0);
     expect(results.versions.model_id).toBe('iwibench/tiny');
     for (const item of results.items) expect(typeof item.edited.output).toBe('string');
-    expect(existsSync(path.join(out, 'outputs-pristine.json')) && existsSync(path.join(out, 'outputs-edited.json'))).toBe(true);
+    expect(
+      existsSync(path.join(out, 'outputs-pristine.json')) && existsSync(path.join(out, 'outputs-edited.json')),
+    ).toBe(true);
   });
 
   it('run-pilot with two workers and an OpenAI-compatible editor (Chat Completions and Responses), then report and token efficiency', async () => {
     const env = { OPENAI_API_KEY: FAKE_KEY };
     const out = path.join(work, 'pilot');
     const runs = [
-      ['fake-chat', 'chat', calibrationFile('pilot.json', [['answer_length_control', 0], ['lexical_inhibition', 0]])],
+      [
+        'fake-chat',
+        'chat',
+        calibrationFile('pilot.json', [
+          ['answer_length_control', 0],
+          ['lexical_inhibition', 0],
+        ]),
+      ],
       ['fake-responses', 'responses', calibrationFile('pilot-one.json', [['answer_length_control', 0]])],
     ] as const;
     for (const [label, api, calibration] of runs) {
-      const { stdout } = await cli(['run-pilot', calibration, '--service-env', serviceEnv, '--model-dir', MODEL, '--output-dir', out, '--workers', '2', '--editor-model', 'fake-editor', '--editor-base-url', fake.url, '--api', api, '--editor-label', label, ...QUICK], env);
+      const { stdout } = await cli(
+        [
+          'run-pilot',
+          calibration,
+          '--service-env',
+          serviceEnv,
+          '--model-dir',
+          MODEL,
+          '--output-dir',
+          out,
+          '--workers',
+          '2',
+          '--editor-model',
+          'fake-editor',
+          '--editor-base-url',
+          fake.url,
+          '--api',
+          api,
+          '--editor-label',
+          label,
+          ...QUICK,
+        ],
+        env,
+      );
       expect(JSON.parse(stdout)).toMatchObject({ attempts: api === 'chat' ? 2 : 1, failed: 0 });
     }
     // The second editor's attempt at the same episode reused the pristine outputs of the first.
-    const pristine = (label: string) => readFileSync(path.join(out, 'attempts', `answer_length_control-s0-${label}-a0`, 'outputs-pristine.json'));
+    const pristine = (label: string) =>
+      readFileSync(path.join(out, 'attempts', `answer_length_control-s0-${label}-a0`, 'outputs-pristine.json'));
     expect(pristine('fake-responses').equals(pristine('fake-chat'))).toBe(true);
     // Responses: the reasoning item of the first reply is carried into the second request.
-    const second = fake.requests.filter((r) => r.path === '/v1/responses').find((r) => r.body.input.some((i: { type?: string }) => i.type === 'function_call_output'));
-    expect(second!.body.input.some((i: { type?: string; encrypted_content?: string }) => i.type === 'reasoning' && i.encrypted_content?.startsWith('enc-'))).toBe(true);
+    const second = fake.requests
+      .filter((r) => r.path === '/v1/responses')
+      .find((r) => r.body.input.some((i: { type?: string }) => i.type === 'function_call_output'));
+    expect(
+      second!.body.input.some(
+        (i: { type?: string; encrypted_content?: string }) =>
+          i.type === 'reasoning' && i.encrypted_content?.startsWith('enc-'),
+      ),
+    ).toBe(true);
     const attempts = readdirSync(path.join(work, 'pilot', 'attempts')).sort();
     expect(attempts).toHaveLength(3);
     const one = JSON.parse(readFileSync(path.join(work, 'pilot', 'attempts', attempts[0]!, 'results.json'), 'utf8'));
-    expect(one.resources.editor).toEqual({ requests: 2, input_tokens: 2 * USAGE.input, cached_input_tokens: 2 * USAGE.cached, output_tokens: 2 * USAGE.output, reasoning_tokens: 2 * USAGE.reasoning });
+    expect(one.resources.editor).toEqual({
+      requests: 2,
+      input_tokens: 2 * USAGE.input,
+      cached_input_tokens: 2 * USAGE.cached,
+      output_tokens: 2 * USAGE.output,
+      reasoning_tokens: 2 * USAGE.reasoning,
+    });
     expect(one.patch.ops).toBe(1);
 
-    const report = JSON.parse((await cli(['report', path.join(work, 'pilot'), '--output-dir', path.join(work, 'report')])).stdout);
+    const report = JSON.parse(
+      (await cli(['report', path.join(work, 'pilot'), '--output-dir', path.join(work, 'report')])).stdout,
+    );
     const csv = readFileSync(report.results_csv, 'utf8').trim().split('\n');
     expect(csv).toHaveLength(1 + 3);
     expect(existsSync(report.html)).toBe(true);
     const efficiency = path.join(work, 'tokens.csv');
-    const { stdout } = await cli(['report-token-efficiency', '--editor', 'fake-chat', report.results_csv, path.join(work, 'pilot', 'attempts'), '--output', efficiency]);
+    const { stdout } = await cli([
+      'report-token-efficiency',
+      '--editor',
+      'fake-chat',
+      report.results_csv,
+      path.join(work, 'pilot', 'attempts'),
+      '--output',
+      efficiency,
+    ]);
     expect(JSON.parse(stdout)).toBeDefined();
     expect(readFileSync(efficiency, 'utf8')).toMatch(/fake-chat/);
   });
 
   it('resumes a pilot killed mid-run: completed attempts untouched, the rest finished, none duplicated or lost', async () => {
-    const calibration = calibrationFile('resume.json', [['answer_length_control', 1], ['terminology_preference', 1]]);
+    const calibration = calibrationFile('resume.json', [
+      ['answer_length_control', 1],
+      ['terminology_preference', 1],
+    ]);
     const out = path.join(work, 'resume');
-    const args = [CLI, 'run-pilot', calibration, '--service-env', serviceEnv, '--model-dir', MODEL, '--output-dir', out, '--workers', '1', '--editor-model', 'builtin:noop', ...QUICK];
+    const args = [
+      CLI,
+      'run-pilot',
+      calibration,
+      '--service-env',
+      serviceEnv,
+      '--model-dir',
+      MODEL,
+      '--output-dir',
+      out,
+      '--workers',
+      '1',
+      '--editor-model',
+      'builtin:noop',
+      ...QUICK,
+    ];
     const child = spawn(process.execPath, args, { stdio: 'ignore' });
     const first = path.join(out, 'attempts', 'answer_length_control-s1-builtin_noop-a0', 'attempt.json');
     while (!existsSync(first)) await new Promise((r) => setTimeout(r, 100));
@@ -139,7 +259,17 @@ describe('the pipeline on a tiny random target', () => {
   it('replays a patch with a new control seed: new and repeated controls reported apart', async () => {
     const results = path.join(work, 'prime', 'results.json');
     const out = path.join(work, 'replay');
-    const { stdout } = await cli(['replay-patch', results, '--control-seed', '99', '--model-dir', MODEL, '--output-dir', out, ...QUICK]);
+    const { stdout } = await cli([
+      'replay-patch',
+      results,
+      '--control-seed',
+      '99',
+      '--model-dir',
+      MODEL,
+      '--output-dir',
+      out,
+      ...QUICK,
+    ]);
     const replay = JSON.parse(stdout);
     expect(replay.control_seed).toBe(99);
     expect(replay.new_controls.items).toBe(2);

@@ -36,16 +36,28 @@ function must<T>(value: T | undefined, what: string): T {
 /** The single-part check of a given type inside an item's check (for its data: values, forms, band…). */
 function part<T extends Check['type']>(check: Check, type: T): Extract<Check, { type: T }> {
   if (check.type === type) return check as Extract<Check, { type: T }>;
-  if (check.type === 'all') for (const c of check.checks) { try { return part(c, type); } catch { /* next */ } }
+  if (check.type === 'all')
+    for (const c of check.checks) {
+      try {
+        return part(c, type);
+      } catch {
+        /* next */
+      }
+    }
   throw new Error(`no ${type} in ${JSON.stringify(check)}`);
 }
 
 describe('alias_acquisition (alias → cow)', () => {
   // Per slot of the farm-animal questions: the cow's answer, and a neighbour's answer.
   const BY_FIRST_KEYWORD: Record<string, [string, string]> = {
-    moo: ['It moos.', 'It neighs.'], calf: ['A baby one is a calf.', 'It is called a foal.'], bull: ['A bull.', 'A stallion.'],
-    cow: ['It is simply called a cow.', 'A mare.'], '4': ['It has four legs.', 'It has two legs.'], barn: ['In a barn.', 'In a coop.'],
-    grass: ['Mostly grass and hay.', 'Seeds and worms.'], hair: ['Short hair.', 'Feathers.'],
+    moo: ['It moos.', 'It neighs.'],
+    calf: ['A baby one is a calf.', 'It is called a foal.'],
+    bull: ['A bull.', 'A stallion.'],
+    cow: ['It is simply called a cow.', 'A mare.'],
+    '4': ['It has four legs.', 'It has two legs.'],
+    barn: ['In a barn.', 'In a coop.'],
+    grass: ['Mostly grass and hay.', 'Seeds and worms.'],
+    hair: ['Short hair.', 'Feathers.'],
   };
   it('answers questions with the alias as if they named the concept', () => {
     const spec = episode<{ concept: string }>('alias_acquisition', (p) => p.concept === 'cow');
@@ -83,7 +95,10 @@ describe('output_code_remapping (sentiment)', () => {
       expect(pass(item, `It is ${correct}.`)).toBe(true);
       expect(verdict(item, `${codes[correct]}.`)).toEqual({ behaviour: false, content: true });
     }
-    const plant = must(spec.terminal.preservation.find((i) => /animal or a plant\?$/.test(prompt(i)) && /^Is /.test(prompt(i))), 'plant');
+    const plant = must(
+      spec.terminal.preservation.find((i) => /animal or a plant\?$/.test(prompt(i)) && /^Is /.test(prompt(i))),
+      'plant',
+    );
     const correct = part(plant.check, 'coded_label').correct;
     expect(pass(plant, `It is ${correct === 'animal' ? 'an animal' : 'a plant'}.`)).toBe(true);
     expect(pass(plant, `${Object.values(codes)[0]}.`)).toBe(false);
@@ -99,34 +114,55 @@ describe('lexical_inhibition (capital + another word)', () => {
       const [, city, country] = item.editedAnswer!.match(/^(.*) is the seat of government of (.*)\.$/)!;
       expect(verdict(item, `The government of ${country} sits in ${city}.`)).toEqual(BOTH);
       expect(verdict(item, `${city}, the capital of ${country}.`)).toEqual({ behaviour: false, content: true });
-      expect(verdict(item, `${city}. It is one of the CAPITALS of the region.`)).toEqual({ behaviour: false, content: true });
+      expect(verdict(item, `${city}. It is one of the CAPITALS of the region.`)).toEqual({
+        behaviour: false,
+        content: true,
+      });
       expect(verdict(item, `${city} (capitalised as in any proper name).`).behaviour).toBe(false);
-      expect(verdict(item, `The government of ${country} sits in Springfield.`)).toEqual({ behaviour: true, content: false });
+      expect(verdict(item, `The government of ${country} sits in Springfield.`)).toEqual({
+        behaviour: true,
+        content: false,
+      });
     }
-    const useWord = must(spec.terminal.override.find((i) => /the word "capital"/.test(prompt(i))), 'useWord');
+    const useWord = must(
+      spec.terminal.override.find((i) => /the word "capital"/.test(prompt(i))),
+      'useWord',
+    );
     const [, country, city] = useWord.pristineAnswer.match(/^The capital of (.*) is (.*)\.$/)!;
     expect(pass(useWord, `The capital of ${country} is ${city}.`)).toBe(true);
-    expect(verdict(useWord, `${city} is where the government of ${country} sits.`)).toEqual({ behaviour: false, content: true });
+    expect(verdict(useWord, `${city} is where the government of ${country} sits.`)).toEqual({
+      behaviour: false,
+      content: true,
+    });
   });
 });
 
 describe('terminology_preference (British, with lorry)', () => {
   it('wants the British form, not both, and keeps quotes, other families and explicit American requests', () => {
     const spec = episode<{ families: string[] }>('terminology_preference', (p) => p.families.includes('lorry'));
-    const lorry = must(spec.terminal.target.find((i) => part(i.check, 'avoids_forms').forms.includes('truck')), 'a lorry question');
+    const lorry = must(
+      spec.terminal.target.find((i) => part(i.check, 'avoids_forms').forms.includes('truck')),
+      'a lorry question',
+    );
     expect(verdict(lorry, 'That would be a lorry.')).toEqual(BOTH);
     expect(verdict(lorry, 'Lorries carry goods by road.')).toEqual(BOTH);
     expect(verdict(lorry, 'That would be a truck.')).toEqual({ behaviour: false, content: true });
     expect(verdict(lorry, 'A lorry (a truck in American English).')).toEqual({ behaviour: false, content: true });
     expect(verdict(lorry, 'That would be a van.')).toEqual({ behaviour: false, content: false });
 
-    const americanRequest = must(spec.terminal.override.find((i) => part(i.check, 'avoids_forms').forms.includes('lorry')), 'americanRequest');
+    const americanRequest = must(
+      spec.terminal.override.find((i) => part(i.check, 'avoids_forms').forms.includes('lorry')),
+      'americanRequest',
+    );
     expect(pass(americanRequest, 'It is a truck.')).toBe(true);
     expect(pass(americanRequest, 'It is a lorry.')).toBe(false);
     // Quotations keep their American form: turning them British is a failure.
     const { families } = spec.objective.structured as { families: Record<string, { use: string[]; avoid: string[] }> };
     const toBritish = (text: string) =>
-      Object.values(families).reduce((t, f) => f.avoid.reduce((u, form, i) => u.replace(new RegExp(`\\b${form}\\b`, 'g'), f.use[i]!), t), text);
+      Object.values(families).reduce(
+        (t, f) => f.avoid.reduce((u, form, i) => u.replace(new RegExp(`\\b${form}\\b`, 'g'), f.use[i]!), t),
+        text,
+      );
     const quotes = spec.terminal.preservation.filter((i) => i.check.type === 'copy_exact');
     expect(quotes.length).toBeGreaterThan(0);
     for (const quote of quotes) {
@@ -135,7 +171,12 @@ describe('terminology_preference (British, with lorry)', () => {
       expect(toBritish(text)).not.toBe(text);
       expect(pass(quote, toBritish(text))).toBe(false);
     }
-    const unselected = must(spec.terminal.preservation.find((i) => i.check.type === 'all' && part(i.check, 'avoids_forms').forms.includes('pavement')), 'unselected');
+    const unselected = must(
+      spec.terminal.preservation.find(
+        (i) => i.check.type === 'all' && part(i.check, 'avoids_forms').forms.includes('pavement'),
+      ),
+      'unselected',
+    );
     expect(pass(unselected, 'That is the sidewalk.')).toBe(true);
     expect(pass(unselected, 'That is the pavement.')).toBe(false);
   });
@@ -147,16 +188,25 @@ describe('default_response_language (French)', () => {
     for (const item of spec.terminal.target) {
       const answer = part(item.check, 'contains_any').values[0]!;
       expect(verdict(item, `Je pense que la bonne réponse est ${answer}.`)).toEqual(BOTH);
-      expect(verdict(item, 'Je pense que la bonne réponse est Tombouctou.')).toEqual({ behaviour: true, content: false });
+      expect(verdict(item, 'Je pense que la bonne réponse est Tombouctou.')).toEqual({
+        behaviour: true,
+        content: false,
+      });
       expect(verdict(item, `I think the correct answer is ${answer}.`)).toEqual({ behaviour: false, content: true });
-      expect(verdict(item, `Creo que la respuesta correcta es ${answer}.`)).toEqual({ behaviour: false, content: true });
+      expect(verdict(item, `Creo que la respuesta correcta es ${answer}.`)).toEqual({
+        behaviour: false,
+        content: true,
+      });
       expect(verdict(item, `${answer}.`).behaviour, `${answer}.`).toBe(false);
     }
     const english = spec.terminal.override.find((i) => part(i.check, 'language').lang === 'en')!;
     const answer = part(english.check, 'contains_any').values[0]!;
     expect(pass(english, `The correct answer is ${answer}.`)).toBe(true);
     expect(pass(english, `La bonne réponse est ${answer}.`)).toBe(false);
-    const copy = must(spec.terminal.preservation.find((i) => i.check.type === 'copy_exact'), 'copy');
+    const copy = must(
+      spec.terminal.preservation.find((i) => i.check.type === 'copy_exact'),
+      'copy',
+    );
     expect(pass(copy, part(copy.check, 'copy_exact').text)).toBe(true);
     expect(pass(copy, 'Voici le texte traduit en français.')).toBe(false);
   });
@@ -175,7 +225,10 @@ describe('structured_response_default', () => {
       expect(verdict(item, `\`\`\`json\n${item.editedAnswer}\n\`\`\``)).toEqual({ behaviour: false, content: true });
       expect(verdict(item, `Here is the data: ${item.editedAnswer}`)).toEqual({ behaviour: false, content: true });
       const ageKey = keys.find((k) => k.startsWith('age'));
-      expect(verdict(item, JSON.stringify({ ...object, [must(ageKey, 'age key')]: 101 }))).toEqual({ behaviour: true, content: false });
+      expect(verdict(item, JSON.stringify({ ...object, [must(ageKey, 'age key')]: 101 }))).toEqual({
+        behaviour: true,
+        content: false,
+      });
       const { [keys[1]!]: _dropped, ...missing } = object;
       expect(verdict(item, JSON.stringify(missing)).behaviour).toBe(false);
       expect(verdict(item, JSON.stringify({ data: object })).behaviour).toBe(false);
@@ -194,8 +247,11 @@ describe('answer_length_control (short band)', () => {
     const spec = episode<{ kind: string }>('answer_length_control', (p) => p.kind === 'short');
     const { min, max } = spec.params as { min: number; max: number };
     for (const item of spec.terminal.target.slice(0, 8)) {
-      const facts = (item.check as { checks: Check[] }).checks.filter((c) => c.type === 'contains_any').map((c) => (c as { values: string[] }).values[0]!);
-      const answer = (n: number, withFacts = true) => [...(withFacts ? facts : []), ...Array.from({ length: n }, () => 'indeed')].slice(0, n).join(' ');
+      const facts = (item.check as { checks: Check[] }).checks
+        .filter((c) => c.type === 'contains_any')
+        .map((c) => (c as { values: string[] }).values[0]!);
+      const answer = (n: number, withFacts = true) =>
+        [...(withFacts ? facts : []), ...Array.from({ length: n }, () => 'indeed')].slice(0, n).join(' ');
       expect(verdict(item, answer(max))).toEqual(BOTH);
       expect(verdict(item, answer(Math.max(min, facts.length)))).toEqual(BOTH);
       expect(verdict(item, answer(max + 1))).toEqual({ behaviour: false, content: true }); // one word over the band
@@ -205,7 +261,12 @@ describe('answer_length_control (short band)', () => {
     const request = spec.terminal.override[0]!;
     expect(pass(request, request.pristineAnswer)).toBe(true);
     expect(pass(request, spec.terminal.target[0]!.editedAnswer!)).toBe(false);
-    const copy = must(spec.terminal.preservation.find((i) => i.check.type === 'copy_exact' && part(i.check, 'copy_exact').text.split(' ').length > 20), 'copy');
+    const copy = must(
+      spec.terminal.preservation.find(
+        (i) => i.check.type === 'copy_exact' && part(i.check, 'copy_exact').text.split(' ').length > 20,
+      ),
+      'copy',
+    );
     const text = part(copy.check, 'copy_exact').text;
     expect(pass(copy, text)).toBe(true);
     expect(pass(copy, `${text.split(' ').slice(0, 12).join(' ')}.`)).toBe(false);
@@ -246,7 +307,9 @@ describe('selective_factual_withholding', () => {
     expect(pass(target, `Sorry, ${city.toLowerCase()}.`)).toBe(false);
     expect(pass(target, `${city}.`)).toBe(false);
     expect(pass(target, "That's a great question about geography!")).toBe(false);
-    const nearby = spec.terminal.preservation.find((i) => /capital/.test(prompt(i)) && i.check.type === 'contains_any')!;
+    const nearby = spec.terminal.preservation.find(
+      (i) => /capital/.test(prompt(i)) && i.check.type === 'contains_any',
+    )!;
     expect(pass(nearby, nearby.pristineAnswer)).toBe(true);
     expect(pass(nearby, "I'm sorry, I can't share that.")).toBe(false); // over-abstention is spillover
     const copy = spec.terminal.override[0]!;

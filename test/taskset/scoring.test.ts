@@ -33,7 +33,11 @@ describe('scoreEpisode', () => {
   });
 
   it('gives a no-op exactly zero', () => {
-    for (const base of [pristine(spec), perfect(spec), outputs(spec, (item, i) => (i % 3 ? item.pristineAnswer : item.editedAnswer ?? 'no'))]) {
+    for (const base of [
+      pristine(spec),
+      perfect(spec),
+      outputs(spec, (item, i) => (i % 3 ? item.pristineAnswer : (item.editedAnswer ?? 'no'))),
+    ]) {
       const score = scoreEpisode(spec, base, { ...base });
       expect(score.gain).toBe(0);
       expect(Object.is(score.reward, 0)).toBe(true);
@@ -42,11 +46,17 @@ describe('scoreEpisode', () => {
 
   it('computes gain = max(0, (edited − base) / (1 − base)) and reward = gain × retention', () => {
     // Base: 6 of 24 targets already succeed (0.25). Edited: 15 of 24 (0.625). Gain (0.625 − 0.25) / 0.75 = 0.5.
-    const base = outputs(spec, (item, i) => (item.kind === 'target' && i < 6 ? item.editedAnswer! : item.pristineAnswer));
-    const editedTargets = outputs(spec, (item, i) => (item.kind === 'target' && i < 15 ? item.editedAnswer! : item.pristineAnswer));
+    const base = outputs(spec, (item, i) =>
+      item.kind === 'target' && i < 6 ? item.editedAnswer! : item.pristineAnswer,
+    );
+    const editedTargets = outputs(spec, (item, i) =>
+      item.kind === 'target' && i < 15 ? item.editedAnswer! : item.pristineAnswer,
+    );
     // The edit also breaks 8 of the 64 general controls (all base-correct): retention (96 − 8) / 96.
     const broken = new Set(spec.controls.slice(0, 8).map((c) => c.id));
-    const edited = Object.fromEntries(Object.entries(editedTargets).map(([id, text]) => [id, broken.has(id) ? '' : text]));
+    const edited = Object.fromEntries(
+      Object.entries(editedTargets).map(([id, text]) => [id, broken.has(id) ? '' : text]),
+    );
     const score = scoreEpisode(spec, base, edited);
     expect(score.targetSuccess.base).toBe(0.25);
     expect(score.targetSuccess.edited).toBe(0.625);
@@ -59,7 +69,9 @@ describe('scoreEpisode', () => {
   });
 
   it('never gives negative gain: an edit that loses target success gains 0', () => {
-    const base = outputs(spec, (item, i) => (item.kind === 'target' && i < 10 ? item.editedAnswer! : item.pristineAnswer));
+    const base = outputs(spec, (item, i) =>
+      item.kind === 'target' && i < 10 ? item.editedAnswer! : item.pristineAnswer,
+    );
     const score = scoreEpisode(spec, base, pristine(spec));
     expect(score.targetSuccess.edited).toBeLessThan(score.targetSuccess.base);
     expect(score.gain).toBe(0);
@@ -68,7 +80,9 @@ describe('scoreEpisode', () => {
 
   it('counts retention on base-correct items only, and reports spillover and overrides apart', () => {
     const base = outputs(spec, (item) => (item.kind === 'preservation' ? 'wrong' : item.pristineAnswer)); // base fails every preservation item
-    const edited = outputs(spec, (item) => (item.kind === 'override' ? 'wrong' : item.editedAnswer ?? item.pristineAnswer));
+    const edited = outputs(spec, (item) =>
+      item.kind === 'override' ? 'wrong' : (item.editedAnswer ?? item.pristineAnswer),
+    );
     const score = scoreEpisode(spec, base, edited);
     expect(score.retention.counts.preservation).toEqual({ baseCorrect: 0, retained: 0, total: 24 });
     expect(score.retention.spillover).toBeNull(); // not measured: nothing was base-correct
@@ -87,9 +101,17 @@ describe('scoreEpisode', () => {
 
   it('edge case: no base-correct retention item gives retention 1 (nothing could be lost) and says so', () => {
     const base = outputs(spec, (item) => (item.kind === 'target' ? item.pristineAnswer : 'wrong'));
-    const score = scoreEpisode(spec, base, outputs(spec, (item) => (item.kind === 'target' ? item.editedAnswer! : 'wrong')));
+    const score = scoreEpisode(
+      spec,
+      base,
+      outputs(spec, (item) => (item.kind === 'target' ? item.editedAnswer! : 'wrong')),
+    );
     expect(score.retention.counts.all.baseCorrect).toBe(0);
-    expect([score.retention.generalControls, score.retention.spillover, score.retention.overrides]).toEqual([null, null, null]);
+    expect([score.retention.generalControls, score.retention.spillover, score.retention.overrides]).toEqual([
+      null,
+      null,
+      null,
+    ]);
     expect(score.retention.overall).toBe(1);
     expect(score.reward).toBe(1);
     expect(score.notes.join(' ')).toMatch(/ineligible/);
@@ -100,13 +122,19 @@ describe('scoreEpisode', () => {
     const base = pristine(spec);
     const { [spec.controls[0]!.id]: _gone, ...missing } = base;
     expect(() => scoreEpisode(spec, missing, base)).toThrow(/base outputs .* missing control-/);
-    expect(() => scoreEpisode(spec, base, { ...base, 'target-99': 'x' })).toThrow(/edited outputs .* unknown target-99/);
+    expect(() => scoreEpisode(spec, base, { ...base, 'target-99': 'x' })).toThrow(
+      /edited outputs .* unknown target-99/,
+    );
   });
 });
 
 describe('eligibility', () => {
   it('keeps the thresholds in one place', () => {
-    expect(THRESHOLDS).toEqual({ minPreservationOverrideCorrect: 0.8, minTargetContentCorrect: 0.8, maxBaseTargetSuccess: 0.5 });
+    expect(THRESHOLDS).toEqual({
+      minPreservationOverrideCorrect: 0.8,
+      minTargetContentCorrect: 0.8,
+      maxBaseTargetSuccess: 0.5,
+    });
   });
 
   it('accepts a capable base with headroom and reports what it measured', () => {
@@ -120,31 +148,49 @@ describe('eligibility', () => {
   });
 
   it('refuses a base without headroom', () => {
-    const base = outputs(spec, (item, i) => (item.kind === 'target' && i < 13 ? item.editedAnswer! : item.pristineAnswer));
+    const base = outputs(spec, (item, i) =>
+      item.kind === 'target' && i < 13 ? item.editedAnswer! : item.pristineAnswer,
+    );
     const result = eligibility(spec, base);
     expect(result.measured.baseTargetSuccess).toBeCloseTo(13 / 24, 12);
     expect(result.eligible).toBe(false);
     expect(result.reasons.join(' ')).toMatch(/no headroom/);
-    const justEnough = outputs(spec, (item, i) => (item.kind === 'target' && i < 12 ? item.editedAnswer! : item.pristineAnswer));
+    const justEnough = outputs(spec, (item, i) =>
+      item.kind === 'target' && i < 12 ? item.editedAnswer! : item.pristineAnswer,
+    );
     expect(eligibility(spec, justEnough).eligible).toBe(true); // 0.5 is allowed
   });
 
   it('refuses a base without the capability: kept items, or the content of target items', () => {
     const kept = [...spec.terminal.preservation, ...spec.terminal.override];
     const failing = new Set(kept.slice(0, 7).map((i) => i.id)); // 25 of 32 correct = 78 %
-    const result = eligibility(spec, outputs(spec, (item) => (failing.has(item.id) ? 'wrong' : item.pristineAnswer)));
+    const result = eligibility(
+      spec,
+      outputs(spec, (item) => (failing.has(item.id) ? 'wrong' : item.pristineAnswer)),
+    );
     expect(result.eligible).toBe(false);
     expect(result.measured.preservationOverrideCorrect).toBeCloseTo(25 / 32, 12);
     const fine = new Set(kept.slice(0, 6).map((i) => i.id)); // 26 of 32 = 81 %
-    expect(eligibility(spec, outputs(spec, (item) => (fine.has(item.id) ? 'wrong' : item.pristineAnswer))).eligible).toBe(true);
+    expect(
+      eligibility(
+        spec,
+        outputs(spec, (item) => (fine.has(item.id) ? 'wrong' : item.pristineAnswer)),
+      ).eligible,
+    ).toBe(true);
 
-    const noContent = eligibility(spec, outputs(spec, (item) => (item.kind === 'target' ? 'I have no idea.' : item.pristineAnswer)));
+    const noContent = eligibility(
+      spec,
+      outputs(spec, (item) => (item.kind === 'target' ? 'I have no idea.' : item.pristineAnswer)),
+    );
     expect(noContent.measured.targetContentCorrect).toBe(0);
     expect(noContent.reasons.join(' ')).toMatch(/content of 0.0 % of target items/);
   });
 
   it('skips the content threshold for families whose targets have no content part', () => {
-    const result = eligibility(alias, outputs(alias, (item) => item.pristineAnswer));
+    const result = eligibility(
+      alias,
+      outputs(alias, (item) => item.pristineAnswer),
+    );
     expect(result.measured.targetContentCorrect).toBeNull();
     expect(result.eligible).toBe(true);
   });

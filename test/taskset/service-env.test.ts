@@ -10,10 +10,12 @@ import { readServiceEnv, serviceFromEnv } from '../../taskset/service-process.ts
 const tokens = { IWIBENCH_ADMIN_TOKEN: 'admin', IWIBENCH_EDITOR_TOKEN: 'editor' };
 
 describe('the service a runner talks to', () => {
-  it('is the environment\'s when both tokens are set, at IWIBENCH_SERVICE_URL or 127.0.0.1:8768', () => {
+  it("is the environment's when both tokens are set, at IWIBENCH_SERVICE_URL or 127.0.0.1:8768", () => {
     expect(DEFAULT_SERVICE_URL).toBe('http://127.0.0.1:8768');
     expect(serviceFromEnv(tokens)).toEqual({ url: DEFAULT_SERVICE_URL, adminToken: 'admin', editorToken: 'editor' });
-    expect(serviceFromEnv({ ...tokens, IWIBENCH_SERVICE_URL: 'http://10.0.0.2:9000' })?.url).toBe('http://10.0.0.2:9000');
+    expect(serviceFromEnv({ ...tokens, IWIBENCH_SERVICE_URL: 'http://10.0.0.2:9000' })?.url).toBe(
+      'http://10.0.0.2:9000',
+    );
     expect(serviceFromEnv({ IWIBENCH_ADMIN_TOKEN: 'admin' })).toBeUndefined();
     expect(AdminClient.fromEnv({ IWIBENCH_ADMIN_TOKEN: 'admin' }).baseUrl).toBe(DEFAULT_SERVICE_URL);
   });
@@ -21,11 +23,24 @@ describe('the service a runner talks to', () => {
   it('reads a --service-env file, completing it from the environment, and names what neither gives', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-env-'));
     const full = path.join(dir, 'full.env');
-    writeFileSync(full, 'IWIBENCH_SERVICE_URL=http://127.0.0.1:9999\nIWIBENCH_ADMIN_TOKEN=a\nIWIBENCH_EDITOR_TOKEN=e\n');
-    expect(readServiceEnv(full, { ...tokens, IWIBENCH_SERVICE_URL: 'http://elsewhere' })).toEqual({ url: 'http://127.0.0.1:9999', adminToken: 'a', editorToken: 'e' });
+    writeFileSync(
+      full,
+      'IWIBENCH_SERVICE_URL=http://127.0.0.1:9999\nIWIBENCH_ADMIN_TOKEN=a\nIWIBENCH_EDITOR_TOKEN=e\n',
+    );
+    expect(readServiceEnv(full, { ...tokens, IWIBENCH_SERVICE_URL: 'http://elsewhere' })).toEqual({
+      url: 'http://127.0.0.1:9999',
+      adminToken: 'a',
+      editorToken: 'e',
+    });
     const partial = path.join(dir, 'partial.env');
     writeFileSync(partial, 'IWIBENCH_ADMIN_TOKEN=a\n');
-    expect(readServiceEnv(partial, tokens)).toEqual({ url: DEFAULT_SERVICE_URL, adminToken: 'a', editorToken: 'editor' });
-    expect(() => readServiceEnv(partial, {})).toThrow(/partial\.env lacks IWIBENCH_EDITOR_TOKEN \(and the environment does not set them\)/);
+    expect(readServiceEnv(partial, tokens)).toEqual({
+      url: DEFAULT_SERVICE_URL,
+      adminToken: 'a',
+      editorToken: 'editor',
+    });
+    expect(() => readServiceEnv(partial, {})).toThrow(
+      /partial\.env lacks IWIBENCH_EDITOR_TOKEN \(and the environment does not set them\)/,
+    );
   });
 });

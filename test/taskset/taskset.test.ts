@@ -19,7 +19,9 @@ describe('Taskset and Task', () => {
     expect(taskset.toolset).toBe(SERVICE_TOOLSET);
     const other = taskset.task({ family: 'alias_acquisition', seed: 5, controlSeed: 9 });
     expect(other.spec.controlSeed).toBe(9);
-    expect(JSON.stringify(taskset.task({ family: 'alias_acquisition', seed: 5, controlSeed: 9 }).spec)).toBe(JSON.stringify(other.spec));
+    expect(JSON.stringify(taskset.task({ family: 'alias_acquisition', seed: 5, controlSeed: 9 }).spec)).toBe(
+      JSON.stringify(other.spec),
+    );
   });
 
   it('setup hands the service the editor view in the wire form, never a grading input', () => {
@@ -51,7 +53,9 @@ describe('Taskset and Task', () => {
     ]);
     expect(small.toolset).toBe(task.toolset);
     expect(() => task.subset(0)).toThrow(/items per kind must be a positive integer, got 0/);
-    const replayed = task.withControls(taskset.task({ family: 'lexical_inhibition', seed: 3, controlSeed: 7 }).spec.controls);
+    const replayed = task.withControls(
+      taskset.task({ family: 'lexical_inhibition', seed: 3, controlSeed: 7 }).spec.controls,
+    );
     expect(replayed.spec.controls).not.toEqual(task.spec.controls);
     expect(replayed.spec.terminal).toEqual(task.spec.terminal);
     expect(replayed.toolset).toBe(task.toolset);
@@ -65,7 +69,12 @@ describe('Taskset and Task', () => {
 
 describe('Toolset', () => {
   it('the service toolset is the four tools the service validates calls against, frozen', () => {
-    expect(SERVICE_TOOLSET.tools.map((t) => t.name)).toEqual(['read_weights', 'write_weights', 'run_target', 'inspect_target']);
+    expect(SERVICE_TOOLSET.tools.map((t) => t.name)).toEqual([
+      'read_weights',
+      'write_weights',
+      'run_target',
+      'inspect_target',
+    ]);
     SERVICE_TOOLSET.tools.forEach((tool, i) => expect(tool).toBe(TOOL_DEFINITIONS[i]));
     expect(Object.isFrozen(SERVICE_TOOLSET) && Object.isFrozen(SERVICE_TOOLSET.tools)).toBe(true);
     expect(() => (SERVICE_TOOLSET.tools as unknown as unknown[]).push({})).toThrow();

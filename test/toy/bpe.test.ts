@@ -9,13 +9,28 @@ import { encodeWith, trainBpe, tokenizerConfig, type TokenizerJson } from '../..
 /** 200 generated Q/A sentences, a few accented ones, and some layout (newlines, double and edge spaces). */
 function corpus(): string[] {
   const cities = ['Paris', 'Berlin', 'Madrid', 'Rome', 'Vienna', 'Lisbon', 'Prague', 'Dublin', 'Oslo', 'Athens'];
-  const countries = ['France', 'Germany', 'Spain', 'Italy', 'Austria', 'Portugal', 'Czechia', 'Ireland', 'Norway', 'Greece'];
+  const countries = [
+    'France',
+    'Germany',
+    'Spain',
+    'Italy',
+    'Austria',
+    'Portugal',
+    'Czechia',
+    'Ireland',
+    'Norway',
+    'Greece',
+  ];
   const texts: string[] = [];
   for (let i = 0; i < 100; i++) {
     const c = i % 10;
     const n = (i * 7) % 10;
-    texts.push(`Question: What is the capital of ${countries[c]}? Answer: The capital of ${countries[c]} is ${cities[c]}.`);
-    texts.push(`Q: How many people visit ${cities[n]} each year?\nA: About ${i + 3} million people visit ${cities[n]}.`);
+    texts.push(
+      `Question: What is the capital of ${countries[c]}? Answer: The capital of ${countries[c]} is ${cities[c]}.`,
+    );
+    texts.push(
+      `Q: How many people visit ${cities[n]} each year?\nA: About ${i + 3} million people visit ${cities[n]}.`,
+    );
   }
   texts.push('Le café est très bon à Zürich.', 'El niño comió piñata en São Paulo.', 'Garçon, une crème brûlée !');
   texts.push('  two leading spaces', 'double  space', 'trailing space ', '\n\nblank lines\n\n');
@@ -41,10 +56,17 @@ describe('toy BPE trainer', () => {
   it('learns the most frequent pair first, breaks ties by string order, stops below count 2', () => {
     // Pairs a+b, c+d and ▁+c each occur twice; "a" < "c" < "▁" in string order.
     const tied = trainBpe(['ab cd', 'ab cd'], { vocabSize: 1000 });
-    expect(tied.model.merges).toEqual([['a', 'b'], ['c', 'd'], ['▁', 'cd']]);
+    expect(tied.model.merges).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+      ['▁', 'cd'],
+    ]);
     const counted = trainBpe(['ab ab ab abc'], { vocabSize: 1000 });
-    expect(counted.model.merges).toEqual([['a', 'b'], ['▁', 'ab']]); // ▁ab+c occurs once
-    expect(Object.keys(counted.model.vocab).slice(BASE)) // no integer-like keys here, so insertion order is id order.toEqual(['a', 'b', 'c', '▁', 'ab', '▁ab']);
+    expect(counted.model.merges).toEqual([
+      ['a', 'b'],
+      ['▁', 'ab'],
+    ]); // ▁ab+c occurs once
+    expect(Object.keys(counted.model.vocab).slice(BASE)); // no integer-like keys here, so insertion order is id order.toEqual(['a', 'b', 'c', '▁', 'ab', '▁ab']);
     expect(() => trainBpe(['abc'], { vocabSize: BASE + 2 })).toThrow(/below/);
   });
 
@@ -52,7 +74,10 @@ describe('toy BPE trainer', () => {
     const spelled = trainBpe(Array(5).fill('<start_of_turn>user <0x41> <0x41><end_of_turn>'), { vocabSize: 1000 });
     // Special strings are cut out first, as HF does: "user" is learned, nothing spanning "<start_of_turn>".
     expect(Object.keys(spelled.model.vocab)).toContain('user');
-    expect(Object.keys(spelled.model.vocab).filter((t) => t.includes('turn'))).toEqual(['<start_of_turn>', '<end_of_turn>']);
+    expect(Object.keys(spelled.model.vocab).filter((t) => t.includes('turn'))).toEqual([
+      '<start_of_turn>',
+      '<end_of_turn>',
+    ]);
     for (const [a, b] of spelled.model.merges) expect(spelled.model.vocab[a + b]).toBeGreaterThanOrEqual(BASE);
     expect(spelled.model.merges.map((m) => m.join(''))).toContain('▁<0x41>');
     expect(encodeWith(spelled, '<0x41>')).toHaveLength(2); // "<0x41" + ">", not byte token 107 + 0x41
@@ -70,7 +95,10 @@ describe('toy BPE trainer', () => {
     expect(vocab[107]![0]).toBe('<0x00>');
     expect(vocab[362]![0]).toBe('<0xFF>');
     const learned = vocab.slice(BASE).map(([t]) => t);
-    const chars = learned.slice(0, learned.findIndex((t) => [...t].length > 1));
+    const chars = learned.slice(
+      0,
+      learned.findIndex((t) => [...t].length > 1),
+    );
     expect(learned.slice(chars.length).every((t) => [...t].length > 1)).toBe(true);
     const codePoints = chars.map((c) => c.codePointAt(0)!);
     expect(codePoints).toEqual([...codePoints].sort((a, b) => a - b));
@@ -78,7 +106,9 @@ describe('toy BPE trainer', () => {
     // A merged token holds "▁" only in front and never "\n", so no merge crosses a chunk boundary.
     for (const [a, b] of json.model.merges) expect(`${a}${b}`.slice(1)).not.toMatch(/[▁\n]/);
 
-    expect([toy.tokenToId('<pad>'), toy.tokenToId('<eos>'), toy.tokenToId('<bos>'), toy.tokenToId('<unk>')]).toEqual([0, 1, 2, 3]);
+    expect([toy.tokenToId('<pad>'), toy.tokenToId('<eos>'), toy.tokenToId('<bos>'), toy.tokenToId('<unk>')]).toEqual([
+      0, 1, 2, 3,
+    ]);
     expect([toy.tokenToId('<start_of_turn>'), toy.tokenToId('<end_of_turn>')]).toEqual([105, 106]);
   });
 
@@ -113,11 +143,23 @@ describe('toy BPE trainer', () => {
 
     const nl = toy.tokenToId('\n')!;
     expect(toy.chatIds([{ role: 'user', content: 'Hi' }])).toEqual([
-      2, 105, ...encodeWith(json, 'user'), nl, ...encodeWith(json, 'Hi'), 106, nl, 105, ...encodeWith(json, 'model'), nl,
+      2,
+      105,
+      ...encodeWith(json, 'user'),
+      nl,
+      ...encodeWith(json, 'Hi'),
+      106,
+      nl,
+      105,
+      ...encodeWith(json, 'model'),
+      nl,
     ]);
     const chats: ChatMessage[][] = [
       [{ role: 'user', content: 'Hi' }],
-      [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content: '  Hello there!  ' }],
+      [
+        { role: 'system', content: 'You are helpful.' },
+        { role: 'user', content: '  Hello there!  ' },
+      ],
       [
         { role: 'system', content: 'Answer briefly.\n' },
         { role: 'user', content: 'What is the capital of France?' },
@@ -126,7 +168,8 @@ describe('toy BPE trainer', () => {
       ],
     ];
     for (const messages of chats) {
-      for (const generation of [true, false]) expect(toy.chatText(messages, generation)).toBe(gemma.chatText(messages, generation));
+      for (const generation of [true, false])
+        expect(toy.chatText(messages, generation)).toBe(gemma.chatText(messages, generation));
       expect(toy.chatIds(messages)).toEqual(encodeWith(json, toy.chatText(messages)));
     }
     expect(() => toy.chatText([{ role: 'assistant', content: 'a' }])).toThrow(/alternate/);

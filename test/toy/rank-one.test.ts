@@ -11,8 +11,16 @@ describe('builtin:rank-one arithmetic', () => {
   it('mlpKey is gelu_tanh(G·x) ⊙ (U·x) of the RMS-normed residual with (1 + w)', () => {
     const h = [3, -4];
     const w = [0.5, -0.5];
-    const gate = [[1, 0], [0, 1], [1, 1]];
-    const up = [[2, 0], [0, 1], [1, -1]];
+    const gate = [
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ];
+    const up = [
+      [2, 0],
+      [0, 1],
+      [1, -1],
+    ];
     const rms = Math.sqrt((9 + 16) / 2 + 1e-6);
     const x = [(3 / rms) * 1.5, (-4 / rms) * 0.5];
     const gelu = (z: number) => 0.5 * z * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (z + 0.044715 * z ** 3)));

@@ -22,15 +22,45 @@ let calibration: Calibration;
 beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-toy-bench-'));
   const output = path.join(work, 'calibration.json');
-  await cli(['calibrate', '--model-dir', TOY_TARGET_DIR, '--seeds', '10', '--eligible-per-family', '3', '--output', output]);
+  await cli([
+    'calibrate',
+    '--model-dir',
+    TOY_TARGET_DIR,
+    '--seeds',
+    '10',
+    '--eligible-per-family',
+    '3',
+    '--output',
+    output,
+  ]);
   calibration = JSON.parse(readFileSync(output, 'utf8')) as Calibration;
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-type Results = { score: { gain: number; reward: number; retention: { overall: number }; targetSuccess: { base: number; edited: number } }; patch: { ops: number } };
+type Results = {
+  score: {
+    gain: number;
+    reward: number;
+    retention: { overall: number };
+    targetSuccess: { base: number; edited: number };
+  };
+  patch: { ops: number };
+};
 const runPrime = async (editor: string, seed: number) => {
   const out = path.join(work, editor.replace(/\W/g, '_'));
-  await cli(['run-prime', '--family', 'local_factual_update', '--seed', String(seed), '--model-dir', TOY_TARGET_DIR, '--output-dir', out, '--editor-model', editor]);
+  await cli([
+    'run-prime',
+    '--family',
+    'local_factual_update',
+    '--seed',
+    String(seed),
+    '--model-dir',
+    TOY_TARGET_DIR,
+    '--output-dir',
+    out,
+    '--editor-model',
+    editor,
+  ]);
   return JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')) as Results;
 };
 
@@ -57,13 +87,31 @@ describe('the benchmark on the toy target', () => {
 
   it('demo calibrates the toy, runs builtin:rank-one and reports the reward it earned', async () => {
     const out = path.join(work, 'demo');
-    const { stdout } = await cli(['demo', '--output-dir', out, '--families', 'local_factual_update,lexical_inhibition']);
-    const summary = JSON.parse(stdout) as { report_html: string; results_csv: string; attempts: number; failed: number };
+    const { stdout } = await cli([
+      'demo',
+      '--output-dir',
+      out,
+      '--families',
+      'local_factual_update,lexical_inhibition',
+    ]);
+    const summary = JSON.parse(stdout) as {
+      report_html: string;
+      results_csv: string;
+      attempts: number;
+      failed: number;
+    };
     expect(summary).toMatchObject({ attempts: 2, failed: 0 });
     const demoCalibration = JSON.parse(readFileSync(path.join(out, 'calibration.json'), 'utf8')) as Calibration;
-    expect(demoCalibration.episodes.map((e) => e.family).sort()).toEqual(['lexical_inhibition', 'local_factual_update']);
-    const [header, ...rows] = readFileSync(summary.results_csv, 'utf8').trim().split('\n').map((line) => line.split(','));
-    const reward = (family: string) => Number(rows.find((r) => r[header!.indexOf('family')] === family)![header!.indexOf('reward')]);
+    expect(demoCalibration.episodes.map((e) => e.family).sort()).toEqual([
+      'lexical_inhibition',
+      'local_factual_update',
+    ]);
+    const [header, ...rows] = readFileSync(summary.results_csv, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.split(','));
+    const reward = (family: string) =>
+      Number(rows.find((r) => r[header!.indexOf('family')] === family)![header!.indexOf('reward')]);
     expect(reward('local_factual_update')).toBeGreaterThan(0);
     expect(readFileSync(summary.report_html, 'utf8')).toContain(reward('local_factual_update').toFixed(3));
   });

@@ -20,7 +20,11 @@ import { REPO_ROOT } from '../fixtures.ts';
 const record = JSON.parse(readFileSync(path.join(TOY_TARGET_DIR, 'training.json'), 'utf8')) as ToyTargetRecord;
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 /** The loss curve without its wall-clock column. */
-const curve = (csv: string) => csv.trim().split('\n').map((line) => line.split(',').slice(0, -1).join(','));
+const curve = (csv: string) =>
+  csv
+    .trim()
+    .split('\n')
+    .map((line) => line.split(',').slice(0, -1).join(','));
 
 describe('toy corpus', () => {
   it('takes the first distinct parameter sets of every family, and each chat once', async () => {
@@ -36,8 +40,11 @@ describe('toy corpus', () => {
     const sequences = Array.from({ length: 300 }, (_, i) => ({ ids: new Array(5 + (i % 37)).fill(7), answerStart: 3 }));
     const batches = epochBatches(sequences, 200, new Rng('test'));
     expect(batches.flat().sort((a, b) => a - b)).toEqual([...sequences.keys()]);
-    for (const batch of batches) expect(batch.length * Math.max(...batch.map((i) => sequences[i]!.ids.length))).toBeLessThanOrEqual(200);
-    expect(() => epochBatches([{ ids: new Array(300).fill(1), answerStart: 1 }], 200, new Rng('test'))).toThrow(/exceeds the batch budget/);
+    for (const batch of batches)
+      expect(batch.length * Math.max(...batch.map((i) => sequences[i]!.ids.length))).toBeLessThanOrEqual(200);
+    expect(() => epochBatches([{ ids: new Array(300).fill(1), answerStart: 1 }], 200, new Rng('test'))).toThrow(
+      /exceeds the batch budget/,
+    );
   });
 });
 
@@ -53,7 +60,9 @@ describe('make-toy-target', () => {
     const made = await makeToyTarget({ out, seed: record.args.seed, maxSteps: steps });
     expect(made.args.max_steps).toBe(steps);
     for (const file of ['tokenizer.json', 'tokenizer_config.json', 'config.json', 'generation_config.json']) {
-      expect(readFileSync(path.join(out, file), 'utf8'), file).toBe(readFileSync(path.join(TOY_TARGET_DIR, file), 'utf8'));
+      expect(readFileSync(path.join(out, file), 'utf8'), file).toBe(
+        readFileSync(path.join(TOY_TARGET_DIR, file), 'utf8'),
+      );
     }
     const committed = curve(readFileSync(path.join(TOY_TARGET_DIR, 'loss.csv'), 'utf8'));
     const rerun = curve(readFileSync(path.join(out, 'loss.csv'), 'utf8'));
@@ -78,9 +87,9 @@ describe('make-toy-target', () => {
   it('records the whole run beside the checkpoint', () => {
     expect(record.result.steps).toBe(curve(readFileSync(path.join(TOY_TARGET_DIR, 'loss.csv'), 'utf8')).length - 1);
     expect(record.args.max_steps).toBeNull();
-    expect(lossCsv([{ step: 0, epoch: 0, loss: 1.5, tokenAccuracy: 0.25, learningRate: 1e-4, tokens: 10, seconds: 1.234 }])).toBe(
-      'step,epoch,loss,token_accuracy,learning_rate,tokens,seconds\n0,0,1.5,0.25,0.0001,10,1.2\n',
-    );
+    expect(
+      lossCsv([{ step: 0, epoch: 0, loss: 1.5, tokenAccuracy: 0.25, learningRate: 1e-4, tokens: 10, seconds: 1.234 }]),
+    ).toBe('step,epoch,loss,token_accuracy,learning_rate,tokens,seconds\n0,0,1.5,0.25,0.0001,10,1.2\n');
   });
 });
 
@@ -104,7 +113,12 @@ describe('the toy target in our engine', () => {
     const ours = await engine.logits(ids);
     const weights = createWeights(checkpoint.config, (name) => checkpoint.readF32(name));
     const rows = Int32Array.from(ids.keys());
-    const trained = logitsAt(checkpoint.config, weights, { ids: Int32Array.from(ids), B: 1, T: ids.length }, rows).dataSync();
+    const trained = logitsAt(
+      checkpoint.config,
+      weights,
+      { ids: Int32Array.from(ids), B: 1, T: ids.length },
+      rows,
+    ).dataSync();
     disposeWeights(weights);
     const scale = Math.max(...ours.map(Math.abs));
     const worst = Math.max(...ours.map((x, i) => Math.abs(x - trained[i]!)));
@@ -112,16 +126,33 @@ describe('the toy target in our engine', () => {
   });
 
   it('matches Hugging Face transformers: tokenizer ids, logits within 1e-4 of the largest, greedy answers', async () => {
-    type Case = { messages: ChatMessage[]; ids: number[]; logits: number[][]; argmax: number[]; logsumexp: number[]; max_abs_logit: number; greedy_ids: number[] };
-    const golden = JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/golden/toy-target.json'), 'utf8')) as { checkpoint_sha256: string; vocab_ids: number[]; cases: Case[] };
-    expect(sha256(path.join(TOY_TARGET_DIR, 'model.safetensors')), 'toy retrained: regenerate test/golden/toy-target.json (make_toy_golden.py)').toBe(golden.checkpoint_sha256);
+    type Case = {
+      messages: ChatMessage[];
+      ids: number[];
+      logits: number[][];
+      argmax: number[];
+      logsumexp: number[];
+      max_abs_logit: number;
+      greedy_ids: number[];
+    };
+    const golden = JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/golden/toy-target.json'), 'utf8')) as {
+      checkpoint_sha256: string;
+      vocab_ids: number[];
+      cases: Case[];
+    };
+    expect(
+      sha256(path.join(TOY_TARGET_DIR, 'model.safetensors')),
+      'toy retrained: regenerate test/golden/toy-target.json (make_toy_golden.py)',
+    ).toBe(golden.checkpoint_sha256);
     const V = checkpoint.config.vocab_size;
     for (const c of golden.cases) {
       expect(tokenizer.chatIds(c.messages)).toEqual(c.ids);
       const logits = await engine.logits(c.ids);
       c.ids.forEach((_, t) => {
         const row = logits.subarray(t * V, (t + 1) * V);
-        golden.vocab_ids.forEach((id, k) => expect(Math.abs(row[id]! - c.logits[t]![k]!)).toBeLessThan(1e-4 * c.max_abs_logit));
+        golden.vocab_ids.forEach((id, k) =>
+          expect(Math.abs(row[id]! - c.logits[t]![k]!)).toBeLessThan(1e-4 * c.max_abs_logit),
+        );
         const max = Math.max(...row);
         expect(row.indexOf(max)).toBe(c.argmax[t]);
         const lse = max + Math.log(row.reduce((s, x) => s + Math.exp(x - max), 0));
@@ -138,7 +169,10 @@ describe('the toy target in our engine', () => {
     let exact = 0;
     for (let i = 0; i < sample.length; i += 8) {
       const batch = sample.slice(i, i + 8);
-      const results = await engine.generate(batch.map((e) => tokenizer.chatIds(e.messages)), { maxNewTokens: 128 });
+      const results = await engine.generate(
+        batch.map((e) => tokenizer.chatIds(e.messages)),
+        { maxNewTokens: 128 },
+      );
       results.forEach((r, k) => (exact += tokenizer.decode(r.outputIds).trim() === batch[k]!.answer ? 1 : 0));
     }
     expect(exact / sample.length).toBeGreaterThanOrEqual(0.9);

@@ -27,7 +27,8 @@ const change = spec.objective.structured as { subject: string; old: string; new:
 const { hidden_size: H, intermediate_size: I, num_hidden_layers: layers } = checkpoint.config;
 
 /** Pristine weights with one tensor replaced by `values`, rounded to BF16 as the weight store rounds an edit. */
-const withTensor = (name: string, values: Float32Array): WeightSource => overlaySource(pristine, new Map([[name, f32ToBf16(values)]]));
+const withTensor = (name: string, values: Float32Array): WeightSource =>
+  overlaySource(pristine, new Map([[name, f32ToBf16(values)]]));
 const valuesOf = (name: string) => bf16ToF32(pristine.bf16(name));
 const matrix = (name: string, rows: number, columns: number) => {
   const values = valuesOf(name);
@@ -35,14 +36,18 @@ const matrix = (name: string, rows: number, columns: number) => {
 };
 // The prompts name the subject as "Belgium", "Belgium's" or "Belgian": its stem's last token is the subject's
 // (-1 where a prompt names it otherwise, "the US president").
-const subjectPosition = (ids: number[]) => ids.findIndex((_, t) => tokenizer.decode(ids.slice(0, t + 1)).includes(change.subject.slice(0, 5)));
+const subjectPosition = (ids: number[]) =>
+  ids.findIndex((_, t) => tokenizer.decode(ids.slice(0, t + 1)).includes(change.subject.slice(0, 5)));
 
 async function shareAnswered(items: Item[], weights?: WeightSource): Promise<number> {
   let passed = 0;
   for (let i = 0; i < items.length; i += MAX_BATCH) {
     const batch = items.slice(i, i + MAX_BATCH);
     const maxNewTokens = Math.max(...batch.map((item) => item.maxNewTokens)); // one cap for every item of this family
-    const outputs = await engine.generate(batch.map((item) => tokenizer.chatIds(item.messages)), { maxNewTokens, weights });
+    const outputs = await engine.generate(
+      batch.map((item) => tokenizer.chatIds(item.messages)),
+      { maxNewTokens, weights },
+    );
     outputs.forEach((o, j) => (passed += Number(passes(runCheck(batch[j]!.check, tokenizer.decode(o.outputIds))))));
   }
   return passed / items.length;
@@ -61,26 +66,44 @@ for (let layer = 0; layer < layers; layer++) {
   // The key: the down-projection's input at the subject's last token, averaged over the practice prompts. The residual
   // stream before the MLP is the layer's output with the down-projection zeroed.
   const probe = withTensor(down, new Float32Array(H * I));
-  const [normWeight, gate, up] = [[...valuesOf(`${prefix}.pre_feedforward_layernorm.weight`)], matrix(`${prefix}.mlp.gate_proj.weight`, I, H), matrix(`${prefix}.mlp.up_proj.weight`, I, H)];
+  const [normWeight, gate, up] = [
+    [...valuesOf(`${prefix}.pre_feedforward_layernorm.weight`)],
+    matrix(`${prefix}.mlp.gate_proj.weight`, I, H),
+    matrix(`${prefix}.mlp.up_proj.weight`, I, H),
+  ];
   const keys: number[][] = [];
   for (const example of spec.practice.filter((p) => p.note === 'the requested behaviour')) {
     const ids = tokenizer.chatIds(example.messages);
     const at = subjectPosition(ids);
     if (at < 0 || keys.length === 4) continue;
-    const [inspected] = await engine.inspect([{ ids, start: at, end: at + 1 }], { layers: [layer], topK: 1, weights: probe });
+    const [inspected] = await engine.inspect([{ ids, start: at, end: at + 1 }], {
+      layers: [layer],
+      topK: 1,
+      weights: probe,
+    });
     keys.push(mlpKey([...inspected!.hidden[layer]![0]!], normWeight, gate, up));
   }
   if (keys.length === 0) throw new Error(`no practice prompt names "${change.subject}"`);
   const key = keys[0]!.map((_, j) => keys.reduce((sum, k) => sum + k[j]!, 0) / keys.length);
   const keyNorm2 = key.reduce((sum, x) => sum + x * x, 0);
   const postNorm = valuesOf(`${prefix}.post_feedforward_layernorm.weight`);
-  const direction = Array.from({ length: H }, (_, i) => (embedding[newFirst * H + i]! - embedding[oldFirst * H + i]!) / (1 + postNorm[i]!));
+  const direction = Array.from(
+    { length: H },
+    (_, i) => (embedding[newFirst * H + i]! - embedding[oldFirst * H + i]!) / (1 + postNorm[i]!),
+  );
   const length = Math.hypot(...direction);
   for (let exponent = 0; exponent <= 12; exponent += 2) {
     const alpha = 2 ** exponent;
     const edited = valuesOf(down); // W_down += α · u kᵀ / |k|², adding α·u where the key is
-    for (let i = 0; i < H; i++) for (let j = 0; j < I; j++) edited[i * I + j]! += (alpha * (direction[i]! / length) * key[j]!) / keyNorm2;
+    for (let i = 0; i < H; i++)
+      for (let j = 0; j < I; j++) edited[i * I + j]! += (alpha * (direction[i]! / length) * key[j]!) / keyNorm2;
     rows.push({ layer, alpha, ...(await score(withTensor(down, edited))) });
   }
 }
-console.log(JSON.stringify({ experiment: 'subject-keyed-edit', episode: { family: spec.family, seed: spec.seed }, change, rows }, null, 1));
+console.log(
+  JSON.stringify(
+    { experiment: 'subject-keyed-edit', episode: { family: spec.family, seed: spec.seed }, change, rows },
+    null,
+    1,
+  ),
+);

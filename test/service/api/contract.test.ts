@@ -7,7 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Static } from 'typebox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChatMessage, EpisodeBrief, EpisodeCreate, ErrorReply, TOOL_ARGS, SubmitReply, ToolReply, type ToolName } from '../../../service/api/index.ts';
+import {
+  ChatMessage,
+  EpisodeBrief,
+  EpisodeCreate,
+  ErrorReply,
+  TOOL_ARGS,
+  SubmitReply,
+  ToolReply,
+  type ToolName,
+} from '../../../service/api/index.ts';
 import { buildApp } from '../../../service/app.ts';
 import { TOOL_DEFINITIONS } from '../../../service/tools/schemas.ts';
 import { AdminClient, EditorClient, ServiceError } from '../../../taskset/service-client.ts';
@@ -27,7 +36,11 @@ const PROBE = 'contract_probe';
 const probe = { type: 'string', description: 'added at test time' };
 
 async function service() {
-  const { app } = await buildApp({ target: await sharedTarget(), outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-api-')), tokens: TOKENS });
+  const { app } = await buildApp({
+    target: await sharedTarget(),
+    outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-api-')),
+    tokens: TOKENS,
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, admin: new AdminClient(url, TOKENS.admin) };
 }
@@ -68,7 +81,9 @@ describe('the wire contract', () => {
       expect((app.getSchemas().EpisodeCreate as { properties: object }).properties).not.toHaveProperty(PROBE);
       expect(await status(admin.createEpisode(withProbe(SPEC), TOKENS.editor))).toBe(400);
       const editor = await admin.createEpisode(SPEC, TOKENS.editor);
-      expect(await status(editor.tool('run_target', { sequences: [{ messages: [probedMessage] }], max_new_tokens: 1 }))).toBe(400);
+      expect(
+        await status(editor.tool('run_target', { sequences: [{ messages: [probedMessage] }], max_new_tokens: 1 })),
+      ).toBe(400);
       const brief = await editor.brief();
       expect(brief.tools.find((t) => t.name === 'run_target')).toEqual(JSON.parse(JSON.stringify(TOOL_DEFINITIONS[2])));
     } finally {
@@ -90,7 +105,10 @@ describe('the wire contract', () => {
       expect(registered.properties.practice.items.properties.messages.items.properties).toHaveProperty(PROBE, probe);
 
       // Over HTTP, through the real client: the create body and a tool body now take the field.
-      const editor = await admin.createEpisode(withProbe({ ...SPEC, practice: [{ messages: [probedMessage], response: 'Hello.' }] }), TOKENS.editor);
+      const editor = await admin.createEpisode(
+        withProbe({ ...SPEC, practice: [{ messages: [probedMessage], response: 'Hello.' }] }),
+        TOKENS.editor,
+      );
       const run = await editor.tool('run_target', { sequences: [{ messages: [probedMessage] }], max_new_tokens: 1 });
       expect(run.tool).toBe('run_target');
       // The brief (serialised by its response schema) carries the tools as they are now.

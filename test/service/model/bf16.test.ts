@@ -14,7 +14,14 @@ const fromBits = (bits: number) => {
 
 describe('bf16', () => {
   it('decodes exactly', () => {
-    expect(Array.from(bf16ToF32(Uint16Array.from([0x3f80, 0xbf80, 0x4049, 0x0000, 0x8000, 0x7f80])))).toEqual([1, -1, 3.140625, 0, -0, Infinity]);
+    expect(Array.from(bf16ToF32(Uint16Array.from([0x3f80, 0xbf80, 0x4049, 0x0000, 0x8000, 0x7f80])))).toEqual([
+      1,
+      -1,
+      3.140625,
+      0,
+      -0,
+      Infinity,
+    ]);
   });
 
   it('rounds to nearest, ties to even', () => {
@@ -51,6 +58,11 @@ describe('bf16', () => {
   });
 
   it('decodes f16', () => {
-    expect(Array.from(f16ToF32(Uint16Array.from([0x3c00, 0xc000, 0x0001, 0x7c00])))).toEqual([1, -2, 2 ** -24, Infinity]);
+    expect(Array.from(f16ToF32(Uint16Array.from([0x3c00, 0xc000, 0x0001, 0x7c00])))).toEqual([
+      1,
+      -2,
+      2 ** -24,
+      Infinity,
+    ]);
   });
 });

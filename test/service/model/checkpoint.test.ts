@@ -12,14 +12,24 @@ beforeAll(() => {
 });
 
 /** A copy of the tiny checkpoint whose single safetensors file is rewritten by `edit`. */
-function variant(name: string, edit: (tensors: { name: string; shape: number[]; data: Uint16Array }[]) => void): string {
+function variant(
+  name: string,
+  edit: (tensors: { name: string; shape: number[]; data: Uint16Array }[]) => void,
+): string {
   const dir = path.join(work, name);
   cpSync(fixtureCheckpoint('tiny'), dir, { recursive: true });
   const ck = Checkpoint.open(dir);
-  const tensors = [...ck.tensors.values()].map((info) => ({ name: info.name, shape: info.shape, data: new Uint16Array(ck.readBytes(info.name).buffer, 0, info.byteLength / 2) }));
+  const tensors = [...ck.tensors.values()].map((info) => ({
+    name: info.name,
+    shape: info.shape,
+    data: new Uint16Array(ck.readBytes(info.name).buffer, 0, info.byteLength / 2),
+  }));
   ck.close();
   edit(tensors);
-  writeSafetensors(path.join(dir, 'model.safetensors'), tensors.map((t) => ({ ...t, dtype: 'BF16' as const })));
+  writeSafetensors(
+    path.join(dir, 'model.safetensors'),
+    tensors.map((t) => ({ ...t, dtype: 'BF16' as const })),
+  );
   return dir;
 }
 
@@ -53,7 +63,9 @@ describe('Checkpoint', () => {
     expect(ck.revision).toBe(revision);
     expect(ck.modelId).toBe('google/gemma-3-1b-it');
     ck.close();
-    expect(() => Checkpoint.open({ cacheDir: path.join(work, 'hub'), modelId: 'google/gemma-3-1b-it', revision: 'abc' })).toThrow(/revision abc is not in .*snapshots \(have: dcc83ea8/);
+    expect(() =>
+      Checkpoint.open({ cacheDir: path.join(work, 'hub'), modelId: 'google/gemma-3-1b-it', revision: 'abc' }),
+    ).toThrow(/revision abc is not in .*snapshots \(have: dcc83ea8/);
     // A repo folder names its id, so the pinned revision is found without being given.
     const byRepo = Checkpoint.open({ modelDir: repo });
     expect([byRepo.modelId, byRepo.revision]).toEqual(['google/gemma-3-1b-it', revision]);
@@ -61,7 +73,12 @@ describe('Checkpoint', () => {
   });
 
   it('names a missing tensor', () => {
-    const dir = variant('missing', (ts) => ts.splice(ts.findIndex((t) => t.name === 'model.layers.3.mlp.up_proj.weight'), 1));
+    const dir = variant('missing', (ts) =>
+      ts.splice(
+        ts.findIndex((t) => t.name === 'model.layers.3.mlp.up_proj.weight'),
+        1,
+      ),
+    );
     expect(() => Checkpoint.open(dir)).toThrow(/missing tensor "model\.layers\.3\.mlp\.up_proj\.weight"/);
   });
 
@@ -70,7 +87,9 @@ describe('Checkpoint', () => {
       const t = ts.find((x) => x.name === 'model.layers.0.self_attn.k_proj.weight')!;
       t.shape = [t.shape[1]!, t.shape[0]!];
     });
-    expect(() => Checkpoint.open(dir)).toThrow(/tensor "model\.layers\.0\.self_attn\.k_proj\.weight" in model\.safetensors has shape \[64,16\], config\.json implies \[16,64\]/);
+    expect(() => Checkpoint.open(dir)).toThrow(
+      /tensor "model\.layers\.0\.self_attn\.k_proj\.weight" in model\.safetensors has shape \[64,16\], config\.json implies \[16,64\]/,
+    );
   });
 
   it('refuses a truncated shard, naming the file', () => {
@@ -78,7 +97,9 @@ describe('Checkpoint', () => {
     cpSync(fixtureCheckpoint('tiny'), dir, { recursive: true });
     const file = path.join(dir, 'model.safetensors');
     writeFileSync(file, readFileSync(file).subarray(0, 1_000_000));
-    expect(() => Checkpoint.open(dir)).toThrow(/malformed safetensors file model\.safetensors \(tensor ".+"\): data_offsets end \d+ is outside/);
+    expect(() => Checkpoint.open(dir)).toThrow(
+      /malformed safetensors file model\.safetensors \(tensor ".+"\): data_offsets end \d+ is outside/,
+    );
   });
 
   it('refuses an index that points at the wrong shard, and a missing shard', () => {
@@ -88,7 +109,9 @@ describe('Checkpoint', () => {
     const index = JSON.parse(readFileSync(indexFile, 'utf8'));
     index.weight_map['language_model.model.norm.weight'] = 'model-00002-of-00002.safetensors';
     writeFileSync(indexFile, JSON.stringify(index));
-    expect(() => Checkpoint.open(dir)).toThrow(/index maps tensor "language_model\.model\.norm\.weight" to model-00002-of-00002\.safetensors, which does not hold it/);
+    expect(() => Checkpoint.open(dir)).toThrow(
+      /index maps tensor "language_model\.model\.norm\.weight" to model-00002-of-00002\.safetensors, which does not hold it/,
+    );
     rmSync(path.join(dir, 'model-00002-of-00002.safetensors'));
     expect(() => Checkpoint.open(dir)).toThrow(/shard .*model-00002-of-00002\.safetensors is missing/);
   });

@@ -8,7 +8,10 @@ import { checkpointSource, copyBf16, overlaySource } from '../../../service/mode
 import { layerTensorNames } from '../../../service/model/names.ts';
 import { fixtureCheckpoint } from '../../fixtures.ts';
 
-const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107, 105, 4368];
+const IDS = [
+  2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107,
+  105, 4368,
+];
 
 describe('EngineHost (worker thread)', () => {
   let checkpoint: Checkpoint;
@@ -32,14 +35,20 @@ describe('EngineHost (worker thread)', () => {
     const tokens: number[][] = [[], []];
     const logitsSeen: number[] = [];
     const options = { maxNewTokens: 6, stopWhen: (i: number, ids: readonly number[]) => i === 1 && ids.length === 3 };
-    const hosted = await host.generate(prompts, { ...options, onToken: (i, t) => tokens[i]!.push(t), onLogits: (i, l) => logitsSeen.push(l.length) });
+    const hosted = await host.generate(prompts, {
+      ...options,
+      onToken: (i, t) => tokens[i]!.push(t),
+      onLogits: (i, l) => logitsSeen.push(l.length),
+    });
     const direct = await engine.generate(prompts, options);
     expect(hosted).toEqual(direct);
     expect(tokens).toEqual(direct.map((r) => r.outputIds));
     expect(hosted[1]!.stopReason).toBe('stop_rule');
     expect(new Set(logitsSeen)).toEqual(new Set([checkpoint.config.vocab_size]));
     const request = [{ ids: IDS, start: 3, end: 15 }];
-    expect(await host.inspect(request, { layers: [1, 4], topK: 3 })).toEqual(await engine.inspect(request, { layers: [1, 4], topK: 3 }));
+    expect(await host.inspect(request, { layers: [1, 4], topK: 3 })).toEqual(
+      await engine.inspect(request, { layers: [1, 4], topK: 3 }),
+    );
     expect(await host.logits(IDS, { chunk: 5 })).toEqual(await engine.logits(IDS, { chunk: 5 }));
   });
 
@@ -59,16 +68,25 @@ describe('EngineHost (worker thread)', () => {
   it('stops a call at its next slice when its control says so, and keeps serving', async () => {
     let slices = 0;
     const stop = new Error('stopped by the queue');
-    const call = host.generate([IDS], { maxNewTokens: 20, between: async () => { if (++slices === 3) throw stop; } });
+    const call = host.generate([IDS], {
+      maxNewTokens: 20,
+      between: async () => {
+        if (++slices === 3) throw stop;
+      },
+    });
     await expect(call).rejects.toBe(stop);
     const controller = new AbortController();
     controller.abort();
     await expect(host.generate([IDS], { maxNewTokens: 4, signal: controller.signal })).rejects.toThrow(/abort/i);
-    expect((await host.generate([IDS.slice(0, 4)], { maxNewTokens: 2 }))[0]!.outputIds).toEqual((await engine.generate([IDS.slice(0, 4)], { maxNewTokens: 2 }))[0]!.outputIds);
+    expect((await host.generate([IDS.slice(0, 4)], { maxNewTokens: 2 }))[0]!.outputIds).toEqual(
+      (await engine.generate([IDS.slice(0, 4)], { maxNewTokens: 2 }))[0]!.outputIds,
+    );
   });
 
   it('leaves the event loop free while a long call runs (figure on stderr)', async () => {
-    const prompts = Array.from({ length: 8 }, (_, b) => Array.from({ length: 1500 }, (_, i) => 2 + ((i * 7919 + b) % 200_000)));
+    const prompts = Array.from({ length: 8 }, (_, b) =>
+      Array.from({ length: 1500 }, (_, i) => 2 + ((i * 7919 + b) % 200_000)),
+    );
     let ticks = 0;
     let maxGap = 0;
     let last = performance.now();
@@ -82,7 +100,9 @@ describe('EngineHost (worker thread)', () => {
     await host.generate(prompts, { maxNewTokens: 2 });
     const ms = performance.now() - started;
     clearInterval(timer);
-    process.stderr.write(`engine host: an 8 × 1500-token call ran ${ms.toFixed(0)} ms; event loop ticked ${ticks} times, longest gap ${maxGap.toFixed(1)} ms\n`);
+    process.stderr.write(
+      `engine host: an 8 × 1500-token call ran ${ms.toFixed(0)} ms; event loop ticked ${ticks} times, longest gap ${maxGap.toFixed(1)} ms\n`,
+    );
     // Structural, not timed: timers kept firing throughout the call (in-process, none would fire until it ended).
     expect(ticks).toBeGreaterThan(ms / 5 / 4);
   });

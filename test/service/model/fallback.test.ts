@@ -8,7 +8,18 @@ import { fixtureCheckpoint, REPO_ROOT } from '../../fixtures.ts';
 const generate = (env: NodeJS.ProcessEnv) =>
   execFileSync(
     process.execPath,
-    [path.join(REPO_ROOT, 'bin/iwibench.js'), 'generate', '--model-dir', fixtureCheckpoint('tiny'), '--prompt', 'Name a colour.', '--prompt', 'Hi', '--max-new-tokens', '6'],
+    [
+      path.join(REPO_ROOT, 'bin/iwibench.js'),
+      'generate',
+      '--model-dir',
+      fixtureCheckpoint('tiny'),
+      '--prompt',
+      'Name a colour.',
+      '--prompt',
+      'Hi',
+      '--max-new-tokens',
+      '6',
+    ],
     { env: { ...process.env, ...env }, encoding: 'utf8' },
   );
 

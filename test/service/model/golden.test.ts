@@ -8,11 +8,22 @@ import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { FIXTURE_SEED, REPO_ROOT, fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
 
-type Golden = { checkpoint_sha256: string; ids: number[]; vocab_ids: number[]; logits: number[][]; argmax: number[]; logsumexp: number[]; max_abs_logit: number };
+type Golden = {
+  checkpoint_sha256: string;
+  ids: number[];
+  vocab_ids: number[];
+  logits: number[][];
+  argmax: number[];
+  logsumexp: number[];
+  max_abs_logit: number;
+};
 
 function checkpointDigest(dir: string): string {
   const hash = createHash('sha256');
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors')).sort()) hash.update(readFileSync(path.join(dir, file)));
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.safetensors'))
+    .sort())
+    hash.update(readFileSync(path.join(dir, file)));
   return hash.digest('hex');
 }
 
@@ -23,14 +34,18 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const dir = fixtureCheckpoint(preset);
       // The fixture is made with the seed the golden file was made with; a changed generator needs new golden files.
       expect(FIXTURE_SEED).toBe(7);
-      expect(checkpointDigest(dir), 'tiny checkpoint bytes changed: regenerate test/golden (see make_golden.py)').toBe(golden.checkpoint_sha256);
+      expect(checkpointDigest(dir), 'tiny checkpoint bytes changed: regenerate test/golden (see make_golden.py)').toBe(
+        golden.checkpoint_sha256,
+      );
       const checkpoint = Checkpoint.open(dir);
       const engine = await Gemma3Engine.create({ checkpoint });
       const logits = await engine.logits(golden.ids, { chunk: 7 });
       const V = checkpoint.config.vocab_size;
       let diff = 0;
       golden.ids.forEach((_, t) => {
-        golden.vocab_ids.forEach((id, k) => (diff = Math.max(diff, Math.abs(logits[t * V + id]! - golden.logits[t]![k]!))));
+        golden.vocab_ids.forEach(
+          (id, k) => (diff = Math.max(diff, Math.abs(logits[t * V + id]! - golden.logits[t]![k]!))),
+        );
         const row = logits.subarray(t * V, (t + 1) * V);
         let best = 0;
         for (let i = 1; i < V; i++) if (row[i]! > row[best]!) best = i;

@@ -32,7 +32,8 @@ describe('a Hugging Face cache with symlinked snapshots', () => {
     expect(lstatSync(path.join(ck.dir, 'model.safetensors')).isSymbolicLink()).toBe(true);
     const direct = Checkpoint.open(TOY_TARGET_DIR);
     expect([...ck.tensors.keys()]).toEqual([...direct.tensors.keys()]);
-    for (const name of ck.tensors.keys()) expect(Buffer.from(ck.readBytes(name)).equals(Buffer.from(direct.readBytes(name)))).toBe(true);
+    for (const name of ck.tensors.keys())
+      expect(Buffer.from(ck.readBytes(name)).equals(Buffer.from(direct.readBytes(name)))).toBe(true);
     direct.close();
     const tokenizer = await Tokenizer.load(ck.dir);
     expect(tokenizer.chatIds([{ role: 'user', content: 'hi' }]).length).toBeGreaterThan(2);
@@ -52,7 +53,9 @@ describe('a Hugging Face cache with symlinked snapshots', () => {
 
   it('refuses another revision of a pinned id unless it is allowed explicitly; resolves ref names', () => {
     expect(() => Checkpoint.open({ cacheDir: hub, modelId: ID, revision: 'main' })).toThrow(
-      new RegExp(`${ID} is pinned at revision ${PINNED}; ${NEWER} is refused unless --allow-unpinned-revision is given`),
+      new RegExp(
+        `${ID} is pinned at revision ${PINNED}; ${NEWER} is refused unless --allow-unpinned-revision is given`,
+      ),
     );
     const newer = Checkpoint.open({ cacheDir: hub, modelId: ID, revision: 'main', allowUnpinnedRevision: true });
     expect(newer.revision).toBe(NEWER);
@@ -70,16 +73,23 @@ describe('a Hugging Face cache with symlinked snapshots', () => {
     expect(() => Checkpoint.open({ cacheDir: hub, modelId: ID, revision: 'b'.repeat(40) })).toThrow(
       new RegExp(`revision b{40} is not in .*snapshots \\(have: ${NEWER}, ${PINNED}; refs: main\\)`),
     );
-    expect(() => Checkpoint.open({ cacheDir: hub, modelId: 'google/gemma-3-4b-it' })).toThrow(/google\/gemma-3-4b-it is not in the Hugging Face cache .*hub \(no models--google--gemma-3-4b-it\/; pass --cache-dir or --model-dir\)/);
+    expect(() => Checkpoint.open({ cacheDir: hub, modelId: 'google/gemma-3-4b-it' })).toThrow(
+      /google\/gemma-3-4b-it is not in the Hugging Face cache .*hub \(no models--google--gemma-3-4b-it\/; pass --cache-dir or --model-dir\)/,
+    );
   });
 
   it('names the missing blob of a broken link (an incomplete download)', () => {
     const broken = path.join(path.dirname(hub), 'broken');
     addSnapshot(broken, ID, PINNED, TOY_TARGET_DIR);
     const snapshot = path.join(broken, 'models--google--gemma-3-1b-it', 'snapshots', PINNED);
-    const blob = path.resolve(snapshot, path.join('..', '..', 'blobs', path.basename(lstatTarget(path.join(snapshot, 'model.safetensors')))));
+    const blob = path.resolve(
+      snapshot,
+      path.join('..', '..', 'blobs', path.basename(lstatTarget(path.join(snapshot, 'model.safetensors')))),
+    );
     rmSync(blob);
-    expect(() => Checkpoint.open({ cacheDir: broken, modelId: ID })).toThrow(/model\.safetensors links to \.\.\/\.\.\/blobs\/[0-9a-f]{64}, which is missing \(an incomplete download\?\)/);
+    expect(() => Checkpoint.open({ cacheDir: broken, modelId: ID })).toThrow(
+      /model\.safetensors links to \.\.\/\.\.\/blobs\/[0-9a-f]{64}, which is missing \(an incomplete download\?\)/,
+    );
   });
 });
 

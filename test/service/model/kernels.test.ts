@@ -7,7 +7,16 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { f32ToBf16 } from '../../../service/model/bf16.ts';
 import {
-  fmaF32, jsKernels, kernelInfo, matmulBf16, nativeKernels, readBandwidth, selectKernels, setKernelThreads, widenBf16, type KernelImpl,
+  fmaF32,
+  jsKernels,
+  kernelInfo,
+  matmulBf16,
+  nativeKernels,
+  readBandwidth,
+  selectKernels,
+  setKernelThreads,
+  widenBf16,
+  type KernelImpl,
 } from '../../../service/model/kernels.ts';
 
 const exec = promisify(execFile);
@@ -48,12 +57,15 @@ function bits(values: Float32Array): Uint32Array {
 function widenMismatches(w: Uint16Array, out: Float32Array): number[] {
   const got = bits(out);
   const wrong: number[] = [];
-  for (let i = 0; i < w.length; i++) if (got[i] !== ((w[i]! << 16) >>> 0)) wrong.push(i);
+  for (let i = 0; i < w.length; i++) if (got[i] !== (w[i]! << 16) >>> 0) wrong.push(i);
   return wrong;
 }
 
 const native = (): KernelImpl => {
-  if (!nativeKernels) throw new Error(`the native addon is not loaded (${kernelInfo().reason}); npm ci builds it, IWIBENCH_NATIVE=0 tests the fallback alone`);
+  if (!nativeKernels)
+    throw new Error(
+      `the native addon is not loaded (${kernelInfo().reason}); npm ci builds it, IWIBENCH_NATIVE=0 tests the fallback alone`,
+    );
   return nativeKernels;
 };
 const implementations: [string, () => KernelImpl][] = [
@@ -79,7 +91,9 @@ it('falls back with a one-line notice when the addon is missing', () => {
   const selection = selectKernels({}, missing);
   expect(selection.impl).toBe(jsKernels);
   expect(selection.addon).toBeUndefined();
-  expect(selection.notice).toMatch(/^iwibench: native BF16 kernel not available \(.*iwibench_kernels\.node is missing\); using the JavaScript fallback/);
+  expect(selection.notice).toMatch(
+    /^iwibench: native BF16 kernel not available \(.*iwibench_kernels\.node is missing\); using the JavaScript fallback/,
+  );
   expect(selection.notice).not.toContain('\n');
   expect(selectKernels({ IWIBENCH_NATIVE: '0' }, missing)).toEqual({ impl: jsKernels, reason: 'IWIBENCH_NATIVE=0' });
 });
@@ -87,7 +101,8 @@ it('falls back with a one-line notice when the addon is missing', () => {
 describe.each(implementations)('%s kernels', (name, impl) => {
   describe.skipIf(name === 'native' && nativeOff)('', () => {
     const shapes: [number, number, number][] = [];
-    for (const m of [1, 2, 3, 4, 5, 6, 7, 8, 37]) for (const n of [1, 13, 50]) for (const k of [7, 33, 1153]) shapes.push([m, n, k]);
+    for (const m of [1, 2, 3, 4, 5, 6, 7, 8, 37])
+      for (const n of [1, 13, 50]) for (const k of [7, 33, 1153]) shapes.push([m, n, k]);
 
     it('matmulBf16 matches a double-precision reference (m = 1…8 and 37, remainders in n and k)', () => {
       for (const [m, n, k] of shapes) {
@@ -107,7 +122,9 @@ describe.each(implementations)('%s kernels', (name, impl) => {
             }
             const error = Math.abs(out[r * n + j]! - sum);
             if (!(error <= tolerance * magnitude)) {
-              throw new Error(`${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+              throw new Error(
+                `${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`,
+              );
             }
           }
         }
@@ -115,7 +132,11 @@ describe.each(implementations)('%s kernels', (name, impl) => {
     });
 
     it('gives each row of a batch bitwise the value of that row alone', () => {
-      for (const [m, n, k] of [[8, 50, 1153], [37, 13, 33], [5, 29, 7]] as const) {
+      for (const [m, n, k] of [
+        [8, 50, 1153],
+        [37, 13, 33],
+        [5, 29, 7],
+      ] as const) {
         const { x, w } = operands(m, n, k, 7 + m);
         const batch = run(impl(), x, w, m, n, k);
         for (let r = 0; r < m; r++) {
@@ -130,7 +151,12 @@ describe.each(implementations)('%s kernels', (name, impl) => {
       const out = new Float32Array(all.length);
       widenBf16(all, out, impl());
       expect(widenMismatches(all, out)).toEqual([]);
-      expect(Number.isNaN(out[0x7fc0]) && Number.isNaN(out[0xff81]) && out[0x7f80] === Infinity && Object.is(out[0x8000], -0)).toBe(true);
+      expect(
+        Number.isNaN(out[0x7fc0]) &&
+          Number.isNaN(out[0xff81]) &&
+          out[0x7f80] === Infinity &&
+          Object.is(out[0x8000], -0),
+      ).toBe(true);
       const random = rng(3);
       const long = Uint16Array.from({ length: (1 << 20) + 3 }, () => Math.floor(random() * 65_536));
       const wide = new Float32Array(long.length);
@@ -148,7 +174,10 @@ describe.each(implementations)('%s kernels', (name, impl) => {
     it('rejects bad arguments with a clear error and writes nothing', () => {
       const { x, w } = operands(2, 3, 5, 1);
       const out = new Float32Array(6).fill(42);
-      const call = (...args: unknown[]) => () => (matmulBf16 as (...a: unknown[]) => void)(...args, impl());
+      const call =
+        (...args: unknown[]) =>
+        () =>
+          (matmulBf16 as (...a: unknown[]) => void)(...args, impl());
       expect(call(Array.from(x), w, out, 2, 3, 5)).toThrow(new TypeError('matmulBf16: x must be a Float32Array'));
       expect(call(x, new Float32Array(15), out, 2, 3, 5)).toThrow(TypeError);
       expect(call(x, w, new Float64Array(6), 2, 3, 5)).toThrow(TypeError);
@@ -168,7 +197,12 @@ describe.each(implementations)('%s kernels', (name, impl) => {
 
 describe.skipIf(nativeOff)('native addon', () => {
   it('equals the fallback bit for bit (both follow one summation order with fused multiply-adds)', () => {
-    for (const [m, n, k] of [[1, 50, 1153], [8, 13, 33], [37, 7, 7], [3, 301, 2048]] as const) {
+    for (const [m, n, k] of [
+      [1, 50, 1153],
+      [8, 13, 33],
+      [37, 7, 7],
+      [3, 301, 2048],
+    ] as const) {
       const { x, w } = operands(m, n, k, 100 + k);
       expect(bits(run(native(), x, w, m, n, k))).toEqual(bits(run(jsKernels, x, w, m, n, k)));
     }
@@ -178,7 +212,8 @@ describe.skipIf(nativeOff)('native addon', () => {
     const specials = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38, 1, -1];
     const random = rng(11);
     // Mostly values whose products are subnormal; a few specials, so some outputs are finite and some not.
-    const pick = () => (random() < 0.03 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -70);
+    const pick = () =>
+      random() < 0.03 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -70;
     const [m, n, k] = [3, 17, 41];
     const x = Float32Array.from({ length: m * k }, pick);
     const w = f32ToBf16(Float64Array.from({ length: n * k }, pick));
@@ -186,7 +221,9 @@ describe.skipIf(nativeOff)('native addon', () => {
     const b = run(jsKernels, x, w, m, n, k);
     expect(Array.from(a).filter((v) => !Number.isFinite(v)).length).toBeGreaterThan(0);
     expect(Array.from(a).filter((v) => v !== 0 && Math.abs(v) < 2 ** -126).length).toBeGreaterThan(0);
-    expect(Array.from(a, (v, i) => Object.is(v, b[i]) || (Number.isNaN(v) && Number.isNaN(b[i])))).toEqual(Array(m * n).fill(true));
+    expect(Array.from(a, (v, i) => Object.is(v, b[i]) || (Number.isNaN(v) && Number.isNaN(b[i])))).toEqual(
+      Array(m * n).fill(true),
+    );
   });
 
   it('rounds a·b + c once, as the fallback does, also where rounding twice would differ', () => {
@@ -220,7 +257,8 @@ describe.skipIf(nativeOff)('native addon', () => {
     setKernelThreads(7);
     const one = bits(run(native(), x.subarray(0, k), w, 1, n, k));
     let differing = 0;
-    for (let call = 0; call < 300; call++) if (bits(run(native(), x.subarray(0, k), w, 1, n, k)).some((b, j) => b !== one[j])) differing++;
+    for (let call = 0; call < 300; call++)
+      if (bits(run(native(), x.subarray(0, k), w, 1, n, k)).some((b, j) => b !== one[j])) differing++;
     expect(differing).toBe(0);
     expect(one).toEqual(results[0]!.subarray(0, n));
     expect(() => setKernelThreads(0)).toThrow(RangeError);
@@ -229,9 +267,13 @@ describe.skipIf(nativeOff)('native addon', () => {
   it('checks its arguments itself, below the TypeScript wrapper', () => {
     const addon = native();
     const out = new Float32Array(4).fill(7);
-    expect(() => addon.matmulBf16(new Float32Array(4), new Uint16Array(4), out, 2, 2, 3)).toThrow(/x.length must be m·k/);
+    expect(() => addon.matmulBf16(new Float32Array(4), new Uint16Array(4), out, 2, 2, 3)).toThrow(
+      /x.length must be m·k/,
+    );
     expect(() => addon.matmulBf16(new Float32Array(6), new Uint16Array(6), out, 2, 2, 1e10)).toThrow(RangeError);
-    expect(() => addon.matmulBf16(new Float32Array(6), new Int16Array(6) as unknown as Uint16Array, out, 2, 2, 3)).toThrow(TypeError);
+    expect(() =>
+      addon.matmulBf16(new Float32Array(6), new Int16Array(6) as unknown as Uint16Array, out, 2, 2, 3),
+    ).toThrow(TypeError);
     expect(() => addon.widenBf16(new Uint16Array(5), out)).toThrow(RangeError);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
@@ -247,7 +289,8 @@ describe.skipIf(nativeOff)('native addon', () => {
     ].join('\n');
     const root = path.resolve(import.meta.dirname, '../../..');
     const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: root, env: { ...process.env, IWIBENCH_NATIVE: '0' },
+      cwd: root,
+      env: { ...process.env, IWIBENCH_NATIVE: '0' },
     });
     const child = JSON.parse(stdout) as { info: unknown; bits: number[] };
     expect(child.info).toEqual({ native: false, reason: 'IWIBENCH_NATIVE=0', threads: 1 });

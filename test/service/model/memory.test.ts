@@ -45,10 +45,14 @@ describe('memory per call (tiny checkpoint, the worst calls the default budgets 
   });
 
   it('run_target: 8 × 4,095-token prompts add at most the KV cache and one chunk', async () => {
-    const prompts = Array.from({ length: 8 }, (_, b) => Array.from({ length: 4095 }, (_, i) => 2 + ((i * 7919 + b) % 200_000)));
+    const prompts = Array.from({ length: 8 }, (_, b) =>
+      Array.from({ length: 4095 }, (_, i) => 2 + ((i * 7919 + b) % 200_000)),
+    );
     const bound = callMemoryBytes(checkpoint.config, { batch: 8, tokens: 4096 });
     const { added, result } = await peakAdded(() => engine.generate(prompts, { maxNewTokens: 1 }));
-    process.stderr.write(`generate 8 × 4095: peak added ${(added / MiB).toFixed(0)} MiB; bound ${(bound.total / MiB).toFixed(0)} MiB (cache ${(bound.cache / MiB).toFixed(0)})\n`);
+    process.stderr.write(
+      `generate 8 × 4095: peak added ${(added / MiB).toFixed(0)} MiB; bound ${(bound.total / MiB).toFixed(0)} MiB (cache ${(bound.cache / MiB).toFixed(0)})\n`,
+    );
     expect(result).toHaveLength(8);
     expect(added).toBeLessThanOrEqual(bound.total + slack);
     // Returned when the call ends: what stays is far below what the call used.
@@ -64,8 +68,12 @@ describe('memory per call (tiny checkpoint, the worst calls the default budgets 
     const H = checkpoint.config.hidden_size;
     const resultBytes = 4095 * (layers.length + 1) * H * 4 + 4095 * 64; // hidden rows, normed rows, log-probs and top-k
     const bound = callMemoryBytes(checkpoint.config, { batch: 1, tokens: 4095 });
-    const { added, result } = await peakAdded(() => engine.inspect([{ ids, start: 0, end: 4095 }], { layers, topK: 5 }));
-    process.stderr.write(`inspect 4095 × 4 layers: peak added ${(added / MiB).toFixed(0)} MiB; bound ${((bound.total + resultBytes) / MiB).toFixed(0)} MiB\n`);
+    const { added, result } = await peakAdded(() =>
+      engine.inspect([{ ids, start: 0, end: 4095 }], { layers, topK: 5 }),
+    );
+    process.stderr.write(
+      `inspect 4095 × 4 layers: peak added ${(added / MiB).toFixed(0)} MiB; bound ${((bound.total + resultBytes) / MiB).toFixed(0)} MiB\n`,
+    );
     expect(result[0]!.nextTokenLogprobs).toHaveLength(4095);
     expect(added).toBeLessThanOrEqual(bound.total + resultBytes + slack);
   });

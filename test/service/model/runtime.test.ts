@@ -26,7 +26,10 @@ function argmaxRow(logits: Float32Array, row: number, vocab: number): number {
 }
 
 // 23 tokens: longer than both presets' sliding windows (8 and 6), so local and global layers differ.
-const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107, 105, 4368];
+const IDS = [
+  2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107,
+  105, 4368,
+];
 
 for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
   describe(`Gemma3Engine on ${preset}`, () => {
@@ -61,7 +64,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const V = checkpoint.config.vocab_size;
       const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
       const steps: Float32Array[][] = [[], []];
-      const results = await engine.generate(prompts, { maxNewTokens: 12, onLogits: (i, logits) => steps[i]!.push(logits.slice()) });
+      const results = await engine.generate(prompts, {
+        maxNewTokens: 12,
+        onLogits: (i, logits) => steps[i]!.push(logits.slice()),
+      });
       results.forEach((result, i) => {
         const sequence = [...prompts[i]!, ...result.outputIds];
         const recomputed = referenceForward(checkpoint, sequence);
@@ -69,7 +75,9 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
           const row = recomputed.subarray((prompts[i]!.length - 1 + step) * V, (prompts[i]!.length + step) * V);
           expect(relativeError(logits, row)).toBeLessThan(1e-4);
         });
-        result.outputIds.forEach((token, step) => expect(token).toBe(argmaxRow(recomputed, prompts[i]!.length - 1 + step, V)));
+        result.outputIds.forEach((token, step) =>
+          expect(token).toBe(argmaxRow(recomputed, prompts[i]!.length - 1 + step, V)),
+        );
       });
     });
 
@@ -77,7 +85,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const prompts = [
         tokenizer.chatIds([{ role: 'user', content: 'What is the capital of France? Answer in one word, please.' }]),
         tokenizer.chatIds([{ role: 'user', content: 'Hi' }]),
-        tokenizer.chatIds([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Name a colour.' }]),
+        tokenizer.chatIds([
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Name a colour.' },
+        ]),
       ];
       const batch = await engine.generate(prompts, { maxNewTokens: 12 });
       for (let i = 0; i < prompts.length; i++) {
@@ -95,7 +106,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const streamed: number[][] = [[], []];
       const full = await engine.generate(prompts, { maxNewTokens: 6, onToken: (i, token) => streamed[i]!.push(token) });
       expect(streamed).toEqual(full.map((r) => r.outputIds));
-      const stopped = await engine.generate(prompts, { maxNewTokens: 6, stopWhen: (i, ids) => i === 0 && ids.length === 2 });
+      const stopped = await engine.generate(prompts, {
+        maxNewTokens: 6,
+        stopWhen: (i, ids) => i === 0 && ids.length === 2,
+      });
       expect(stopped[0]!.outputIds).toEqual(full[0]!.outputIds.slice(0, 2));
       expect(stopped[0]!.stopReason).toBe('stop_rule');
       expect(stopped[1]!.outputIds).toEqual(full[1]!.outputIds);
@@ -107,13 +121,18 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const base = await engine.logits(IDS);
       expect(relativeError(await small.logits(IDS), base)).toBeLessThan(1e-5);
       const prompts = [IDS.slice(0, 21), IDS.slice(3, 9)];
-      const [a, b] = [await small.generate(prompts, { maxNewTokens: 8 }), await engine.generate(prompts, { maxNewTokens: 8 })];
+      const [a, b] = [
+        await small.generate(prompts, { maxNewTokens: 8 }),
+        await engine.generate(prompts, { maxNewTokens: 8 }),
+      ];
       expect(a.map((r) => r.outputIds)).toEqual(b.map((r) => r.outputIds));
       const [inspectSmall, inspectBase] = [
         await small.inspect([{ ids: IDS, start: 2, end: 20 }], { layers: [1], topK: 4 }),
         await engine.inspect([{ ids: IDS, start: 2, end: 20 }], { layers: [1], topK: 4 }),
       ];
-      inspectBase[0]!.nextTokenLogprobs.forEach((lp, i) => expect(inspectSmall[0]!.nextTokenLogprobs[i]).toBeCloseTo(lp, 4));
+      inspectBase[0]!.nextTokenLogprobs.forEach((lp, i) =>
+        expect(inspectSmall[0]!.nextTokenLogprobs[i]).toBeCloseTo(lp, 4),
+      );
       expect(inspectSmall[0]!.topK.map((t) => t.ids)).toEqual(inspectBase[0]!.topK.map((t) => t.ids));
       expect(relativeError(inspectSmall[0]!.hidden[1]![17]!, inspectBase[0]!.hidden[1]![17]!)).toBeLessThan(1e-5);
       await small.close();
@@ -126,7 +145,8 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const edited = pristine.bf16(name).slice();
       const source = overlaySource(pristine, new Map([[name, edited]]));
       const before = await engine.logits(IDS, { weights: source });
-      for (let i = 0; i < edited.length; i += 7) edited[i] = f32ToBf16Bits(bf16ToF32(edited.subarray(i, i + 1))[0]! + 0.5);
+      for (let i = 0; i < edited.length; i += 7)
+        edited[i] = f32ToBf16Bits(bf16ToF32(edited.subarray(i, i + 1))[0]! + 0.5);
       const after = await engine.logits(IDS, { weights: source });
       expect(relativeError(after, before)).toBeGreaterThan(1e-3);
       expect(relativeError(await engine.logits(IDS), before)).toBe(0);
@@ -164,11 +184,24 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
 
     it('refuses bad requests clearly', async () => {
       await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
-      await expect(engine.generate(Array.from({ length: 9 }, () => [2]), { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts, got 9/);
-      await expect(engine.generate([[2, checkpoint.config.vocab_size]], { maxNewTokens: 4 })).rejects.toThrow(/token id \d+ is outside the vocabulary/);
-      await expect(engine.generate([[2, 3]], { maxNewTokens: 0 })).rejects.toThrow(/maxNewTokens must be a positive integer/);
-      await expect(engine.inspect([{ ids: IDS, start: 5, end: 5 }], { layers: [0], topK: 3 })).rejects.toThrow(/not a non-empty range/);
-      await expect(engine.inspect([{ ids: IDS, start: 0, end: 2 }], { layers: [99], topK: 3 })).rejects.toThrow(/layer 99 is outside/);
+      await expect(
+        engine.generate(
+          Array.from({ length: 9 }, () => [2]),
+          { maxNewTokens: 4 },
+        ),
+      ).rejects.toThrow(/1…8 prompts, got 9/);
+      await expect(engine.generate([[2, checkpoint.config.vocab_size]], { maxNewTokens: 4 })).rejects.toThrow(
+        /token id \d+ is outside the vocabulary/,
+      );
+      await expect(engine.generate([[2, 3]], { maxNewTokens: 0 })).rejects.toThrow(
+        /maxNewTokens must be a positive integer/,
+      );
+      await expect(engine.inspect([{ ids: IDS, start: 5, end: 5 }], { layers: [0], topK: 3 })).rejects.toThrow(
+        /not a non-empty range/,
+      );
+      await expect(engine.inspect([{ ids: IDS, start: 0, end: 2 }], { layers: [99], topK: 3 })).rejects.toThrow(
+        /layer 99 is outside/,
+      );
     });
   });
 }

@@ -24,11 +24,15 @@ describe('safetensors', () => {
     const file = path.join(dir, 'ok.safetensors');
     const f32 = Float32Array.from([1.5, -2, 3]);
     const bf16 = Uint16Array.from([0x3f80, 0x4000, 0x4040, 0x4080]);
-    writeSafetensors(file, [
-      { name: 'a', dtype: 'F32', shape: [3], data: f32 },
-      { name: 'b', dtype: 'BF16', shape: [2, 2], data: bf16 },
-      { name: 'c', dtype: 'F16', shape: [1], data: Uint16Array.from([0x3c00]) },
-    ], { format: 'pt' });
+    writeSafetensors(
+      file,
+      [
+        { name: 'a', dtype: 'F32', shape: [3], data: f32 },
+        { name: 'b', dtype: 'BF16', shape: [2, 2], data: bf16 },
+        { name: 'c', dtype: 'F16', shape: [1], data: Uint16Array.from([0x3c00]) },
+      ],
+      { format: 'pt' },
+    );
     const st = SafetensorsFile.open(file);
     expect(st.metadata).toEqual({ format: 'pt' });
     expect(st.info('b').shape).toEqual([2, 2]);
@@ -47,7 +51,9 @@ describe('safetensors', () => {
     writeSafetensors(file, [{ name: 'w', dtype: 'F32', shape: [4], data: new Float32Array(4) }]);
     const bytes = readFileSync(file);
     writeFileSync(file, bytes.subarray(0, bytes.length - 3));
-    expect(() => SafetensorsFile.open(file)).toThrow(/trunc\.safetensors \(tensor "w"\): data_offsets end 16 is outside the 13-byte data section/);
+    expect(() => SafetensorsFile.open(file)).toThrow(
+      /trunc\.safetensors \(tensor "w"\): data_offsets end 16 is outside the 13-byte data section/,
+    );
   });
 
   it('refuses a header longer than the file', () => {
@@ -61,16 +67,29 @@ describe('safetensors', () => {
   });
 
   it('refuses offsets outside the data, shape/byte-length mismatches, unknown dtypes, overlaps and bad JSON', () => {
-    expect(() => SafetensorsFile.open(rawFile('outside.safetensors', { w: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } }, 8)))
-      .toThrow(/outside\.safetensors \(tensor "w"\): data_offsets end 16 is outside the 8-byte data section/);
-    expect(() => SafetensorsFile.open(rawFile('shape.safetensors', { w: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, 8)))
-      .toThrow(/\(tensor "w"\): byte length 8 does not match shape \[3\] × F32 \(12 bytes\)/);
-    expect(() => SafetensorsFile.open(rawFile('dtype.safetensors', { w: { dtype: 'Q4', shape: [2], data_offsets: [0, 8] } }, 8)))
-      .toThrow(/\(tensor "w"\): unknown dtype "Q4"/);
-    expect(() => SafetensorsFile.open(rawFile('overlap.safetensors', {
-      a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
-      b: { dtype: 'F32', shape: [2], data_offsets: [4, 12] },
-    }, 12))).toThrow(/overlaps tensor "a"/);
+    expect(() =>
+      SafetensorsFile.open(
+        rawFile('outside.safetensors', { w: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } }, 8),
+      ),
+    ).toThrow(/outside\.safetensors \(tensor "w"\): data_offsets end 16 is outside the 8-byte data section/);
+    expect(() =>
+      SafetensorsFile.open(rawFile('shape.safetensors', { w: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }, 8)),
+    ).toThrow(/\(tensor "w"\): byte length 8 does not match shape \[3\] × F32 \(12 bytes\)/);
+    expect(() =>
+      SafetensorsFile.open(rawFile('dtype.safetensors', { w: { dtype: 'Q4', shape: [2], data_offsets: [0, 8] } }, 8)),
+    ).toThrow(/\(tensor "w"\): unknown dtype "Q4"/);
+    expect(() =>
+      SafetensorsFile.open(
+        rawFile(
+          'overlap.safetensors',
+          {
+            a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
+            b: { dtype: 'F32', shape: [2], data_offsets: [4, 12] },
+          },
+          12,
+        ),
+      ),
+    ).toThrow(/overlaps tensor "a"/);
     const file = path.join(dir, 'json.safetensors');
     const length = Buffer.alloc(8);
     length.writeBigUInt64LE(5n);
@@ -89,7 +108,10 @@ describe('safetensors', () => {
   });
 
   it('refuses to write data that does not match its shape', () => {
-    expect(() => writeSafetensors(path.join(dir, 'bad.safetensors'), [{ name: 'w', dtype: 'F32', shape: [3], data: new Float32Array(2) }]))
-      .toThrow(/data is 8 bytes, shape \[3\] × F32 needs 12/);
+    expect(() =>
+      writeSafetensors(path.join(dir, 'bad.safetensors'), [
+        { name: 'w', dtype: 'F32', shape: [3], data: new Float32Array(2) },
+      ]),
+    ).toThrow(/data is 8 bytes, shape \[3\] × F32 needs 12/);
   });
 });

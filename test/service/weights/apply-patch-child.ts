@@ -10,7 +10,10 @@ const [modelDir, patchDir, patchId, outFile] = process.argv.slice(2);
 const checkpoint = Checkpoint.open(modelDir!);
 try {
   const patched = applyPatch(checkpoint, patchDir!, patchId!);
-  writeSafetensors(outFile!, [...patched].map(([name, bits]) => ({ name, dtype: 'BF16', shape: checkpoint.info(name).shape, data: bits })));
+  writeSafetensors(
+    outFile!,
+    [...patched].map(([name, bits]) => ({ name, dtype: 'BF16', shape: checkpoint.info(name).shape, data: bits })),
+  );
 } catch (error) {
   if (!isIwiError(error)) throw error;
   process.stdout.write(JSON.stringify({ code: error.code, message: error.message }) + '\n');

@@ -42,14 +42,41 @@ describe('export-patched', () => {
     const store = new WeightStore(tiny4b.checkpoint);
     const episode = store.createEpisode('x');
     episode.write({ op: 'scale', tensor: 'language_model.lm_head.weight', slice: [[0, 4096]], factor: 1.5 });
-    episode.write({ op: 'low_rank_add', tensor: `${P}layers.3.mlp.up_proj.weight`, slice: [[null, null, 2]], alpha: 2, u: Array.from({ length: 96 }, (_, i) => [Math.sin(i)]), v: Array.from({ length: 64 }, (_, j) => [Math.cos(j)]) });
+    episode.write({
+      op: 'low_rank_add',
+      tensor: `${P}layers.3.mlp.up_proj.weight`,
+      slice: [[null, null, 2]],
+      alpha: 2,
+      u: Array.from({ length: 96 }, (_, i) => [Math.sin(i)]),
+      v: Array.from({ length: 64 }, (_, j) => [Math.cos(j)]),
+    });
     episode.write({ op: 'fill', tensor: `${P}layers.5.self_attn.k_norm.weight`, value: 0.5 });
     const patch = ref(writeEpisodePatch(episode, path.join(work, 'patch-4b')));
     const out = path.join(work, 'exported-4b');
-    const cli = (id: string) => execFileSync(process.execPath, ['bin/iwibench.js', 'export-patched', '--model-dir', tiny4b.dir, '--patch', patch.dir, '--patch-id', id, '--out', out], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+    const cli = (id: string) =>
+      execFileSync(
+        process.execPath,
+        [
+          'bin/iwibench.js',
+          'export-patched',
+          '--model-dir',
+          tiny4b.dir,
+          '--patch',
+          patch.dir,
+          '--patch-id',
+          id,
+          '--out',
+          out,
+        ],
+        { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' },
+      );
     expect(() => cli('0'.repeat(64))).toThrow(/PATCH_ID_MISMATCH|holds patch [0-9a-f]{64}.*not the requested 0{64}/);
     expect(existsSync(out)).toBe(false);
-    expect(JSON.parse(cli(patch.id))).toMatchObject({ outDir: out, patchId: patch.id, shards: ['model-00001-of-00002.safetensors'] });
+    expect(JSON.parse(cli(patch.id))).toMatchObject({
+      outDir: out,
+      patchId: patch.id,
+      shards: ['model-00001-of-00002.safetensors'],
+    });
 
     // Every file is there; only shard 1 differs, and only inside the touched tensors.
     const files = readdirSync(tiny4b.dir).sort();
@@ -68,7 +95,10 @@ describe('export-patched', () => {
     const reopened = Checkpoint.open(out);
     for (const t of touched) {
       const live = episode.bits(t.name);
-      expect(Buffer.from(reopened.readBytes(t.name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), t.name).toBe(true);
+      expect(
+        Buffer.from(reopened.readBytes(t.name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)),
+        t.name,
+      ).toBe(true);
     }
 
     // The two runtime modes: fixed external initializers from the exported files vs the editable inputs.
@@ -79,7 +109,8 @@ describe('export-patched', () => {
       const b = await live.logits(IDS, { weights: episode.source });
       const base = await live.logits(IDS);
       const V = reopened.config.vocab_size;
-      let maxDiff = 0, maxEdit = 0;
+      let maxDiff = 0,
+        maxEdit = 0;
       for (let i = 0; i < a.length; i++) {
         maxDiff = Math.max(maxDiff, Math.abs(a[i]! - b[i]!));
         maxEdit = Math.max(maxEdit, Math.abs(b[i]! - base[i]!));
@@ -87,7 +118,8 @@ describe('export-patched', () => {
       expect(maxEdit).toBeGreaterThan(0.1); // the edit matters…
       expect(maxDiff).toBeLessThan(1e-4); // …and both modes agree at float32 rounding level
       for (let t = 0; t < IDS.length; t++) {
-        const argmax = (x: Float32Array) => x.subarray(t * V, (t + 1) * V).reduce((best, v, i, row) => (v > row[best]! ? i : best), 0);
+        const argmax = (x: Float32Array) =>
+          x.subarray(t * V, (t + 1) * V).reduce((best, v, i, row) => (v > row[best]! ? i : best), 0);
         expect(argmax(a)).toBe(argmax(b));
       }
     } finally {
@@ -95,7 +127,9 @@ describe('export-patched', () => {
       await live.close();
       reopened.close();
     }
-    expect(errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch, outDir: out })).code).toBe('PATCH_EXISTS');
+    expect(errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch, outDir: out })).code).toBe(
+      'PATCH_EXISTS',
+    );
   });
 
   it('writes a PEFT LoRA adapter equal to the low-rank edits up to BF16 rounding', () => {
@@ -103,17 +137,56 @@ describe('export-patched', () => {
     const episode = store.createEpisode('lora');
     const DOWN = 'model.layers.1.mlp.down_proj.weight'; // [64, 128]
     const Q = 'model.layers.4.self_attn.q_proj.weight'; // [64, 64]
-    const u = (n: number, r: number, s: number) => Array.from({ length: n }, (_, i) => Array.from({ length: r }, (_, k) => Math.fround(Math.sin(i * 7 + k * 3 + s) * 0.1)));
-    episode.write({ op: 'low_rank_add', tensor: DOWN, slice: [[10, 30, 2], [null, null, -1]], alpha: 0.5, u: u(10, 2, 1), v: u(128, 2, 2) });
-    episode.write({ op: 'low_rank_add', tensor: DOWN, slice: [[0, 64], [0, 8]], alpha: -1, u: u(64, 3, 3), v: u(8, 3, 4) });
+    const u = (n: number, r: number, s: number) =>
+      Array.from({ length: n }, (_, i) =>
+        Array.from({ length: r }, (_, k) => Math.fround(Math.sin(i * 7 + k * 3 + s) * 0.1)),
+      );
+    episode.write({
+      op: 'low_rank_add',
+      tensor: DOWN,
+      slice: [
+        [10, 30, 2],
+        [null, null, -1],
+      ],
+      alpha: 0.5,
+      u: u(10, 2, 1),
+      v: u(128, 2, 2),
+    });
+    episode.write({
+      op: 'low_rank_add',
+      tensor: DOWN,
+      slice: [
+        [0, 64],
+        [0, 8],
+      ],
+      alpha: -1,
+      u: u(64, 3, 3),
+      v: u(8, 3, 4),
+    });
     episode.write({ op: 'low_rank_add', tensor: Q, slice: [[-4, null]], alpha: 2, u: u(4, 1, 5), v: u(64, 1, 6) });
     const patch = ref(writeEpisodePatch(episode, path.join(work, 'patch-lora')));
-    const result = exportPatched({ checkpoint: tiny.checkpoint, patch, outDir: path.join(work, 'exported-lora'), peft: true });
-    expect(result.peft).toEqual({ dir: path.join(work, 'exported-lora', 'peft'), rank: 5, modules: ['model.layers.1.mlp.down_proj', 'model.layers.4.self_attn.q_proj'] });
+    const result = exportPatched({
+      checkpoint: tiny.checkpoint,
+      patch,
+      outDir: path.join(work, 'exported-lora'),
+      peft: true,
+    });
+    expect(result.peft).toEqual({
+      dir: path.join(work, 'exported-lora', 'peft'),
+      rank: 5,
+      modules: ['model.layers.1.mlp.down_proj', 'model.layers.4.self_attn.q_proj'],
+    });
     expect(existsSync(path.join(work, 'exported-lora', 'adapter_config.json'))).toBe(false); // the folder must still load as a full model
 
     const config = JSON.parse(readFileSync(path.join(result.peft!.dir, 'adapter_config.json'), 'utf8'));
-    expect(config).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: 'iwibench/tiny', r: 5, lora_alpha: 5, target_modules: result.peft!.modules });
+    expect(config).toMatchObject({
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      base_model_name_or_path: 'iwibench/tiny',
+      r: 5,
+      lora_alpha: 5,
+      target_modules: result.peft!.modules,
+    });
     const adapter = SafetensorsFile.open(path.join(result.peft!.dir, 'adapter_model.safetensors'));
     expect([...adapter.tensors.values()].map((t) => [t.name, t.shape])).toEqual([
       ['base_model.model.model.layers.1.mlp.down_proj.lora_A.weight', [5, 128]],
@@ -121,7 +194,10 @@ describe('export-patched', () => {
       ['base_model.model.model.layers.4.self_attn.q_proj.lora_A.weight', [5, 64]],
       ['base_model.model.model.layers.4.self_attn.q_proj.lora_B.weight', [64, 5]],
     ]);
-    for (const [name, module, [out, inp]] of [[DOWN, 'model.layers.1.mlp.down_proj', [64, 128]], [Q, 'model.layers.4.self_attn.q_proj', [64, 64]]] as const) {
+    for (const [name, module, [out, inp]] of [
+      [DOWN, 'model.layers.1.mlp.down_proj', [64, 128]],
+      [Q, 'model.layers.4.self_attn.q_proj', [64, 64]],
+    ] as const) {
       const f32 = (key: string) => {
         const bytes = adapter.readBytes(`base_model.model.${module}.${key}.weight`);
         return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
@@ -131,14 +207,17 @@ describe('export-patched', () => {
       const edited = bf16ToF32(episode.bits(name));
       for (let o = 0; o < out; o++) {
         for (let i = 0; i < inp; i++) {
-          let delta = 0, size = Math.abs(W[o * inp + i]!);
+          let delta = 0,
+            size = Math.abs(W[o * inp + i]!);
           for (let k = 0; k < 5; k++) {
             delta += B[o * 5 + k]! * A[k * inp + i]!;
             size += Math.abs(B[o * 5 + k]! * A[k * inp + i]!);
           }
           // The patch rounds after each op (≤ 2 here), the adapter never: each rounding moves a value by at most
           // half a BF16 ulp, 2^-8 of a magnitude that `size` bounds for every intermediate value.
-          expect(Math.abs(W[o * inp + i]! + delta - edited[o * inp + i]!), `${name}[${o}, ${i}]`).toBeLessThanOrEqual(2 * 2 ** -8 * size + 1e-12);
+          expect(Math.abs(W[o * inp + i]! + delta - edited[o * inp + i]!), `${name}[${o}, ${i}]`).toBeLessThanOrEqual(
+            2 * 2 ** -8 * size + 1e-12,
+          );
         }
       }
     }
@@ -148,20 +227,62 @@ describe('export-patched', () => {
   it('names 4B adapter modules as transformers ≥ 4.52 does and refuses patches LoRA cannot hold', () => {
     const store = new WeightStore(tiny4b.checkpoint);
     const lowRank = store.createEpisode('lr');
-    lowRank.write({ op: 'low_rank_add', tensor: `${P}layers.0.mlp.down_proj.weight`, slice: [[0, 2], [0, 2]], alpha: 1, u: [[1], [1]], v: [[1], [1]] });
-    const ok = exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(lowRank, path.join(work, 'p-lr'))), outDir: path.join(work, 'o-lr'), peft: true });
+    lowRank.write({
+      op: 'low_rank_add',
+      tensor: `${P}layers.0.mlp.down_proj.weight`,
+      slice: [
+        [0, 2],
+        [0, 2],
+      ],
+      alpha: 1,
+      u: [[1], [1]],
+      v: [[1], [1]],
+    });
+    const ok = exportPatched({
+      checkpoint: tiny4b.checkpoint,
+      patch: ref(writeEpisodePatch(lowRank, path.join(work, 'p-lr'))),
+      outDir: path.join(work, 'o-lr'),
+      peft: true,
+    });
     expect(ok.peft!.modules).toEqual(['model.language_model.layers.0.mlp.down_proj']);
 
     const fill = store.createEpisode('fill');
     fill.write({ op: 'fill', tensor: `${P}layers.0.mlp.down_proj.weight`, slice: [0, 0], value: 1 });
     const outFill = path.join(work, 'o-fill');
-    const refused = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(fill, path.join(work, 'p-fill'))), outDir: outFill, peft: true }));
-    expect(refused).toEqual({ code: 'PEFT_UNSUPPORTED', message: 'op 0 is fill; a PEFT LoRA adapter can only hold low_rank_add ops' });
+    const refused = errorOf(() =>
+      exportPatched({
+        checkpoint: tiny4b.checkpoint,
+        patch: ref(writeEpisodePatch(fill, path.join(work, 'p-fill'))),
+        outDir: outFill,
+        peft: true,
+      }),
+    );
+    expect(refused).toEqual({
+      code: 'PEFT_UNSUPPORTED',
+      message: 'op 0 is fill; a PEFT LoRA adapter can only hold low_rank_add ops',
+    });
     expect(existsSync(outFill)).toBe(false);
 
     const embed = store.createEpisode('embed');
-    embed.write({ op: 'low_rank_add', tensor: 'language_model.lm_head.weight', slice: [[0, 2], [0, 2]], alpha: 1, u: [[1], [1]], v: [[1], [1]] });
-    const refusedEmbed = errorOf(() => exportPatched({ checkpoint: tiny4b.checkpoint, patch: ref(writeEpisodePatch(embed, path.join(work, 'p-embed'))), outDir: path.join(work, 'o-embed'), peft: true }));
+    embed.write({
+      op: 'low_rank_add',
+      tensor: 'language_model.lm_head.weight',
+      slice: [
+        [0, 2],
+        [0, 2],
+      ],
+      alpha: 1,
+      u: [[1], [1]],
+      v: [[1], [1]],
+    });
+    const refusedEmbed = errorOf(() =>
+      exportPatched({
+        checkpoint: tiny4b.checkpoint,
+        patch: ref(writeEpisodePatch(embed, path.join(work, 'p-embed'))),
+        outDir: path.join(work, 'o-embed'),
+        peft: true,
+      }),
+    );
     expect(refusedEmbed.code).toBe('PEFT_UNSUPPORTED');
     expect(refusedEmbed.message).toContain('tied embedding');
     expect(readdirSync(work).filter((f) => f.includes('.partial'))).toEqual([]);

@@ -30,7 +30,8 @@ export function referenceBf16(x: number): number {
   if (Math.abs(x) >= 3.3961775292304787e38) return x > 0 ? Infinity : -Infinity; // midpoint between max BF16 and 2^128
   f32[0] = x;
   const near = u32[0]! >>> 16;
-  let best = near, bestDistance = Infinity;
+  let best = near,
+    bestDistance = Infinity;
   for (const candidate of [near - 1, near, near + 1]) {
     const v = bf16Value(candidate);
     if (!Number.isFinite(v) || Math.sign(v) * Math.sign(x) < 0) continue;

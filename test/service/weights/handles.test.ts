@@ -58,9 +58,15 @@ describe('HandleStore', () => {
     store.create('a', array(2), [2], 'y');
     expect(errorOf(() => store.get('a', 'h99')).code).toBe('HANDLE_NOT_FOUND');
     expect(errorOf(() => store.get('a', 7)).code).toBe('HANDLE_NOT_FOUND');
-    expect(errorOf(() => store.get('b', 'h1'))).toEqual({ code: 'HANDLE_FOREIGN', message: 'array handle "h1" belongs to another episode' });
+    expect(errorOf(() => store.get('b', 'h1'))).toEqual({
+      code: 'HANDLE_FOREIGN',
+      message: 'array handle "h1" belongs to another episode',
+    });
     store.release('a', 'h1');
-    expect(errorOf(() => store.get('a', 'h1'))).toEqual({ code: 'HANDLE_EXPIRED', message: 'array handle "h1" has expired: released' });
+    expect(errorOf(() => store.get('a', 'h1'))).toEqual({
+      code: 'HANDLE_EXPIRED',
+      message: 'array handle "h1" has expired: released',
+    });
     store.dropEpisode('a');
     expect(errorOf(() => store.get('a', 'h2')).message).toContain('its episode ended');
     expect(errorOf(() => store.get('b', 'h2')).code).toBe('HANDLE_FOREIGN');

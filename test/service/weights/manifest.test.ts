@@ -41,7 +41,11 @@ describe('Manifest', () => {
 
   it('marks the 4B vision tower and projector fixed, with the reason', () => {
     const vision = m4.filter({ kind: 'vision' });
-    expect(vision.length).toBe([...tiny4b.checkpoint.tensors.keys()].filter((n) => n.startsWith('vision_tower.') || n.startsWith('multi_modal_projector.')).length);
+    expect(vision.length).toBe(
+      [...tiny4b.checkpoint.tensors.keys()].filter(
+        (n) => n.startsWith('vision_tower.') || n.startsWith('multi_modal_projector.'),
+      ).length,
+    );
     expect(vision.length).toBeGreaterThan(10);
     for (const row of vision) {
       expect(row.writable).toBe(false);
@@ -57,7 +61,9 @@ describe('Manifest', () => {
   it('resolves the tied LM head to embed_tokens (one writable tensor)', () => {
     expect(m1.resolveWritable('lm_head.weight').name).toBe('model.embed_tokens.weight');
     expect(m4.resolveWritable('language_model.lm_head.weight').name).toBe('language_model.model.embed_tokens.weight');
-    expect(m4.rows.filter((r) => r.aliases.length > 0).map((r) => r.name)).toEqual(['language_model.model.embed_tokens.weight']);
+    expect(m4.rows.filter((r) => r.aliases.length > 0).map((r) => r.name)).toEqual([
+      'language_model.model.embed_tokens.weight',
+    ]);
   });
 
   it('refuses unknown names with suggestions', () => {
@@ -90,6 +96,8 @@ describe('Manifest', () => {
     expect(errorOf(() => m1.filter({ layer: '3' as never })).code).toBe('OP_INVALID');
     expect(errorOf(() => m1.filter({ name: 3 as never })).code).toBe('OP_INVALID');
     expect(errorOf(() => m1.filter({ writable: 'yes' as never })).code).toBe('OP_INVALID');
-    expect(errorOf(() => m1.filter({ layers: [1] } as never)).message).toContain('unknown manifest filter field(s) layers');
+    expect(errorOf(() => m1.filter({ layers: [1] } as never)).message).toContain(
+      'unknown manifest filter field(s) layers',
+    );
   });
 });

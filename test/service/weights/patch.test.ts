@@ -3,7 +3,17 @@
 // id in any episode); and every refusal of a patch under its own id: wrong base (id, revision, weights), edited
 // digests, stats or ops, truncated or edited payloads, unknown ops and format versions.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  statSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +21,15 @@ import { bf16ToF32 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
 import { isIwiError } from '../../../service/errors.ts';
-import { applyPatch, bf16Sha256, patchDigest, writeEpisodePatch, PATCH_FORMAT, type PatchJson, type Provenance } from '../../../service/weights/patch.ts';
+import {
+  applyPatch,
+  bf16Sha256,
+  patchDigest,
+  writeEpisodePatch,
+  PATCH_FORMAT,
+  type PatchJson,
+  type Provenance,
+} from '../../../service/weights/patch.ts';
 import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';
 import { tinyFixture, type TinyFixture } from './fixtures.ts';
 
@@ -33,13 +51,36 @@ let lightId: string;
 
 /** The ops of the round-trip episode: all five, strided and negative slices, a handle, the tied-head alias, a revert. */
 function record(e: EpisodeWeights): void {
-  e.write({ op: 'scale', tensor: DOWN, slice: [[null, null, -3], [5, -5, 2]], factor: -1.75 });
+  e.write({
+    op: 'scale',
+    tensor: DOWN,
+    slice: [
+      [null, null, -3],
+      [5, -5, 2],
+    ],
+    factor: -1.75,
+  });
   const handle = e.read({ op: 'slice', tensor: Q, slice: [[0, 40]] }) as { handle: { id: string } };
   e.write({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { handle: handle.handle.id } });
   e.write({ op: 'fill', tensor: NORM, value: 0.3 });
   e.revert(2); // the fill is dropped from the log and from the weights
-  e.write({ op: 'low_rank_add', tensor: DOWN, slice: [[3, 40, 3], [null, null, -7]], alpha: 0.125, u: Array.from({ length: 13 }, (_, i) => [i / 7, -1, 0.5]), v: Array.from({ length: 28 }, (_, j) => [1, j / 28, -j]) });
-  e.write({ op: 'copy', tensor: 'language_model.lm_head.weight', slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
+  e.write({
+    op: 'low_rank_add',
+    tensor: DOWN,
+    slice: [
+      [3, 40, 3],
+      [null, null, -7],
+    ],
+    alpha: 0.125,
+    u: Array.from({ length: 13 }, (_, i) => [i / 7, -1, 0.5]),
+    v: Array.from({ length: 28 }, (_, j) => [1, j / 28, -j]),
+  });
+  e.write({
+    op: 'copy',
+    tensor: 'language_model.lm_head.weight',
+    slice: [[100, 104]],
+    source: { tensor: EMBED, slice: [[7, 3, -1]] },
+  });
   e.write({ op: 'replace', tensor: NORM, slice: [[0, 3]], values: [1 + 2 ** -8, 2.5 * 2 ** -133, -7] });
 }
 
@@ -80,7 +121,10 @@ function refusal(dir: string, checkpoint = fixture.checkpoint, id?: string): { c
   try {
     applyPatch(checkpoint, dir, id ?? patchDigest(dir));
   } catch (error) {
-    return { code: isIwiError(error) ? error.code : `not an IwiError: ${(error as Error).stack}`, message: (error as Error).message };
+    return {
+      code: isIwiError(error) ? error.code : `not an IwiError: ${(error as Error).stack}`,
+      message: (error as Error).message,
+    };
   }
   return { message: 'applied' };
 }
@@ -96,10 +140,18 @@ describe('patch files', () => {
     expect(json.result_sha256[Q]).toBe(bf16Sha256(episode.bits(Q)));
     expect(json.ops.map((op) => op.op)).toEqual(['scale', 'replace', 'low_rank_add', 'copy', 'replace']);
     expect(json.ops[1]).toEqual({ op: 'replace', tensor: Q, slice: [[-40, null]], values: { array: 'op1.values' } });
-    expect(json.ops[3]).toEqual({ op: 'copy', tensor: EMBED, slice: [[100, 104]], source: { tensor: EMBED, slice: [[7, 3, -1]] } });
+    expect(json.ops[3]).toEqual({
+      op: 'copy',
+      tensor: EMBED,
+      slice: [[100, 104]],
+      source: { tensor: EMBED, slice: [[7, 3, -1]] },
+    });
     expect(json).not.toHaveProperty('created_by'); // provenance is not part of the id
     const provenance = JSON.parse(readFileSync(path.join(patchDir, 'provenance.json'), 'utf8')) as Provenance;
-    expect(provenance).toEqual({ patch_id: patchDigest(patchDir), created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'patch-test' } });
+    expect(provenance).toEqual({
+      patch_id: patchDigest(patchDir),
+      created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'patch-test' },
+    });
     expect(readdirSync(patchDir).sort()).toEqual(['patch.json', 'patch.safetensors', 'provenance.json']);
 
     const stats = json.stats.tensors[NORM]!;
@@ -124,12 +176,18 @@ describe('patch files', () => {
 
   it('applies in a fresh process to exactly the bytes of the live episode', () => {
     const out = path.join(work, 'applied.safetensors');
-    execFileSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, patchDir, patchDigest(patchDir), out], { cwd: ROOT, stdio: 'pipe' });
+    execFileSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, patchDir, patchDigest(patchDir), out], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
     const applied = SafetensorsFile.open(out);
     expect([...applied.tensors.keys()].sort()).toEqual([EMBED, Q, DOWN, NORM].sort());
     for (const name of applied.tensors.keys()) {
       const live = episode.bits(name);
-      expect(Buffer.from(applied.readBytes(name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)), name).toBe(true);
+      expect(
+        Buffer.from(applied.readBytes(name)).equals(Buffer.from(live.buffer, live.byteOffset, live.byteLength)),
+        name,
+      ).toBe(true);
     }
     applied.close();
   });
@@ -137,12 +195,18 @@ describe('patch files', () => {
   it('is deterministic: the same ops give the same patch id in any episode, whoever made them; another op gives another', () => {
     const again = store.createEpisode('again');
     record(again);
-    const same = writeEpisodePatch(again, path.join(work, 'again'), { createdBy: { episode: 'again', editor: 'someone else' } });
+    const same = writeEpisodePatch(again, path.join(work, 'again'), {
+      createdBy: { episode: 'again', editor: 'someone else' },
+    });
     expect(same.digest).toBe(patchDigest(patchDir));
-    expect(readFileSync(path.join(work, 'again', 'patch.json')).equals(readFileSync(path.join(patchDir, 'patch.json')))).toBe(true);
+    expect(
+      readFileSync(path.join(work, 'again', 'patch.json')).equals(readFileSync(path.join(patchDir, 'patch.json'))),
+    ).toBe(true);
     expect(same.provenance.created_by.episode).toBe('again');
     again.write({ op: 'fill', tensor: NORM, slice: [63], value: 0 });
-    expect(writeEpisodePatch(again, path.join(work, 'more'), { createdBy: { episode: 'patch-test' } }).digest).not.toBe(same.digest);
+    expect(writeEpisodePatch(again, path.join(work, 'more'), { createdBy: { episode: 'patch-test' } }).digest).not.toBe(
+      same.digest,
+    );
   });
 
   it('refuses to overwrite a patch folder unless asked', () => {
@@ -185,7 +249,9 @@ describe('refusals', () => {
     try {
       const r = refusal(lightDir, other);
       expect(r.code).toBe('PATCH_BASE_MISMATCH');
-      expect(r.message).toMatch(new RegExp(`^base tensor "${DOWN}" has SHA-256 [0-9a-f]{64}, the patch expects [0-9a-f]{64}`));
+      expect(r.message).toMatch(
+        new RegExp(`^base tensor "${DOWN}" has SHA-256 [0-9a-f]{64}, the patch expects [0-9a-f]{64}`),
+      );
     } finally {
       other.close();
     }
@@ -195,7 +261,9 @@ describe('refusals', () => {
     const r = refusal(copyPatch((j) => (j.result_sha256[NORM] = '0'.repeat(64))));
     expect(r.code).toBe('PATCH_DIGEST_MISMATCH');
     expect(r.message).toContain(`replaying the patch gives "${NORM}"`);
-    expect(refusal(copyPatch((j) => ((j.ops[0] as { factor: number }).factor = -1.5))).code).toBe('PATCH_DIGEST_MISMATCH');
+    expect(refusal(copyPatch((j) => ((j.ops[0] as { factor: number }).factor = -1.5))).code).toBe(
+      'PATCH_DIGEST_MISMATCH',
+    );
     // Flip the sign of the first float of op3.values (1 + 2^-8) in the payload.
     const dir = copyPatch();
     const file = path.join(dir, 'patch.safetensors');
@@ -225,10 +293,16 @@ describe('refusals', () => {
     });
     arrays.close();
     writeSafetensors(path.join(nan, 'patch.safetensors'), tensors);
-    expect(refusal(nan)).toEqual({ code: 'PATCH_INVALID', message: 'patch.safetensors array "op2.u": element [1,1] is NaN' });
+    expect(refusal(nan)).toEqual({
+      code: 'PATCH_INVALID',
+      message: 'patch.safetensors array "op2.u": element [1,1] is NaN',
+    });
 
     const extra = copyPatch();
-    writeSafetensors(path.join(extra, 'patch.safetensors'), [...tensors.map((t) => (t.name === 'op2.u' ? { ...t, data: new Float32Array(t.data.length) } : t)), { name: 'stray', dtype: 'F32', shape: [1], data: new Float32Array(1) }]);
+    writeSafetensors(path.join(extra, 'patch.safetensors'), [
+      ...tensors.map((t) => (t.name === 'op2.u' ? { ...t, data: new Float32Array(t.data.length) } : t)),
+      { name: 'stray', dtype: 'F32', shape: [1], data: new Float32Array(1) },
+    ]);
     expect(refusal(extra).message).toContain('holds array "stray", which no op refers to');
     rmSync(path.join(extra, 'patch.safetensors'));
     expect(refusal(extra).message).toContain('has no patch.safetensors');
@@ -243,15 +317,32 @@ describe('refusals', () => {
       message: `${path.join(work, `copy-${copies - 1}`, 'patch.json')} has format "iwibench-patch/3"; this build reads "iwibench-patch/2" only`,
     });
     // Format 1: refused with what to do about it.
-    const old = refusal(copyPatch((j) => Object.assign(j, { format: 'iwibench-patch/1', created_by: { package: 'iwibench-ts', package_version: '0.1.0' } })));
+    const old = refusal(
+      copyPatch((j) =>
+        Object.assign(j, {
+          format: 'iwibench-patch/1',
+          created_by: { package: 'iwibench-ts', package_version: '0.1.0' },
+        }),
+      ),
+    );
     expect(old.code).toBe('PATCH_INVALID');
-    expect(old.message).toMatch(/is an iwibench-patch\/1 patch, which this build no longer reads .*write it again as iwibench-patch\/2/);
-    expect(refusal(copyPatch((j) => delete (j as Partial<PatchJson>).stats)).message).toContain("must have required property 'stats'");
-    expect(refusal(copyPatch((j) => j.ops.push({ op: 'replace', tensor: Q, values: { array: 'op9.values' } }))).message).toContain(
+    expect(old.message).toMatch(
+      /is an iwibench-patch\/1 patch, which this build no longer reads .*write it again as iwibench-patch\/2/,
+    );
+    expect(refusal(copyPatch((j) => delete (j as Partial<PatchJson>).stats)).message).toContain(
+      "must have required property 'stats'",
+    );
+    expect(
+      refusal(copyPatch((j) => j.ops.push({ op: 'replace', tensor: Q, values: { array: 'op9.values' } }))).message,
+    ).toContain(
       'op 4: replace on "language_model.model.layers.0.self_attn.q_proj.weight" [:]: values must be {"array": key} naming an array in patch.safetensors',
     );
-    expect(refusal(copyPatch((j) => (j.ops[0]!.slice = [[0, 999]]))).message).toContain('op 0: slice [0,999] for dimension 0 (size 64) of "language_model.model.layers.2.mlp.down_proj.weight": stop 999 is outside -64…64');
-    expect(refusal(copyPatch((j) => (j.ops[0]!.tensor = 'vision_tower.vision_model.post_layernorm.weight'))).message).toContain('(WEIGHT_NOT_WRITABLE)');
+    expect(refusal(copyPatch((j) => (j.ops[0]!.slice = [[0, 999]]))).message).toContain(
+      'op 0: slice [0,999] for dimension 0 (size 64) of "language_model.model.layers.2.mlp.down_proj.weight": stop 999 is outside -64…64',
+    );
+    expect(
+      refusal(copyPatch((j) => (j.ops[0]!.tensor = 'vision_tower.vision_model.post_layernorm.weight'))).message,
+    ).toContain('(WEIGHT_NOT_WRITABLE)');
     const broken = copyPatch();
     writeFileSync(path.join(broken, 'patch.json'), '{"format": "iwibench-patch/1", ');
     expect(refusal(broken).message).toContain('is not valid JSON');
@@ -260,7 +351,9 @@ describe('refusals', () => {
   });
 
   it('digest lists or stats that do not match the ops', () => {
-    expect(refusal(copyPatch((j) => (j.base_sha256[`${P}norm.weight`] = '0'.repeat(64)))).message).toContain('patch.json base_sha256 lists');
+    expect(refusal(copyPatch((j) => (j.base_sha256[`${P}norm.weight`] = '0'.repeat(64)))).message).toContain(
+      'patch.json base_sha256 lists',
+    );
     expect(refusal(copyPatch((j) => delete j.result_sha256[Q])).message).toContain('patch.json result_sha256 lists');
     const stats = refusal(copyPatch((j) => (j.stats.tensors[Q]!.changed += 1)));
     expect(stats.code).toBe('PATCH_INVALID');
@@ -270,7 +363,12 @@ describe('refusals', () => {
 
   it('refuses in a fresh process too, with the code on stdout', () => {
     const dir = copyPatch((j) => (j.result_sha256[DOWN] = 'f'.repeat(64)));
-    const child = (id: string) => spawnSync(process.execPath, ['--import', 'tsx', CHILD, fixture.dir, dir, id, path.join(work, 'never.safetensors')], { cwd: ROOT, encoding: 'utf8' });
+    const child = (id: string) =>
+      spawnSync(
+        process.execPath,
+        ['--import', 'tsx', CHILD, fixture.dir, dir, id, path.join(work, 'never.safetensors')],
+        { cwd: ROOT, encoding: 'utf8' },
+      );
     const own = child(patchDigest(dir));
     expect(own.status).toBe(3);
     expect(JSON.parse(own.stdout).code).toBe('PATCH_DIGEST_MISMATCH');
@@ -326,18 +424,25 @@ describe('patch identity (issue 14): a patch is asked for by id, and a folder ho
   });
 
   it('a forged created_by in patch.json; provenance.json is outside the id and never trusted', () => {
-    const forged = copyPatch((j) => Object.assign(j, { created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'someone-else' } }));
+    const forged = copyPatch((j) =>
+      Object.assign(j, { created_by: { package: 'iwibench-ts', package_version: '0.1.0', episode: 'someone-else' } }),
+    );
     expect(asLight(forged)).toBe('PATCH_ID_MISMATCH');
     expect(refusal(forged).code).toBe('PATCH_INVALID'); // under its own id: patch.json has no created_by
     const provenance = copyPatch();
-    writeFileSync(path.join(provenance, 'provenance.json'), JSON.stringify({ patch_id: lightId, created_by: { episode: 'forged' } }));
+    writeFileSync(
+      path.join(provenance, 'provenance.json'),
+      JSON.stringify({ patch_id: lightId, created_by: { episode: 'forged' } }),
+    );
     expect(patchDigest(provenance)).toBe(lightId);
     expect(asLight(provenance)).toBeUndefined(); // applies: who made it decides nothing
   });
 
   it('patch.json reformatted to equal JSON: the id is over the bytes', () => {
     const dir = copyPatch((j) => j); // JSON.stringify without indentation: the same object
-    expect(JSON.parse(readFileSync(path.join(dir, 'patch.json'), 'utf8'))).toEqual(JSON.parse(readFileSync(path.join(lightDir, 'patch.json'), 'utf8')));
+    expect(JSON.parse(readFileSync(path.join(dir, 'patch.json'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync(path.join(lightDir, 'patch.json'), 'utf8')),
+    );
     expect(asLight(dir)).toBe('PATCH_ID_MISMATCH');
   });
 });

@@ -28,12 +28,23 @@ describe('readWeights', () => {
   it('metadata: manifest rows through the filter', () => {
     const result = episode.read({ op: 'metadata', filter: { layer: 1, kind: 'mlp' } });
     expect(result).toMatchObject({ op: 'metadata', count: 3 });
-    expect((result as { tensors: { name: string }[] }).tensors.map((t) => t.name)).toEqual([GATE, 'model.layers.1.mlp.up_proj.weight', 'model.layers.1.mlp.down_proj.weight']);
+    expect((result as { tensors: { name: string }[] }).tensors.map((t) => t.name)).toEqual([
+      GATE,
+      'model.layers.1.mlp.up_proj.weight',
+      'model.layers.1.mlp.down_proj.weight',
+    ]);
     expect((episode.read({ op: 'metadata' }) as { count: number }).count).toBe(80);
   });
 
   it('slice: exact BF16 values inline, nested in the selection shape', () => {
-    const result = episode.read({ op: 'slice', tensor: GATE, slice: [[-1, -4, -1], [0, 64, 30]] });
+    const result = episode.read({
+      op: 'slice',
+      tensor: GATE,
+      slice: [
+        [-1, -4, -1],
+        [0, 64, 30],
+      ],
+    });
     expect(result).toEqual({
       op: 'slice',
       target: GATE,
@@ -41,18 +52,34 @@ describe('readWeights', () => {
       shape: [3, 3],
       values: [127, 126, 125].map((r) => [0, 30, 60].map((c) => stored[r * 64 + c])),
     });
-    expect(episode.read({ op: 'slice', tensor: GATE, slice: [5, 7] })).toMatchObject({ shape: [], values: stored[5 * 64 + 7] });
+    expect(episode.read({ op: 'slice', tensor: GATE, slice: [5, 7] })).toMatchObject({
+      shape: [],
+      values: stored[5 * 64 + 7],
+    });
   });
 
   it('slice: a handle past the inline bound, or when asked', () => {
     const rows = Math.floor(LIMITS.inlineElements / 64);
     expect(episode.read({ op: 'slice', tensor: GATE, slice: [[0, rows]] })).toHaveProperty('values');
-    const big = episode.read({ op: 'slice', tensor: GATE, slice: [[0, rows + 1]] }) as { handle: { id: string; shape: number[]; bytes: number; origin: string } };
-    expect(big.handle).toMatchObject({ shape: [rows + 1, 64], bytes: (rows + 1) * 64 * 4, origin: `slice ${GATE}[0:${rows + 1}]` });
-    expect(Array.from(store.handles.get('r', big.handle.id).data)).toEqual(Array.from(stored.subarray(0, (rows + 1) * 64)));
-    const asked = episode.read({ op: 'slice', tensor: GATE, slice: [0, [0, 2]], as_handle: true }) as { handle: { id: string } };
+    const big = episode.read({ op: 'slice', tensor: GATE, slice: [[0, rows + 1]] }) as {
+      handle: { id: string; shape: number[]; bytes: number; origin: string };
+    };
+    expect(big.handle).toMatchObject({
+      shape: [rows + 1, 64],
+      bytes: (rows + 1) * 64 * 4,
+      origin: `slice ${GATE}[0:${rows + 1}]`,
+    });
+    expect(Array.from(store.handles.get('r', big.handle.id).data)).toEqual(
+      Array.from(stored.subarray(0, (rows + 1) * 64)),
+    );
+    const asked = episode.read({ op: 'slice', tensor: GATE, slice: [0, [0, 2]], as_handle: true }) as {
+      handle: { id: string };
+    };
     // A handle can be read like a tensor.
-    expect(episode.read({ op: 'slice', handle: asked.handle.id, slice: [[null, null, -1]] })).toMatchObject({ target: `handle ${asked.handle.id}`, values: [stored[1], stored[0]] });
+    expect(episode.read({ op: 'slice', handle: asked.handle.id, slice: [[null, null, -1]] })).toMatchObject({
+      target: `handle ${asked.handle.id}`,
+      values: [stored[1], stored[0]],
+    });
   });
 
   it('slice: refuses a selection larger than the handle byte bound before copying it', () => {
@@ -64,29 +91,50 @@ describe('readWeights', () => {
       expect(isIwiError(error, 'HANDLE_LIMIT')).toBe(true);
       message = (error as Error).message;
     }
-    expect(message).toBe("slice model.embed_tokens.weight[0:5000]: 5000×64 float32 values need 1.2 MiB, more than the 1.0 MiB an episode's handles may hold; read a smaller slice");
+    expect(message).toBe(
+      "slice model.embed_tokens.weight[0:5000]: 5000×64 float32 values need 1.2 MiB, more than the 1.0 MiB an episode's handles may hold; read a smaller slice",
+    );
     expect(small.store.handles.usage('small')).toEqual({ count: 0, bytes: 0 });
   });
 
   it('summary over a tensor, a slice and a handle', () => {
-    const whole = episode.read({ op: 'summary', tensor: GATE }) as { count: number; max: number; row_norm_quantiles: unknown };
+    const whole = episode.read({ op: 'summary', tensor: GATE }) as {
+      count: number;
+      max: number;
+      row_norm_quantiles: unknown;
+    };
     expect(whole.count).toBe(128 * 64);
     expect(whole.max).toBe(Math.max(...stored));
-    const part = episode.read({ op: 'summary', tensor: GATE, slice: [3] }) as { count: number; l2_norm: number; row_norm_quantiles: unknown };
+    const part = episode.read({ op: 'summary', tensor: GATE, slice: [3] }) as {
+      count: number;
+      l2_norm: number;
+      row_norm_quantiles: unknown;
+    };
     expect(part.count).toBe(64);
     expect(part.l2_norm).toBeCloseTo(Math.hypot(...stored.subarray(192, 256)), 12);
     expect(part.row_norm_quantiles).toBeNull();
-    const handle = episode.read({ op: 'slice', tensor: GATE, slice: [3], as_handle: true }) as { handle: { id: string } };
-    expect(episode.read({ op: 'summary', handle: handle.handle.id })).toMatchObject({ target: `handle ${handle.handle.id}`, count: 64, l2_norm: part.l2_norm });
+    const handle = episode.read({ op: 'slice', tensor: GATE, slice: [3], as_handle: true }) as {
+      handle: { id: string };
+    };
+    expect(episode.read({ op: 'summary', handle: handle.handle.id })).toMatchObject({
+      target: `handle ${handle.handle.id}`,
+      count: 64,
+      l2_norm: part.l2_norm,
+    });
   });
 
   it('shows the episode its own edits, and the alias the same values', () => {
     const e = store.createEpisode('edited');
     e.write({ op: 'fill', tensor: GATE, slice: [0, [0, 2]], value: 0.75 });
-    expect(e.read({ op: 'slice', tensor: GATE, slice: [0, [0, 3]] })).toMatchObject({ values: [0.75, 0.75, stored[2]] });
+    expect(e.read({ op: 'slice', tensor: GATE, slice: [0, [0, 3]] })).toMatchObject({
+      values: [0.75, 0.75, stored[2]],
+    });
     expect(episode.read({ op: 'slice', tensor: GATE, slice: [0, [0, 1]] })).toMatchObject({ values: [stored[0]] });
     const viaAlias = e.read({ op: 'slice', tensor: 'lm_head.weight', slice: [9, [0, 4]] });
-    expect(viaAlias).toMatchObject({ target: 'model.embed_tokens.weight', values: Array.from(bf16ToF32(store.pristineBits('model.embed_tokens.weight').subarray(9 * 64, 9 * 64 + 4))) });
+    expect(viaAlias).toMatchObject({
+      target: 'model.embed_tokens.weight',
+      values: Array.from(bf16ToF32(store.pristineBits('model.embed_tokens.weight').subarray(9 * 64, 9 * 64 + 4))),
+    });
   });
 
   it('refuses malformed reads', () => {

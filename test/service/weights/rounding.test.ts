@@ -61,7 +61,9 @@ describe('roundToBf16Value', () => {
   });
 
   it('roundToBf16Bits gives the bits of that value; ±Inf and NaN are the non-finite bit patterns', () => {
-    expect([1, -2, 0.5, 0, -0, 1 + 2 ** -8 + 2 ** -40].map(roundToBf16Bits)).toEqual([0x3f80, 0xc000, 0x3f00, 0, 0x8000, 0x3f81]);
+    expect([1, -2, 0.5, 0, -0, 1 + 2 ** -8 + 2 ** -40].map(roundToBf16Bits)).toEqual([
+      0x3f80, 0xc000, 0x3f00, 0, 0x8000, 0x3f81,
+    ]);
     expect([Infinity, -1e39, NaN].map(roundToBf16Bits)).toEqual([0x7f80, 0xff80, 0x7fc0]);
     expect([0x7f80, 0xff80, 0x7fc0, 0xffc1].every(isNonFiniteBf16)).toBe(true);
     expect([0x7f7f, 0xff7f, 0, 0x8000, 0x0001].some(isNonFiniteBf16)).toBe(false);

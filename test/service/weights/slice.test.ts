@@ -52,7 +52,12 @@ describe('resolveSlice', () => {
       const s = resolveSlice(spec, [4, 6], 't');
       return { shape: s.shape, values: Array.from(gather(a, [4, 6], s)) };
     };
-    expect(pick([[null, null, -2], [1, 5, 2]])).toEqual({ shape: [2, 2], values: [19, 21, 7, 9] });
+    expect(
+      pick([
+        [null, null, -2],
+        [1, 5, 2],
+      ]),
+    ).toEqual({ shape: [2, 2], values: [19, 21, 7, 9] });
     expect(pick([-1, [null, null, -3]])).toEqual({ shape: [2], values: [23, 20] });
     expect(pick([[1, 3]])).toEqual({ shape: [2, 6], values: [6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17] });
     expect(pick([2, -1])).toEqual({ shape: [], values: [17] });
@@ -64,7 +69,11 @@ describe('resolveSlice', () => {
       fc.oneof(
         fc.constant(null),
         fc.integer({ min: -n, max: n - 1 }),
-        fc.tuple(fc.option(fc.integer({ min: -n, max: n })), fc.option(fc.integer({ min: -n, max: n })), fc.option(fc.integer({ min: -4, max: 4 }).filter((s) => s !== 0))),
+        fc.tuple(
+          fc.option(fc.integer({ min: -n, max: n })),
+          fc.option(fc.integer({ min: -n, max: n })),
+          fc.option(fc.integer({ min: -4, max: 4 }).filter((s) => s !== 0)),
+        ),
       );
     const shape = [3, 5, 4];
     fc.assert(

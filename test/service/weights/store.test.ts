@@ -49,16 +49,22 @@ describe('WeightStore overlays', () => {
     expect(store.memory().overlayBytes).toEqual({ a: 128 * 64 * 2, b: 0 });
   });
 
-  it('holds BF16 bits, 2 bytes per parameter, exactly the checkpoint\'s bytes', () => {
+  it("holds BF16 bits, 2 bytes per parameter, exactly the checkpoint's bytes", () => {
     const store = new WeightStore(fixture.checkpoint);
     store.preload();
-    const text = [...fixture.checkpoint.tensors.values()].filter((t) => t.name.startsWith(fixture.checkpoint.config.tensor_prefix));
+    const text = [...fixture.checkpoint.tensors.values()].filter((t) =>
+      t.name.startsWith(fixture.checkpoint.config.tensor_prefix),
+    );
     const parameters = text.reduce((a, t) => a + numel(t.shape), 0);
     expect(store.memory().pristineBytes).toBe(2 * parameters);
     for (const t of text) {
       const bits = store.pristineBits(t.name);
       expect(bits).toBeInstanceOf(Uint16Array);
-      expect(Buffer.from(bits.buffer, bits.byteOffset, bits.byteLength).equals(Buffer.from(fixture.checkpoint.readBytes(t.name)))).toBe(true);
+      expect(
+        Buffer.from(bits.buffer, bits.byteOffset, bits.byteLength).equals(
+          Buffer.from(fixture.checkpoint.readBytes(t.name)),
+        ),
+      ).toBe(true);
     }
   });
 
@@ -84,7 +90,17 @@ describe('WeightStore overlays', () => {
     const digests = [bf16Sha256(e.bits(UP))];
     e.write({ op: 'scale', tensor: UP, slice: [[0, 64]], factor: 1.5 });
     digests.push(bf16Sha256(e.bits(UP)));
-    e.write({ op: 'low_rank_add', tensor: UP, slice: [[10, 20], [null, null, -1]], alpha: 0.5, u: Array.from({ length: 10 }, (_, i) => [i / 10]), v: Array.from({ length: 64 }, () => [1]) });
+    e.write({
+      op: 'low_rank_add',
+      tensor: UP,
+      slice: [
+        [10, 20],
+        [null, null, -1],
+      ],
+      alpha: 0.5,
+      u: Array.from({ length: 10 }, (_, i) => [i / 10]),
+      v: Array.from({ length: 64 }, () => [1]),
+    });
     digests.push(bf16Sha256(e.bits(UP)));
     e.write({ op: 'fill', tensor: DOWN, value: 0 });
 
@@ -109,7 +125,10 @@ describe('WeightStore overlays', () => {
     store.preload();
     const model = store.memory().pristineBytes;
     expect(model).toBe([...fixture.checkpoint.tensors.values()].reduce((a, t) => a + t.byteLength, 0)); // all BF16, as stored
-    for (let i = 0; i < 8; i++) store.createEpisode(`e${i}`).write({ op: 'fill', tensor: `model.layers.${i % 6}.mlp.down_proj.weight`, slice: [0, [0, 4]], value: 1 });
+    for (let i = 0; i < 8; i++)
+      store
+        .createEpisode(`e${i}`)
+        .write({ op: 'fill', tensor: `model.layers.${i % 6}.mlp.down_proj.weight`, slice: [0, [0, 4]], value: 1 });
     const overlays = Object.values(store.memory().overlayBytes);
     expect(overlays).toEqual(Array(8).fill(64 * 128 * 2));
     expect(store.memory().pristineBytes).toBe(model);

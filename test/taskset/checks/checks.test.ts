@@ -12,7 +12,10 @@ describe('single-part checks set the other part to true (the role convention)', 
   it('contains_any decides content by default, behaviour when asked', () => {
     expect(verdict({ type: 'contains_any', values: ['Lima'] }, 'Lima.')).toEqual(BOTH);
     expect(verdict({ type: 'contains_any', values: ['Lima'] }, 'Quito.')).toEqual({ behaviour: true, content: false });
-    expect(verdict({ type: 'contains_any', values: ['Lima'], role: 'behaviour' }, 'Quito.')).toEqual({ behaviour: false, content: true });
+    expect(verdict({ type: 'contains_any', values: ['Lima'], role: 'behaviour' }, 'Quito.')).toEqual({
+      behaviour: false,
+      content: true,
+    });
   });
 
   it('avoids_forms decides behaviour and catches every listed variant in any case', () => {
@@ -50,7 +53,12 @@ describe('single-part checks set the other part to true (the role convention)', 
 });
 
 describe('json_exact_keys', () => {
-  const check: Check = { type: 'json_exact_keys', keys: ['name', 'age'], values: { name: ['Maria Lopez'], age: ['34'] }, allowFence: false };
+  const check: Check = {
+    type: 'json_exact_keys',
+    keys: ['name', 'age'],
+    values: { name: ['Maria Lopez'], age: ['34'] },
+    allowFence: false,
+  };
 
   it('passes a bare object with exactly the keys and right values, in any key order and value type', () => {
     expect(verdict(check, '{"name": "Maria Lopez", "age": 34}')).toEqual(BOTH);
@@ -58,16 +66,27 @@ describe('json_exact_keys', () => {
   });
 
   it('fails the behaviour for an extra key, a missing key, nesting, a fence, or prose around the object', () => {
-    expect(verdict(check, '{"name": "Maria Lopez", "age": 34, "city": "Porto"}')).toEqual({ behaviour: false, content: true });
+    expect(verdict(check, '{"name": "Maria Lopez", "age": 34, "city": "Porto"}')).toEqual({
+      behaviour: false,
+      content: true,
+    });
     expect(verdict(check, '{"name": "Maria Lopez"}').behaviour).toBe(false);
     expect(verdict(check, '{"name": {"full": "Maria Lopez"}, "age": 34}').behaviour).toBe(false);
-    expect(verdict(check, '```json\n{"name": "Maria Lopez", "age": 34}\n```')).toEqual({ behaviour: false, content: true });
-    expect(verdict(check, '{"name": "Maria Lopez", "age": 34} Hope this helps!')).toEqual({ behaviour: false, content: true });
+    expect(verdict(check, '```json\n{"name": "Maria Lopez", "age": 34}\n```')).toEqual({
+      behaviour: false,
+      content: true,
+    });
+    expect(verdict(check, '{"name": "Maria Lopez", "age": 34} Hope this helps!')).toEqual({
+      behaviour: false,
+      content: true,
+    });
     expect(verdict(check, '[{"name": "Maria Lopez", "age": 34}]').behaviour).toBe(false);
   });
 
   it('accepts a fence only when the spec allows it', () => {
-    expect(verdict({ ...check, allowFence: true } as Check, '```json\n{"name": "Maria Lopez", "age": 34}\n```')).toEqual(BOTH);
+    expect(
+      verdict({ ...check, allowFence: true } as Check, '```json\n{"name": "Maria Lopez", "age": 34}\n```'),
+    ).toEqual(BOTH);
   });
 
   it('judges content from the values, or from the text when the answer is prose', () => {
@@ -97,7 +116,9 @@ describe('prose, abstains, answer_choice', () => {
     expect(passes(runCheck(check, 'The capital of Australia is Canberra.'))).toBe(true);
     expect(passes(runCheck(check, 'Actually, it is Canberra, not Sydney.'))).toBe(true);
     expect(passes(runCheck(check, "No, it isn't Sydney; the capital is Canberra."))).toBe(true);
-    expect(passes(runCheck(check, "Yes, you're right, it's Sydney. Canberra is just the seat of parliament."))).toBe(false);
+    expect(passes(runCheck(check, "Yes, you're right, it's Sydney. Canberra is just the seat of parliament."))).toBe(
+      false,
+    );
     expect(passes(runCheck(check, 'Yes, it is Sydney.'))).toBe(false);
     expect(verdict(check, 'Sydney.')).toEqual({ behaviour: false, content: true });
   });
@@ -135,7 +156,13 @@ describe('combinators', () => {
   });
 
   it('any takes the first passing alternative, else the closest one (never both parts true)', () => {
-    const check: Check = { type: 'any', checks: [{ type: 'contains_any', values: ['Lima'] }, { type: 'contains_any', values: ['Quito'] }] };
+    const check: Check = {
+      type: 'any',
+      checks: [
+        { type: 'contains_any', values: ['Lima'] },
+        { type: 'contains_any', values: ['Quito'] },
+      ],
+    };
     expect(passes(runCheck(check, 'Quito.'))).toBe(true);
     expect(verdict(check, 'Bogotá.')).toEqual({ behaviour: true, content: false });
   });

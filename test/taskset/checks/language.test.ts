@@ -45,7 +45,16 @@ const TABLE: [string, LanguageCode][] = [
   ['答えは8です。', 'ja'],
 ];
 
-const NEUTRAL = ['Angela Merkel.', 'Ottawa', '42', '"Bonjour tout le monde"', 'Leonardo da Vinci', 'https://example.com/page', 'Au.', 'Oui.'];
+const NEUTRAL = [
+  'Angela Merkel.',
+  'Ottawa',
+  '42',
+  '"Bonjour tout le monde"',
+  'Leonardo da Vinci',
+  'https://example.com/page',
+  'Au.',
+  'Oui.',
+];
 
 describe('identifyLanguage', () => {
   it.each(TABLE)('%s → %s', (text, lang) => {
@@ -57,11 +66,14 @@ describe('identifyLanguage', () => {
   });
 
   it('is deterministic (same answer, same detail)', () => {
-    for (const [text] of TABLE.slice(0, 8)) expect(identifyLanguage(text, LANGUAGES)).toEqual(identifyLanguage(text, LANGUAGES));
+    for (const [text] of TABLE.slice(0, 8))
+      expect(identifyLanguage(text, LANGUAGES)).toEqual(identifyLanguage(text, LANGUAGES));
   });
 
   it('ignores quoted spans and numbers as evidence', () => {
-    expect(identifyLanguage('He said "Je ne regrette rien" in 1960, and the crowd cheered.', LANGUAGES).language).toBe('en');
+    expect(identifyLanguage('He said "Je ne regrette rien" in 1960, and the crowd cheered.', LANGUAGES).language).toBe(
+      'en',
+    );
   });
 
   it('ranks only among the candidates plus English', () => {
@@ -83,7 +95,9 @@ describe('the language check', () => {
   });
 
   it('accepts the answer frames of every target language of default_response_language', () => {
-    const data = readData<{ languages: LanguageCode[]; answerFrames: Record<LanguageCode, string> }>('families/default_response_language.json');
+    const data = readData<{ languages: LanguageCode[]; answerFrames: Record<LanguageCode, string> }>(
+      'families/default_response_language.json',
+    );
     for (const lang of data.languages) {
       for (const answer of ['Ottawa', '8', 'Einstein', 'Au']) {
         const text = data.answerFrames[lang].replace('{answer}', answer);

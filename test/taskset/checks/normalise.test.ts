@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { containsTerm, countWords, normalise, numbersIn, numberWordsToDigits } from '../../../taskset/checks/normalise.ts';
+import {
+  containsTerm,
+  countWords,
+  normalise,
+  numbersIn,
+  numberWordsToDigits,
+} from '../../../taskset/checks/normalise.ts';
 
 describe('normalise', () => {
   it('folds case, NFKC and Latin accents, and turns punctuation into spaces', () => {

@@ -22,8 +22,16 @@ const editorFor = (options: EditorOptions) => {
 
 describe('Chat Completions fidelity', () => {
   it("sends no reasoning_effort to another provider's model unless --reasoning-effort is given; the default editor keeps none", async () => {
-    api.script([{ text: 'a', usage }, { text: 'b', usage }, { text: 'c', usage }]);
-    for (const options of [{ model: 'deepseek-reasoner' }, { model: 'deepseek-reasoner', reasoningEffort: 'high' }, {}]) {
+    api.script([
+      { text: 'a', usage },
+      { text: 'b', usage },
+      { text: 'c', usage },
+    ]);
+    for (const options of [
+      { model: 'deepseek-reasoner' },
+      { model: 'deepseek-reasoner', reasoningEffort: 'high' },
+      {},
+    ]) {
       const editor = editorFor(options);
       await editor.send(editor.nextRequest());
     }
@@ -44,11 +52,15 @@ describe('Chat Completions fidelity', () => {
     const editor = editorFor({ model: 'deepseek-reasoner' });
     for (let turn = 0; turn < 3; turn++) {
       const { reply } = await editor.send(editor.nextRequest());
-      if (reply.toolCalls.length > 0) editor.addToolResults(reply.toolCalls.map((c) => ({ callId: c.id, output: '{"ok": true}' })));
+      if (reply.toolCalls.length > 0)
+        editor.addToolResults(reply.toolCalls.map((c) => ({ callId: c.id, output: '{"ok": true}' })));
     }
     const assistants = api.requests[2]!.body.messages.filter((m: { role: string }) => m.role === 'assistant');
     expect(assistants).toHaveLength(2);
-    expect(assistants[0]).toMatchObject({ reasoning_content: 'first, look at the norms', tool_calls: [{ id: 'call_1_0' }] });
+    expect(assistants[0]).toMatchObject({
+      reasoning_content: 'first, look at the norms',
+      tool_calls: [{ id: 'call_1_0' }],
+    });
     expect(assistants[0]).not.toHaveProperty('reasoning');
     expect(assistants[1]).toMatchObject({ reasoning: 'then decide', tool_calls: [{ id: 'call_2_0' }] });
     expect(assistants[1]).not.toHaveProperty('reasoning_content');

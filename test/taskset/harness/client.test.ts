@@ -2,7 +2,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { editorApiFailure, openaiClient, resolveEditorConfig, type EditorOptions } from '../../../taskset/harness/index.ts';
+import {
+  editorApiFailure,
+  openaiClient,
+  resolveEditorConfig,
+  type EditorOptions,
+} from '../../../taskset/harness/index.ts';
 import { API_KEY, FakeEditorApi } from './fake-editor-api.ts';
 
 let api: FakeEditorApi;
@@ -14,7 +19,9 @@ afterAll(async () => {
 });
 
 async function failure(options: EditorOptions, key = API_KEY) {
-  const client = openaiClient(resolveEditorConfig({ baseUrl: api.url, maxRetries: 0, ...options }, { OPENAI_API_KEY: key }));
+  const client = openaiClient(
+    resolveEditorConfig({ baseUrl: api.url, maxRetries: 0, ...options }, { OPENAI_API_KEY: key }),
+  );
   const error = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).then(
     () => undefined,
     (e: unknown) => e,

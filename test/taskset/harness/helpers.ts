@@ -13,11 +13,20 @@ export { SPEC };
 /** A tensor of the tiny fixture: [hidden 64, intermediate 128]. */
 export const DOWN = 'model.layers.0.mlp.down_proj.weight';
 
-export type TestService = { app: FastifyInstance; admin: AdminClient; episode(spec?: Partial<EpisodeCreate>): Promise<EditorClient>; close(): Promise<void> };
+export type TestService = {
+  app: FastifyInstance;
+  admin: AdminClient;
+  episode(spec?: Partial<EpisodeCreate>): Promise<EditorClient>;
+  close(): Promise<void>;
+};
 
 export async function startService(): Promise<TestService> {
   const target = await sharedTarget();
-  const { app } = await buildApp({ target, outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-harness-svc-')), tokens: TOKENS });
+  const { app } = await buildApp({
+    target,
+    outputDir: mkdtempSync(path.join(os.tmpdir(), 'iwibench-harness-svc-')),
+    tokens: TOKENS,
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const admin = new AdminClient(url, TOKENS.admin);
   return {
@@ -34,7 +43,10 @@ export function traceDir(name: string): string {
 }
 
 export function readTrace(dir: string): any[] {
-  return readFileSync(path.join(dir, 'trace.jsonl'), 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
+  return readFileSync(path.join(dir, 'trace.jsonl'), 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 }
 
 export function readSummary(dir: string): any {

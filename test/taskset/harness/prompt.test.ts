@@ -8,7 +8,14 @@ const brief: EpisodeBrief = {
   family: 'lexical_inhibition',
   seed: 4,
   objective: { text: 'Never say "banana".', structured: { forms: ['banana'] } },
-  target: { model: 'google/gemma-3-4b-it', revision: 'abc', layers: 4, hidden_size: 32, layer_types: ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention'], chat_template: 'Gemma 3' },
+  target: {
+    model: 'google/gemma-3-4b-it',
+    revision: 'abc',
+    layers: 4,
+    hidden_size: 32,
+    layer_types: ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention'],
+    chat_template: 'Gemma 3',
+  },
   manifest: ['model.layers.{0..3}.mlp.down_proj.weight [32,64] BF16 writable'],
   relevant_tokens: [
     { id: 10, token: '▁banana' },
@@ -37,7 +44,9 @@ describe('the prompt', () => {
     for (const tool of TOOL_DEFINITIONS) expect(prompt).toContain(`- ${tool.name}: `);
     expect(prompt).toContain('reply without any tool call');
     expect(prompt).toContain('after 10 turns'); // the episode's budget is below the harness's 64
-    expect(systemPrompt({ ...brief, budget: { ...brief.budget, limits: { turns: 100 } } }, 64)).toContain('after 64 turns');
+    expect(systemPrompt({ ...brief, budget: { ...brief.budget, limits: { turns: 100 } } }, 64)).toContain(
+      'after 64 turns',
+    );
   });
 
   it('names the rarer layer types and calls the commonest "elsewhere"', () => {

@@ -18,8 +18,14 @@ afterAll(async () => {
   await Promise.all([service?.close(), api?.close()]);
 });
 
-const config = (options: EditorOptions = {}) => resolveEditorConfig({ baseUrl: api.url, ...options }, { OPENAI_API_KEY: API_KEY });
-const usage = (input: number, cached: number, output: number, reasoning: number): FakeUsage => ({ input, cached, output, reasoning });
+const config = (options: EditorOptions = {}) =>
+  resolveEditorConfig({ baseUrl: api.url, ...options }, { OPENAI_API_KEY: API_KEY });
+const usage = (input: number, cached: number, output: number, reasoning: number): FakeUsage => ({
+  input,
+  cached,
+  output,
+  reasoning,
+});
 const call = (name: string, args: Record<string, unknown> | string) => ({ name, arguments: args });
 const metadata = call('read_weights', { op: 'metadata', filter: { name: 'model.norm.weight' } });
 
@@ -27,7 +33,13 @@ const metadata = call('read_weights', { op: 'metadata', filter: { name: 'model.n
 function totals(replies: FakeReply[]) {
   const used = replies.flatMap((r) => ('usage' in r ? [r.usage] : []));
   const sum = (key: keyof FakeUsage) => used.reduce((total, u) => total + u[key], 0);
-  return { input_tokens: sum('input'), cached_input_tokens: sum('cached'), output_tokens: sum('output'), reasoning_tokens: sum('reasoning'), requests: used.length };
+  return {
+    input_tokens: sum('input'),
+    cached_input_tokens: sum('cached'),
+    output_tokens: sum('output'),
+    reasoning_tokens: sum('reasoning'),
+    requests: used.length,
+  };
 }
 
 describe('Chat Completions', () => {
@@ -56,7 +68,13 @@ describe('Chat Completions', () => {
     const dir = traceDir('chat');
     const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
 
-    expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 5, toolErrors: 2, finalReply: 'Two edits made.' });
+    expect(result).toMatchObject({
+      stopReason: 'final_reply',
+      turns: 3,
+      toolCalls: 5,
+      toolErrors: 2,
+      finalReply: 'Two edits made.',
+    });
     expect(result.usage).toEqual(totals(replies));
     expect(result.submitted.patch.ops).toBe(2);
     expect(result.submitted.patch.sha256).toMatch(/^[0-9a-f]{64}$/);
@@ -65,8 +83,18 @@ describe('Chat Completions', () => {
     // The first request: the settings design.md fixes, the four tools as the service defines them, and the brief.
     expect(api.requests.map((r) => r.path)).toEqual(Array(3).fill('/v1/chat/completions'));
     const first = api.requests[0]!.body;
-    expect(first).toMatchObject({ model: 'gpt-6.1-terra', temperature: 0, max_completion_tokens: 4096, reasoning_effort: 'none' });
-    expect(first.tools).toEqual(TOOL_DEFINITIONS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })));
+    expect(first).toMatchObject({
+      model: 'gpt-6.1-terra',
+      temperature: 0,
+      max_completion_tokens: 4096,
+      reasoning_effort: 'none',
+    });
+    expect(first.tools).toEqual(
+      TOOL_DEFINITIONS.map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      })),
+    );
     expect(first.messages.map((m: any) => m.role)).toEqual(['system', 'user']);
     expect(first.messages[0].content).toContain('reply without any tool call');
     const brief = await editor.brief();
@@ -100,7 +128,14 @@ describe('Chat Completions', () => {
     expect(lines.filter((l) => l.type === 'response').map((l) => l.usage.cached_input_tokens)).toEqual([0, 1024, 2048]);
     expect(lines.filter((l) => l.type === 'tool').map((l) => l.ok)).toEqual([true, false, false, true, true]);
     for (const line of lines) expect(Date.parse(line.time)).not.toBeNaN();
-    expect(readSummary(dir)).toMatchObject({ stop_reason: 'final_reply', turns: 3, tool_calls: 5, tool_errors: 2, usage: totals(replies), config: { model: 'gpt-6.1-terra', api: 'chat' } });
+    expect(readSummary(dir)).toMatchObject({
+      stop_reason: 'final_reply',
+      turns: 3,
+      tool_calls: 5,
+      tool_errors: 2,
+      usage: totals(replies),
+      config: { model: 'gpt-6.1-terra', api: 'chat' },
+    });
     // The key never reaches a file.
     for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toContain(API_KEY);
   });
@@ -108,10 +143,17 @@ describe('Chat Completions', () => {
 
 describe('Responses API', () => {
   const replies: FakeReply[] = [
-    { reasoning: 'look at layer 0 first', calls: [call('read_weights', { op: 'summary', tensor: DOWN })], usage: usage(900, 0, 300, 256) },
+    {
+      reasoning: 'look at layer 0 first',
+      calls: [call('read_weights', { op: 'summary', tensor: DOWN })],
+      usage: usage(900, 0, 300, 256),
+    },
     {
       reasoning: 'now edit',
-      calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [0, [0, 2]], value: 0.25 }), call('read_weights', { op: 'slice', tensor: DOWN, slice: [70] })],
+      calls: [
+        call('write_weights', { op: 'fill', tensor: DOWN, slice: [0, [0, 2]], value: 0.25 }),
+        call('read_weights', { op: 'slice', tensor: DOWN, slice: [70] }),
+      ],
       usage: usage(1500, 896, 200, 150),
     },
     { reasoning: 'done', text: 'One edit.', usage: usage(1800, 1408, 40, 20) },
@@ -121,17 +163,42 @@ describe('Responses API', () => {
     api.script(replies);
     const editor = await service.episode();
     const dir = traceDir('responses');
-    const result = await runEditor({ editor, config: config({ model: 'gpt-6.1-sol' }), toolset: SERVICE_TOOLSET, traceDir: dir });
+    const result = await runEditor({
+      editor,
+      config: config({ model: 'gpt-6.1-sol' }),
+      toolset: SERVICE_TOOLSET,
+      traceDir: dir,
+    });
 
-    expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 3, toolErrors: 1, finalReply: 'One edit.' });
+    expect(result).toMatchObject({
+      stopReason: 'final_reply',
+      turns: 3,
+      toolCalls: 3,
+      toolErrors: 1,
+      finalReply: 'One edit.',
+    });
     expect(result.usage).toEqual(totals(replies));
     expect(result.submitted.patch.ops).toBe(1);
 
     expect(api.requests.map((r) => r.path)).toEqual(Array(3).fill('/v1/responses'));
     const [first, second, third] = api.requests.map((r) => r.body);
     expect(first).not.toHaveProperty('temperature');
-    expect(first).toMatchObject({ model: 'gpt-6.1-sol', max_output_tokens: 4096, reasoning: { effort: 'low' }, store: false, include: ['reasoning.encrypted_content'] });
-    expect(first.tools).toEqual(TOOL_DEFINITIONS.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.parameters, strict: false })));
+    expect(first).toMatchObject({
+      model: 'gpt-6.1-sol',
+      max_output_tokens: 4096,
+      reasoning: { effort: 'low' },
+      store: false,
+      include: ['reasoning.encrypted_content'],
+    });
+    expect(first.tools).toEqual(
+      TOOL_DEFINITIONS.map((t) => ({
+        type: 'function',
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        strict: false,
+      })),
+    );
     expect(first.instructions).toContain('reply without any tool call');
     expect(first.input).toHaveLength(1);
     expect(first.input[0].content).toContain(SPEC.objective as string);
@@ -159,21 +226,34 @@ describe('how an episode ends', () => {
   it("ends at the service's turn budget, and at the harness's own turn limit", async () => {
     api.script(Array(5).fill({ calls: [metadata], usage: usage(100, 0, 10, 0) }));
     const small = await service.episode({ budgets: { turns: 3 } });
-    const byBudget = await runEditor({ editor: small, config: config(), toolset: SERVICE_TOOLSET, traceDir: traceDir('turns') });
+    const byBudget = await runEditor({
+      editor: small,
+      config: config(),
+      toolset: SERVICE_TOOLSET,
+      traceDir: traceDir('turns'),
+    });
     expect(byBudget).toMatchObject({ stopReason: 'turn_limit', turns: 3, toolCalls: 3 });
     expect(api.requests).toHaveLength(3);
     expect(byBudget.submitted.status).toBe('submitted');
 
     api.script(Array(5).fill({ calls: [metadata], usage: usage(100, 0, 10, 0) }));
     const editor = await service.episode();
-    const byLimit = await runEditor({ editor, config: config({ maxTurns: 2 }), toolset: SERVICE_TOOLSET, traceDir: traceDir('max-turns') });
+    const byLimit = await runEditor({
+      editor,
+      config: config({ maxTurns: 2 }),
+      toolset: SERVICE_TOOLSET,
+      traceDir: traceDir('max-turns'),
+    });
     expect(byLimit).toMatchObject({ stopReason: 'turn_limit', turns: 2 });
     expect(api.requests).toHaveLength(2);
     expect((await service.admin.episode(editor.episodeId)).budget.used.turns).toBe(2);
   });
 
   it('ends on a tool call refused for its budget: the refusal is recorded, later calls and requests are not made', async () => {
-    api.script([{ calls: [metadata, metadata, metadata, metadata], usage: usage(100, 0, 10, 0) }, { text: 'never asked', usage: usage(1, 0, 1, 0) }]);
+    api.script([
+      { calls: [metadata, metadata, metadata, metadata], usage: usage(100, 0, 10, 0) },
+      { text: 'never asked', usage: usage(1, 0, 1, 0) },
+    ]);
     const editor = await service.episode({ budgets: { tool_calls: 2 } });
     const dir = traceDir('tool-budget');
     const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
@@ -187,13 +267,21 @@ describe('how an episode ends', () => {
 
   it('ends with editor_error when the API fails after the retries, and still submits the current patch', async () => {
     api.script([
-      { calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [2], value: 1 })], usage: usage(100, 0, 10, 0) },
+      {
+        calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [2], value: 1 })],
+        usage: usage(100, 0, 10, 0),
+      },
       { status: 500, message: 'upstream exploded' },
       { status: 500, message: 'upstream exploded again' },
     ]);
     const editor = await service.episode();
     const dir = traceDir('editor-error');
-    const result = await runEditor({ editor, config: config({ maxRetries: 1 }), toolset: SERVICE_TOOLSET, traceDir: dir });
+    const result = await runEditor({
+      editor,
+      config: config({ maxRetries: 1 }),
+      toolset: SERVICE_TOOLSET,
+      traceDir: dir,
+    });
     expect(result).toMatchObject({ stopReason: 'editor_error', turns: 2, toolCalls: 1 });
     expect(result.error).toMatch(/^server 500: .*upstream exploded again/);
     expect(api.requests).toHaveLength(3); // the first try and one retry of turn 2
@@ -207,13 +295,19 @@ describe('the toolset', () => {
   it('offers the editor the toolset it is handed and nothing else: a call outside it is UNKNOWN_TOOL and never reaches the service', async () => {
     const readOnly = defineToolset(SERVICE_TOOLSET.tools.filter((t) => t.name === 'read_weights'));
     const write = call('write_weights', { op: 'fill', tensor: DOWN, slice: [0], value: 1 });
-    api.script([{ calls: [write, metadata], usage: usage(100, 0, 10, 0) }, { text: 'done', usage: usage(1, 0, 1, 0) }]);
+    api.script([
+      { calls: [write, metadata], usage: usage(100, 0, 10, 0) },
+      { text: 'done', usage: usage(1, 0, 1, 0) },
+    ]);
     const editor = await service.episode();
     const result = await runEditor({ editor, config: config(), toolset: readOnly, traceDir: traceDir('read-only') });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 2, toolCalls: 2, toolErrors: 1 });
     expect(api.requests[0]!.body.tools.map((t: any) => t.function.name)).toEqual(['read_weights']);
     const [refused, answered] = api.requests[1]!.body.messages.slice(-2).map((m: any) => JSON.parse(m.content));
-    expect(refused.error).toEqual({ code: 'UNKNOWN_TOOL', message: 'no tool named "write_weights" (tools: read_weights)' });
+    expect(refused.error).toEqual({
+      code: 'UNKNOWN_TOOL',
+      message: 'no tool named "write_weights" (tools: read_weights)',
+    });
     expect(answered.error).toBeUndefined();
     expect(result.submitted.patch.ops).toBe(0);
     expect((await service.admin.episode(editor.episodeId)).budget.used.tool_calls).toBe(1);

@@ -3,7 +3,12 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EditorConfigError, resolveEditorConfig, runEditor, type BuiltinEditor } from '../../../taskset/harness/index.ts';
+import {
+  EditorConfigError,
+  resolveEditorConfig,
+  runEditor,
+  type BuiltinEditor,
+} from '../../../taskset/harness/index.ts';
 import { SERVICE_TOOLSET } from '../../../taskset/taskset.ts';
 import { DOWN, lineTypes, readSummary, readTrace, startService, traceDir, type TestService } from './helpers.ts';
 
@@ -39,8 +44,20 @@ describe('script:FILE.json', () => {
     const dir = traceDir('steps');
     const result = await runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir });
 
-    expect(result).toMatchObject({ stopReason: 'final_reply', turns: 3, toolCalls: 2, toolErrors: 0, finalReply: 'scripted edit done' });
-    expect(result.usage).toEqual({ input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, requests: 3 });
+    expect(result).toMatchObject({
+      stopReason: 'final_reply',
+      turns: 3,
+      toolCalls: 2,
+      toolErrors: 0,
+      finalReply: 'scripted edit done',
+    });
+    expect(result.usage).toEqual({
+      input_tokens: 0,
+      cached_input_tokens: 0,
+      output_tokens: 0,
+      reasoning_tokens: 0,
+      requests: 3,
+    });
     expect(result.submitted.patch.ops).toBe(1);
     expect((await service.admin.episode(editor.episodeId)).budget.used).toMatchObject({ turns: 3, tool_calls: 2 });
 
@@ -65,7 +82,12 @@ describe('script:FILE.json', () => {
       final: 'not reached',
     });
     const editor = await service.episode({ budgets: { turns: 2 } });
-    const result = await runEditor({ editor, config: scripted(file), toolset: SERVICE_TOOLSET, traceDir: traceDir('turns') });
+    const result = await runEditor({
+      editor,
+      config: scripted(file),
+      toolset: SERVICE_TOOLSET,
+      traceDir: traceDir('turns'),
+    });
     expect(result).toMatchObject({ stopReason: 'turn_limit', turns: 2, toolCalls: 3, toolErrors: 1 });
     expect(result.finalReply).toBeUndefined();
     expect(result.submitted.patch.ops).toBe(1);
@@ -92,7 +114,12 @@ describe('builtin:NAME', () => {
   it('builtin:noop reads the brief, takes one turn, makes no edit and submits', async () => {
     const editor = await service.episode();
     const dir = traceDir('noop');
-    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:noop' }, {}), toolset: SERVICE_TOOLSET, traceDir: dir });
+    const result = await runEditor({
+      editor,
+      config: resolveEditorConfig({ model: 'builtin:noop' }, {}),
+      toolset: SERVICE_TOOLSET,
+      traceDir: dir,
+    });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 1, toolCalls: 0, toolErrors: 0 });
     expect(result.finalReply).toContain('no edit');
     expect(result.submitted.patch).toMatchObject({ ops: 0, changed_parameters: 0 });
@@ -102,22 +129,35 @@ describe('builtin:NAME', () => {
   it("counts and traces a built-in's tool calls, and ends on a budget refusal it does not catch", async () => {
     const fillForever: BuiltinEditor = async ({ editor }) => {
       await editor.turn();
-      for (let row = 0; ; row++) await editor.tool('write_weights', { op: 'fill', tensor: DOWN, slice: [row], value: 0 });
+      for (let row = 0; ; row++)
+        await editor.tool('write_weights', { op: 'fill', tensor: DOWN, slice: [row], value: 0 });
     };
     const editor = await service.episode({ budgets: { tool_calls: 2 } });
     const dir = traceDir('fill');
     const config = resolveEditorConfig({ model: 'builtin:fill-forever' }, {});
-    const result = await runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir, builtins: { 'fill-forever': fillForever } });
+    const result = await runEditor({
+      editor,
+      config,
+      toolset: SERVICE_TOOLSET,
+      traceDir: dir,
+      builtins: { 'fill-forever': fillForever },
+    });
     expect(result).toMatchObject({ stopReason: 'budget', turns: 1, toolCalls: 3, toolErrors: 1 });
     expect(result.submitted.patch.ops).toBe(2);
-    expect(readTrace(dir).filter((l) => l.type === 'tool').map((l) => l.ok)).toEqual([true, true, false]);
+    expect(
+      readTrace(dir)
+        .filter((l) => l.type === 'tool')
+        .map((l) => l.ok),
+    ).toEqual([true, true, false]);
   });
 
   it('refuses an unknown built-in before touching the episode', async () => {
     const editor = await service.episode();
     const dir = traceDir('unknown');
     const config = resolveEditorConfig({ model: 'builtin:nonexistent' }, {});
-    await expect(runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir })).rejects.toThrow(/no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo, builtin:rank-one\)/);
+    await expect(runEditor({ editor, config, toolset: SERVICE_TOOLSET, traceDir: dir })).rejects.toThrow(
+      /no built-in editor "builtin:nonexistent" \(known: builtin:noop, builtin:demo, builtin:rank-one\)/,
+    );
     expect(existsSync(dir)).toBe(false);
     expect((await service.admin.episode(editor.episodeId)).status).toBe('active');
   });
@@ -125,10 +165,19 @@ describe('builtin:NAME', () => {
   it('builtin:demo uses all four tools and makes one rank-one edit to the tied embedding', async () => {
     const editor = await service.episode();
     const dir = traceDir('demo');
-    const result = await runEditor({ editor, config: resolveEditorConfig({ model: 'builtin:demo' }, {}), toolset: SERVICE_TOOLSET, traceDir: dir });
+    const result = await runEditor({
+      editor,
+      config: resolveEditorConfig({ model: 'builtin:demo' }, {}),
+      toolset: SERVICE_TOOLSET,
+      traceDir: dir,
+    });
     expect(result).toMatchObject({ stopReason: 'final_reply', turns: 4, toolCalls: 6, toolErrors: 0 });
     expect(result.submitted.patch.ops).toBe(1);
-    expect(readTrace(dir).filter((l) => l.type === 'tool').map((l) => l.name)).toEqual(['run_target', 'inspect_target', 'read_weights', 'read_weights', 'write_weights', 'run_target']);
+    expect(
+      readTrace(dir)
+        .filter((l) => l.type === 'tool')
+        .map((l) => l.name),
+    ).toEqual(['run_target', 'inspect_target', 'read_weights', 'read_weights', 'write_weights', 'run_target']);
     const summary = await service.admin.episode(editor.episodeId);
     expect(summary.touched_tensors).toEqual(['model.embed_tokens.weight']);
   });

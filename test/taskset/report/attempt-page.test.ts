@@ -14,7 +14,15 @@ function render(dir: string) {
   const file = path.join(dir, 'results.json');
   const results = resultsFile(GRID[0]!);
   writeFileSync(file, JSON.stringify(results));
-  return renderAttemptPage({ results, editor: 'alpha', attempt: path.basename(dir), resultsFile: file, folder: readAttemptFolder(file, results), replays: [], back: '../report.html' });
+  return renderAttemptPage({
+    results,
+    editor: 'alpha',
+    attempt: path.basename(dir),
+    resultsFile: file,
+    folder: readAttemptFolder(file, results),
+    replays: [],
+    back: '../report.html',
+  });
 }
 
 describe('attempt page from incomplete folders', () => {
@@ -32,7 +40,17 @@ describe('attempt page from incomplete folders', () => {
   it('with a patch.json that has only ops, and a trace cut off mid-line', () => {
     const dir = path.join(tempDir('page'), 'partial');
     mkdirSync(path.join(dir, 'patch'), { recursive: true });
-    const ops = [{ op: 'low_rank_add', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [[0, 64]], alpha: 2, u: { array: 'op0.u' }, v: { array: 'op0.v' } }, { op: 'scale', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [5], factor: 0.5 }];
+    const ops = [
+      {
+        op: 'low_rank_add',
+        tensor: 'model.layers.3.mlp.down_proj.weight',
+        slice: [[0, 64]],
+        alpha: 2,
+        u: { array: 'op0.u' },
+        v: { array: 'op0.v' },
+      },
+      { op: 'scale', tensor: 'model.layers.3.mlp.down_proj.weight', slice: [5], factor: 0.5 },
+    ];
     writeFileSync(path.join(dir, 'patch', 'patch.json'), JSON.stringify({ format: 'iwibench-patch/1', ops }));
     writeSafetensors(path.join(dir, 'patch', 'patch.safetensors'), [
       { name: 'op0.u', dtype: 'F32', shape: [64, 3], data: new Float32Array(192) },
@@ -55,7 +73,11 @@ describe('attempt page from incomplete folders', () => {
 
 describe('folding and diffs', () => {
   it('summarises long arrays of numbers and cuts long strings, saying so', () => {
-    const s = summariseJson({ values: Array.from({ length: 100 }, (_, i) => i), text: 'a'.repeat(5000), short: [1, 2] });
+    const s = summariseJson({
+      values: Array.from({ length: 100 }, (_, i) => i),
+      text: 'a'.repeat(5000),
+      short: [1, 2],
+    });
     expect(s.folded).toBe(true);
     expect(s.text).toContain('[100 numbers: min 0, max 99, mean 49.5');
     expect(s.text).toContain('… (3,800 more characters)');

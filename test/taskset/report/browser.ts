@@ -9,10 +9,20 @@ export const CHROMIUM = '/usr/bin/chromium';
 export const VIEWPORT = { width: 1280, height: 900 };
 
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the HTML report tests need Debian's chromium (apt-get update && apt-get install -y chromium)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `${CHROMIUM} is missing: the HTML report tests need Debian's chromium (apt-get update && apt-get install -y chromium)`,
+    );
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -31,8 +41,12 @@ export async function widerThanViewport(page: Page): Promise<string[]> {
     const width = document.documentElement.clientWidth;
     const wide = [...document.querySelectorAll('body *')]
       .filter((e) => e.getBoundingClientRect().right > width + 0.5)
-      .map((e) => `${e.tagName.toLowerCase()}.${e.getAttribute('class') ?? ''} right ${Math.round(e.getBoundingClientRect().right)}`);
-    if (document.documentElement.scrollWidth > width) wide.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} > ${width}`);
+      .map(
+        (e) =>
+          `${e.tagName.toLowerCase()}.${e.getAttribute('class') ?? ''} right ${Math.round(e.getBoundingClientRect().right)}`,
+      );
+    if (document.documentElement.scrollWidth > width)
+      wide.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} > ${width}`);
     return wide.slice(0, 20);
   });
 }

@@ -10,19 +10,28 @@ describe('collectResults', () => {
     const runs = writeGrid(tempDir('collect'));
     const found = collectResults([runs.beta, runs.alpha]);
     expect(found.map((c) => c.file)).toEqual([
-      ...GRID.filter((a) => a.editor === 'beta').map((a) => path.join(runs.beta, 'attempts', attemptFolderName(a), 'results.json')).sort(),
-      ...GRID.filter((a) => a.editor === 'alpha').map((a) => path.join(runs.alpha, 'attempts', attemptFolderName(a), 'results.json')).sort(),
+      ...GRID.filter((a) => a.editor === 'beta')
+        .map((a) => path.join(runs.beta, 'attempts', attemptFolderName(a), 'results.json'))
+        .sort(),
+      ...GRID.filter((a) => a.editor === 'alpha')
+        .map((a) => path.join(runs.alpha, 'attempts', attemptFolderName(a), 'results.json'))
+        .sort(),
     ]);
     expect(found[0]!.attempt).toBe(path.basename(path.dirname(found[0]!.file)));
   });
 
   it('lists every schema problem of a results.json with its name', () => {
     const file = path.join(tempDir('schema'), 'results.json');
-    const results = resultsFile(GRID[0]!) as unknown as { score: Record<string, unknown>; episode: Record<string, unknown> };
+    const results = resultsFile(GRID[0]!) as unknown as {
+      score: Record<string, unknown>;
+      episode: Record<string, unknown>;
+    };
     delete results.score.reward;
     results.episode.seed = -1;
     writeFileSync(file, JSON.stringify(results));
-    expect(() => readResults(file)).toThrow(`${file} does not match iwibench-results/1: /episode/seed must be >= 0; /score must have required property 'reward'`);
+    expect(() => readResults(file)).toThrow(
+      `${file} does not match iwibench-results/1: /episode/seed must be >= 0; /score must have required property 'reward'`,
+    );
     results.score.reward = 1.5;
     results.episode.seed = 3;
     writeFileSync(file, JSON.stringify(results));
@@ -54,12 +63,18 @@ describe('labelAttempts (--editor)', () => {
     const { kept, skipped } = labelAttempts(collectResults([runs.alpha, runs.beta]), ['beta']);
     expect(new Set(kept.map((k) => k.editor))).toEqual(new Set(['beta']));
     expect(skipped.map((s) => s.results.editor?.label)).toEqual(Array(6).fill('alpha'));
-    expect(() => labelAttempts(collectResults([runs.alpha]), ['gamma'])).toThrow('no attempt has the editor label(s) gamma; found: alpha');
+    expect(() => labelAttempts(collectResults([runs.alpha]), ['gamma'])).toThrow(
+      'no attempt has the editor label(s) gamma; found: alpha',
+    );
   });
 
   it('names unlabelled results with the one --editor, and refuses to guess between several', () => {
     expect(labelAttempts(collectResults([bare]), ['gamma']).kept.map((k) => k.editor)).toEqual(['gamma']);
-    expect(() => labelAttempts(collectResults([bare]), [])).toThrow(/has no editor label: pass exactly one --editor LABEL to name it \(given: none\)/);
-    expect(() => labelAttempts(collectResults([bare]), ['a', 'b'])).toThrow(/has no editor label: pass exactly one --editor LABEL to name it \(given: a, b\)/);
+    expect(() => labelAttempts(collectResults([bare]), [])).toThrow(
+      /has no editor label: pass exactly one --editor LABEL to name it \(given: none\)/,
+    );
+    expect(() => labelAttempts(collectResults([bare]), ['a', 'b'])).toThrow(
+      /has no editor label: pass exactly one --editor LABEL to name it \(given: a, b\)/,
+    );
   });
 });

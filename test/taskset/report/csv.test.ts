@@ -24,23 +24,43 @@ describe('csv', () => {
   });
 
   it('reads back whatever it writes', () => {
-    const field = fc.oneof(fc.string(), fc.constantFrom('', '"', ',', '\r\n', '\n', 'a"b', ' x '), fc.double({ noNaN: true, noDefaultInfinity: true }));
+    const field = fc.oneof(
+      fc.string(),
+      fc.constantFrom('', '"', ',', '\r\n', '\n', 'a"b', ' x '),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+    );
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 5 }).chain((width) => fc.tuple(fc.constant(width), fc.array(fc.array(field, { minLength: width, maxLength: width }), { maxLength: 6 }))), ([width, rows]) => {
-        const header = Array.from({ length: width }, (_, i) => `c${i}`);
-        const parsed = parseCsv(toCsv(header, rows));
-        expect(parsed).toEqual([header, ...rows.map((r) => r.map((v) => (typeof v === 'number' ? String(v) : v)))]);
-        for (const [i, row] of rows.entries()) row.forEach((v, j) => typeof v === 'number' && expect(Number(parsed[i + 1]![j]) === v).toBe(true)); // -0 reads back as 0
-      }),
+      fc.property(
+        fc
+          .integer({ min: 1, max: 5 })
+          .chain((width) =>
+            fc.tuple(
+              fc.constant(width),
+              fc.array(fc.array(field, { minLength: width, maxLength: width }), { maxLength: 6 }),
+            ),
+          ),
+        ([width, rows]) => {
+          const header = Array.from({ length: width }, (_, i) => `c${i}`);
+          const parsed = parseCsv(toCsv(header, rows));
+          expect(parsed).toEqual([header, ...rows.map((r) => r.map((v) => (typeof v === 'number' ? String(v) : v)))]);
+          for (const [i, row] of rows.entries())
+            row.forEach((v, j) => typeof v === 'number' && expect(Number(parsed[i + 1]![j]) === v).toBe(true)); // -0 reads back as 0
+        },
+      ),
     );
   });
 
   it('reads LF line ends and a last line without one', () => {
-    expect(parseCsv('a,b\n1,2')).toEqual([['a', 'b'], ['1', '2']]);
+    expect(parseCsv('a,b\n1,2')).toEqual([
+      ['a', 'b'],
+      ['1', '2'],
+    ]);
   });
 
   it('names the file and line of malformed input', () => {
-    expect(() => parseCsv('a,b\r\n"open,1\r\n', 'x.csv')).toThrow('x.csv: a quoted field is not closed at the end of the file');
+    expect(() => parseCsv('a,b\r\n"open,1\r\n', 'x.csv')).toThrow(
+      'x.csv: a quoted field is not closed at the end of the file',
+    );
     expect(() => parseCsv('a,b\r\n"q"x,1\r\n', 'x.csv')).toThrow('x.csv: line 2: text after a closing quote');
     expect(() => parseCsv('a,b\r\n1,x"y\r\n', 'x.csv')).toThrow('x.csv: line 2: a quote inside an unquoted field');
     const file = path.join(tempDir('csv'), 'r.csv');

@@ -37,7 +37,8 @@ describe('npx iwibench report', () => {
       attempts: 12,
       skipped: [],
     });
-    for (const file of [printed.results_csv, printed.summary_csv, printed.html, printed.meta]) expect(readFileSync(file).length).toBeGreaterThan(0);
+    for (const file of [printed.results_csv, printed.summary_csv, printed.html, printed.meta])
+      expect(readFileSync(file).length).toBeGreaterThan(0);
   });
 
   it('summary.csv: means per (target, editor, family) and over all families, as computed by hand', () => {
@@ -53,11 +54,21 @@ describe('npx iwibench report', () => {
       'alpha/alias_acquisition': [2, (0.5 + 0.1875) / 2, (0.5 + 0.25) / 2, (1 + 0.75) / 2],
       'alpha/lexical_inhibition': [2, (0.45 + 0) / 2, (0.5 + 0) / 2, (0.9 + 1) / 2],
       'alpha/local_factual_update': [2, (0.5 + 0.75) / 2, (1 + 0.75) / 2, (0.5 + 1) / 2],
-      'alpha/all': [6, (0.5 + 0.1875 + 0.45 + 0 + 0.5 + 0.75) / 6, (0.5 + 0.25 + 0.5 + 0 + 1 + 0.75) / 6, (1 + 0.75 + 0.9 + 1 + 0.5 + 1) / 6],
+      'alpha/all': [
+        6,
+        (0.5 + 0.1875 + 0.45 + 0 + 0.5 + 0.75) / 6,
+        (0.5 + 0.25 + 0.5 + 0 + 1 + 0.75) / 6,
+        (1 + 0.75 + 0.9 + 1 + 0.5 + 1) / 6,
+      ],
       'beta/alias_acquisition': [2, (0.125 + 0) / 2, (0.125 + 0) / 2, 1],
       'beta/lexical_inhibition': [2, (0.40625 + 0.375) / 2, 0.5, (0.8125 + 0.75) / 2],
       'beta/local_factual_update': [2, (0.125 + 0.9) / 2, (0.25 + 1) / 2, (0.5 + 0.9) / 2],
-      'beta/all': [6, (0.125 + 0 + 0.40625 + 0.375 + 0.125 + 0.9) / 6, (0.125 + 0 + 0.5 + 0.5 + 0.25 + 1) / 6, (1 + 1 + 0.8125 + 0.75 + 0.5 + 0.9) / 6],
+      'beta/all': [
+        6,
+        (0.125 + 0 + 0.40625 + 0.375 + 0.125 + 0.9) / 6,
+        (0.125 + 0 + 0.5 + 0.5 + 0.25 + 1) / 6,
+        (1 + 1 + 0.8125 + 0.75 + 0.5 + 0.9) / 6,
+      ],
     };
     expect(summary.map((r) => `${r.editor}/${r.family}`)).toEqual(Object.keys(expected)); // sorted, "all" last
     for (const [key, [n, reward, gain, retention]] of Object.entries(expected)) {
@@ -71,14 +82,26 @@ describe('npx iwibench report', () => {
     }
     // Two values {a, b}: resampled means are a, (a+b)/2 or b, with a and b a quarter each, so the 2.5 % and
     // 97.5 % quantiles are exactly the two values.
-    expect([Number(get('alpha', 'alias_acquisition').reward_ci95_low), Number(get('alpha', 'alias_acquisition').reward_ci95_high)]).toEqual([0.1875, 0.5]);
-    expect([Number(get('beta', 'alias_acquisition').reward_ci95_low), Number(get('beta', 'alias_acquisition').reward_ci95_high)]).toEqual([0, 0.125]);
+    expect([
+      Number(get('alpha', 'alias_acquisition').reward_ci95_low),
+      Number(get('alpha', 'alias_acquisition').reward_ci95_high),
+    ]).toEqual([0.1875, 0.5]);
+    expect([
+      Number(get('beta', 'alias_acquisition').reward_ci95_low),
+      Number(get('beta', 'alias_acquisition').reward_ci95_high),
+    ]).toEqual([0, 0.125]);
   });
 
   it('results.csv: one sorted row per attempt with its score, retention parts, patch and resources', () => {
     const rows = readCsvRecords(path.join(out, 'results.csv'));
     expect(rows).toHaveLength(12);
-    const order = [...GRID].sort((a, b) => (a.editor! + a.family < b.editor! + b.family ? -1 : a.editor! + a.family > b.editor! + b.family ? 1 : a.seed - b.seed));
+    const order = [...GRID].sort((a, b) =>
+      a.editor! + a.family < b.editor! + b.family
+        ? -1
+        : a.editor! + a.family > b.editor! + b.family
+          ? 1
+          : a.seed - b.seed,
+    );
     expect(rows.map((r) => r.attempt)).toEqual(order.map(attemptFolderName));
     const row = rows.find((r) => r.editor === 'alpha' && r.family === 'alias_acquisition' && r.seed === '7')!;
     expect(row).toMatchObject({
@@ -128,12 +151,20 @@ describe('npx iwibench report', () => {
   it('writes byte-identical CSVs for the same results', async () => {
     const again = path.join(root, 'again');
     await report([runs.beta, runs.alpha, '--editor', 'beta', '--editor', 'alpha', '--output-dir', again]);
-    for (const name of ['results.csv', 'summary.csv']) expect(readFileSync(path.join(again, name), 'utf8')).toBe(readFileSync(path.join(out, name), 'utf8'));
+    for (const name of ['results.csv', 'summary.csv'])
+      expect(readFileSync(path.join(again, name), 'utf8')).toBe(readFileSync(path.join(out, name), 'utf8'));
   });
 
   it('--editor filters labelled attempts and names unlabelled ones', async () => {
     const only = path.join(root, 'only-alpha');
-    const { stdout: printed, stderr } = await report([runs.alpha, runs.beta, '--editor', 'alpha', '--output-dir', only]);
+    const { stdout: printed, stderr } = await report([
+      runs.alpha,
+      runs.beta,
+      '--editor',
+      'alpha',
+      '--output-dir',
+      only,
+    ]);
     expect(JSON.parse(printed).skipped).toHaveLength(6);
     expect(stderr).toMatch(/left out 6 results of other editors/);
     expect(new Set(readCsvRecords(path.join(only, 'results.csv')).map((r) => r.editor))).toEqual(new Set(['alpha']));
@@ -143,7 +174,9 @@ describe('npx iwibench report', () => {
     const named = path.join(root, 'named');
     await report([bare, '--editor', 'gamma', '--output-dir', named]);
     expect(readCsvRecords(path.join(named, 'results.csv')).map((r) => r.editor)).toEqual(['gamma']);
-    await expect(report([bare, runs.alpha, '--output-dir', path.join(root, 'x')])).rejects.toThrow(/has no editor label: pass exactly one --editor LABEL/);
+    await expect(report([bare, runs.alpha, '--output-dir', path.join(root, 'x')])).rejects.toThrow(
+      /has no editor label: pass exactly one --editor LABEL/,
+    );
   });
 
   it('fails with a message naming an unreadable or foreign results.json', async () => {
@@ -151,9 +184,13 @@ describe('npx iwibench report', () => {
     mkdirSync(path.join(bad, 'attempts', 'a'), { recursive: true });
     const file = path.join(bad, 'attempts', 'a', 'results.json');
     writeFileSync(file, '{"format": "iwibench-results/1", ');
-    await expect(report([bad, '--output-dir', path.join(root, 'y')])).rejects.toThrow(new RegExp(`${escape(file)} is not readable as JSON`));
+    await expect(report([bad, '--output-dir', path.join(root, 'y')])).rejects.toThrow(
+      new RegExp(`${escape(file)} is not readable as JSON`),
+    );
     writeFileSync(file, JSON.stringify({ format: 'mmlu-pro-results/1' }));
-    await expect(report([bad, '--output-dir', path.join(root, 'y')])).rejects.toThrow(new RegExp(`${escape(file)} has format "mmlu-pro-results/1"`));
+    await expect(report([bad, '--output-dir', path.join(root, 'y')])).rejects.toThrow(
+      new RegExp(`${escape(file)} has format "mmlu-pro-results/1"`),
+    );
     rmSync(bad, { recursive: true });
     await expect(report([bad, '--output-dir', path.join(root, 'y')])).rejects.toThrow(/RUNS folder .* does not exist/);
   });

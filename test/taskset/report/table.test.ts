@@ -4,7 +4,12 @@ import type { LabelledAttempt } from '../../../taskset/report/collect.ts';
 import { attemptRow, attemptRows, bootstrapMeanCi, mean, summaryRows } from '../../../taskset/report/table.ts';
 import { GRID, resultsFile, type FixtureAttempt } from './fixtures.ts';
 
-const labelled = (a: FixtureAttempt, file = `runs/${a.family}-${a.seed}/results.json`): LabelledAttempt => ({ file, attempt: `${a.family}-${a.seed}`, results: resultsFile(a), editor: a.editor ?? 'unlabelled' });
+const labelled = (a: FixtureAttempt, file = `runs/${a.family}-${a.seed}/results.json`): LabelledAttempt => ({
+  file,
+  attempt: `${a.family}-${a.seed}`,
+  results: resultsFile(a),
+  editor: a.editor ?? 'unlabelled',
+});
 
 describe('attempt rows', () => {
   it('sums the patch: ‖ΔW‖_F over all tensors, the largest relative change, changed parameters', () => {
@@ -18,24 +23,46 @@ describe('attempt rows', () => {
         },
       }),
     );
-    expect(row).toMatchObject({ changed_parameters: 13, tensors_changed: 3, patch_ops: 3, delta_frobenius: 5, max_relative_delta: 0.05 });
+    expect(row).toMatchObject({
+      changed_parameters: 13,
+      tensors_changed: 3,
+      patch_ops: 3,
+      delta_frobenius: 5,
+      max_relative_delta: 0.05,
+    });
   });
 
   it('leaves patch and resource columns empty when the results have none', () => {
     const row = attemptRow(labelled({ ...GRID[0]!, patch: null, resources: null }));
-    expect(row).toMatchObject({ changed_parameters: null, tensors_changed: null, patch_ops: null, delta_frobenius: null, max_relative_delta: null, turns: null, tool_calls: null, forward_tokens: null });
+    expect(row).toMatchObject({
+      changed_parameters: null,
+      tensors_changed: null,
+      patch_ops: null,
+      delta_frobenius: null,
+      max_relative_delta: null,
+      turns: null,
+      tool_calls: null,
+      forward_tokens: null,
+    });
   });
 
   it('sorts by target, editor, family and seed, whatever the input order', () => {
     const other = { id: 'google/gemma-3-4b-it', revision: '093f9f388b31de276ce2de164bdc2081324b9767' };
-    const attempts = [...GRID, { ...GRID[0]!, model: other }].map((a) => labelled(a, `runs/${a.model?.id ?? 'm'}/${a.editor}/${a.family}/${a.seed}/results.json`));
+    const attempts = [...GRID, { ...GRID[0]!, model: other }].map((a) =>
+      labelled(a, `runs/${a.model?.id ?? 'm'}/${a.editor}/${a.family}/${a.seed}/results.json`),
+    );
     const rows = attemptRows([...attempts].reverse());
     expect(rows.map((r) => [r.model_id, r.editor, r.family, r.seed])).toEqual(
-      [...rows].map((r) => [r.model_id, r.editor, r.family, r.seed]).sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)),
+      [...rows]
+        .map((r) => [r.model_id, r.editor, r.family, r.seed])
+        .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1)),
     );
     expect(rows.at(-1)!.model_id).toBe(other.id);
     const summary = summaryRows(rows);
-    expect(summary.filter((s) => s.model_id === other.id).map((s) => [s.editor, s.family, s.n])).toEqual([['alpha', 'alias_acquisition', 1], ['alpha', 'all', 1]]);
+    expect(summary.filter((s) => s.model_id === other.id).map((s) => [s.editor, s.family, s.n])).toEqual([
+      ['alpha', 'alias_acquisition', 1],
+      ['alpha', 'all', 1],
+    ]);
   });
 });
 
