@@ -13,7 +13,7 @@ import { Tokenizer } from '../service/model/tokenizer.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { writeReport } from '../taskset/report/index.ts';
-import { startServiceProcess } from '../taskset/service-process.ts';
+import { startServiceProcess } from './service-process.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';

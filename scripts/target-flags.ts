@@ -3,7 +3,8 @@ import path from 'node:path';
 import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../service/model/checkpoint.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { AdminClient } from '../taskset/service-client.ts';
-import { readServiceEnv, serviceFromEnv, startServiceProcess, type ServiceEnv } from '../taskset/service-process.ts';
+import type { ServiceEnv } from '../taskset/service-client.ts';
+import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';
 
 export const TARGET_FLAG_DEFAULTS = {
   model: undefined as string | undefined,

@@ -9,7 +9,7 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';
 import { AdminClient } from './service-client.ts';
-import type { ServiceEnv } from './service-process.ts';
+import type { ServiceEnv } from './service-client.ts';
 import type { Task } from './taskset.ts';
 
 export type AttemptStatus = {

@@ -9,7 +9,7 @@ import { PACKAGE_VERSION } from '../core/version.ts';
 import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
 import type { Calibration } from './calibration.ts';
 import type { EditorConfig } from './harness/index.ts';
-import type { ServiceEnv } from './service-process.ts';
+import type { ServiceEnv } from './service-client.ts';
 import type { Taskset } from './taskset.ts';
 
 export type PilotOptions = {

@@ -15,6 +15,9 @@ import type {
 export type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeSummary, ErrorReply, SubmitReply, ToolReply };
 
 /** Where `npx iwibench service` listens unless told otherwise, and where clients look unless IWIBENCH_SERVICE_URL says. */
+/** Where a service listens and the two tokens that reach it (a `--service-env` file, the environment, or a child). */
+export type ServiceEnv = { url: string; adminToken: string; editorToken: string };
+
 export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8768';
 
 export class ServiceError extends Error {

@@ -122,6 +122,11 @@ describe('layers', () => {
     );
   });
 
+  it('the libraries (core/, service/, taskset/) import no command (scripts/, bin/): the CLI sits on top', () => {
+    const isCommand = (i: string) => under(i, 'scripts') || under(i, 'bin');
+    expect(['core', 'service', 'taskset'].flatMap((dir) => violations(dir, (i) => !isCommand(i)))).toEqual([]);
+  });
+
   it('has no import cycles', () => {
     expect(cycles()).toEqual([]);
   });

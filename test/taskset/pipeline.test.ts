@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startServiceProcess, type ServiceHandle } from '../../taskset/service-process.ts';
+import { startServiceProcess, type ServiceHandle } from '../../scripts/service-process.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 import { FAKE_KEY, USAGE, startFakeEditor } from './fake-editor.ts';
 

@@ -1,16 +1,15 @@
 // Start `npx iwibench service` as a child process with fresh random tokens, for commands that need a service of
-// their own (demo, run-prime and run-pilot without --service-env). Resolves once it listens; `stop()` ends it.
+// their own (demo, run-prime and run-pilot without --service-env). Resolves once it listens; `stop()` ends it. The
+// commands start the public `service` command, as a user would; the taskset's library code starts no CLI.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
-import { DEFAULT_SERVICE_URL } from './service-client.ts';
+import { DEFAULT_SERVICE_URL, type ServiceEnv } from '../taskset/service-client.ts';
 
 const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
-
-export type ServiceEnv = { url: string; adminToken: string; editorToken: string };
 
 export type ServiceHandle = ServiceEnv & { child: ChildProcess; stop: () => Promise<void> };
 

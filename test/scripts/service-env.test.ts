@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AdminClient, DEFAULT_SERVICE_URL } from '../../taskset/service-client.ts';
-import { readServiceEnv, serviceFromEnv } from '../../taskset/service-process.ts';
+import { readServiceEnv, serviceFromEnv } from '../../scripts/service-process.ts';
 
 const tokens = { IWIBENCH_ADMIN_TOKEN: 'admin', IWIBENCH_EDITOR_TOKEN: 'editor' };
 
