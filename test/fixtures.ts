@@ -16,7 +16,9 @@ const generatorDigest = createHash('sha256')
   .slice(0, 12);
 
 export const FIXTURE_SEED = 7;
-export const FIXTURES_DIR = path.join(os.tmpdir(), `iwibench-fixtures-${generatorDigest}`);
+// Beside the run's own temp folder (global-setup.ts points TMPDIR into it), so the fixtures outlive the run.
+const FIXTURES_BASE = process.env.IWIBENCH_TEST_FIXTURES_BASE ?? os.tmpdir();
+export const FIXTURES_DIR = path.join(FIXTURES_BASE, `iwibench-fixtures-${generatorDigest}`);
 
 export type FixturePreset = 'tiny' | 'tiny-4b';
 export function fixtureCheckpoint(preset: FixturePreset): string {
