@@ -7,6 +7,7 @@ import { numel } from '../../../service/model/safetensors.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
+import { sameBits } from '../../fixtures.ts';
 import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
 
 const UP = 'model.layers.3.mlp.up_proj.weight'; // [128, 64]
@@ -20,11 +21,6 @@ beforeAll(() => {
   fixture = tinyFixture('tiny');
 });
 afterAll(() => fixture.cleanup());
-
-/** Bit-identical float arrays (vitest's deep equality is far too slow for millions of logits). */
-function sameBits(a: Float32Array, b: Float32Array): boolean {
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
-}
 
 describe('WeightStore overlays', () => {
   it('copies a tensor on first write only, and never touches the pristine array or another episode', () => {
