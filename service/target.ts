@@ -3,7 +3,7 @@
 // given to, call by call. One execution queue runs every call, a slice at a time.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
 import { EngineHost } from './model/engine-host.ts';
-import type { Device } from './model/runtime.ts';
+import { checkDevice, type Device } from './model/runtime.ts';
 import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer } from './model/tokenizer.ts';
 import type { ChatMessage } from '../core/chat.ts';
@@ -34,10 +34,7 @@ export class Target {
   }
 
   static async load(location: CheckpointLocation, options: TargetOptions = {}): Promise<Target> {
-    if (options.device && options.device !== 'cpu')
-      throw new Error(
-        `--device ${options.device} is not supported: the engine runs its BF16 projections on the CPU (README, "GPU")`,
-      );
+    checkDevice(options.device); // before the weights load
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     const store = new WeightStore(checkpoint);

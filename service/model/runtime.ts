@@ -32,6 +32,15 @@ export type { WeightSource } from './weight-source.ts';
 
 export type Device = 'cpu' | 'cuda';
 
+/** Refuses a device the engine cannot run on (only the CPU: docs/engine.md, "GPU"); callers check before slow work. */
+export function checkDevice(device: Device | undefined): void {
+  if (device && device !== 'cpu') {
+    throw new Error(
+      `--device ${device} is not supported: the engine runs its BF16 projections on the CPU (docs/engine.md, "GPU")`,
+    );
+  }
+}
+
 export type EngineOptions = {
   checkpoint: Checkpoint;
   /** BF16 weights for runs that name none (default: read from the checkpoint once, on first use). */
@@ -119,11 +128,7 @@ export class Gemma3Engine {
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
-    if (options.device && options.device !== 'cpu') {
-      throw new Error(
-        `--device ${options.device} is not supported: this engine runs its BF16 projections on the CPU (README, "GPU")`,
-      );
-    }
+    checkDevice(options.device);
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
     const attention: Sessions['attention'] = {};
