@@ -17,11 +17,21 @@ import {
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
+import { processExists } from './process.ts';
 
 /** Mode of a file that holds anything secret (an episode key's hash): owner read/write only. */
 export const SECRET_FILE_MODE = 0o600;
 
 const WRITE_CHUNK = 1 << 30; // writeSync takes at most 2 GiB − 1 at once
+
+/** Write all of `bytes` to `fd`, at `position` (a file offset) or at the file's current position. */
+export function writeAll(fd: number, bytes: Uint8Array, position?: number): void {
+  let done = 0;
+  while (done < bytes.length) {
+    const length = Math.min(WRITE_CHUNK, bytes.length - done);
+    done += writeSync(fd, bytes, done, length, position === undefined ? null : position + done);
+  }
+}
 
 /**
  * `data` is the whole file, or its pieces in order (a safetensors header and each tensor's bytes, so a large file
@@ -41,10 +51,7 @@ export function writeFileAtomic(
   const pieces = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : data instanceof Uint8Array ? [data] : data;
   const fd = openSync(temp, 'w', mode);
   try {
-    for (const bytes of pieces) {
-      let done = 0;
-      while (done < bytes.length) done += writeSync(fd, bytes, done, Math.min(WRITE_CHUNK, bytes.length - done));
-    }
+    for (const bytes of pieces) writeAll(fd, bytes);
     if (durable) fsyncSync(fd);
   } catch (error) {
     closeSync(fd);
@@ -111,11 +118,5 @@ export function removeAtomicLeftovers(dir: string): string[] {
 }
 
 function isRunning(pid: number): boolean {
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0); // signal 0: only asks whether the process exists
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'; // exists, but is another user's
-  }
+  return pid !== process.pid && processExists(pid);
 }

@@ -4,6 +4,7 @@
 // that holds it may remove the dead owner's lock. A lock is held for a few file operations, never across a wait.
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { processExists } from '../core/process.ts';
 
 /** A process, told apart from a later one that reuses its pid by its start time (Linux; null elsewhere). */
 export type ProcessIdentity = { pid: number; start: string | null };
@@ -24,12 +25,7 @@ export function processIdentity(pid: number): ProcessIdentity {
 
 /** Whether the process still runs (and is the same process: its start time, where known, is unchanged). */
 export function isRunning(identity: ProcessIdentity): boolean {
-  try {
-    process.kill(identity.pid, 0); // signal 0 only asks whether the process exists
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false; // EPERM: it exists, but is another user's
-  }
-  return identity.start === null || startTime(identity.pid) === identity.start;
+  return processExists(identity.pid) && (identity.start === null || startTime(identity.pid) === identity.start);
 }
 
 type LockOwner = ProcessIdentity & { token: string };

@@ -15,13 +15,12 @@ import {
   openSync,
   readdirSync,
   statSync,
-  writeSync,
 } from 'node:fs';
 import path from 'node:path';
 import type { Checkpoint } from '../model/checkpoint.ts';
 import { SafetensorsFile, writeSafetensors } from '../model/safetensors.ts';
 import { IwiError } from '../../core/errors.ts';
-import { writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
+import { writeAll, writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { Manifest } from './manifest.ts';
 import type { WriteOp } from './ops.ts';
 import { PATCH_JSON, PATCH_PROVENANCE, replayPatch, type PatchRef } from './patch.ts';
@@ -119,9 +118,7 @@ function overwriteTensor(file: string, name: string, bytes: Uint8Array): void {
   }
   const fd = openSync(file, 'r+');
   try {
-    let done = 0;
-    while (done < bytes.length)
-      done += writeSync(fd, bytes, done, Math.min(1 << 30, bytes.length - done), info.offset + done);
+    writeAll(fd, bytes, info.offset);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
