@@ -1,5 +1,5 @@
 // Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
-// widening of BF16 to float32, and a read-bandwidth reference. Plain Node-API (node_api.h), no dependencies.
+// widening of BF16 to float32, a read-bandwidth reference and huge-page advice for weight memory. Plain Node-API (node_api.h), no dependencies.
 //
 // Summation order (the contract that service/model/kernels.ts's JavaScript fallback reproduces bit for bit): for each
 // output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
@@ -25,6 +25,10 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -439,6 +443,37 @@ napi_value ReadBandwidth(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// Asks the OS for 2 MiB pages over the whole 2 MiB blocks inside a typed array's memory, before it is first written
+// (Linux with transparent huge pages in "madvise" mode): a decode step streams every weight, and with 4 KiB pages
+// the TLB misses cost ~10 % of the kernel's rate (docs/benchmarks.md). Elsewhere a no-op. Returns the bytes advised.
+napi_value AdviseHugePages(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  bool isTyped = false;
+  if (argc != 1 || napi_is_typedarray(env, argv[0], &isTyped) != napi_ok || !isTyped)
+    return throwError(env, false, "adviseHugePages(view) takes a typed array");
+  napi_typedarray_type type;
+  size_t length;
+  void* data = nullptr;
+  napi_get_typedarray_info(env, argv[0], &type, &length, &data, nullptr, nullptr);
+  const size_t bytes = length * elementSize(type);
+  double advised = 0;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = 2u << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(huge - 1);
+  if (end > begin && madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0)
+    advised = static_cast<double>(end - begin);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+  napi_value result;
+  napi_create_double(env, advised, &result);
+  return result;
+}
+
 napi_value SetThreads(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -468,6 +503,7 @@ NAPI_MODULE_INIT() {
     const char* name;
     napi_callback fn;
   } functions[] = {{"matmulBf16", MatmulBf16}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
+                   {"adviseHugePages", AdviseHugePages},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

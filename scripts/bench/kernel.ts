@@ -5,6 +5,7 @@
 // fallback's rates and widenBf16's rate. The decode-step sums add every layer's matrices and the head once.
 import os from 'node:os';
 import {
+  adviseHugePages,
   jsKernels,
   kernelInfo,
   matmulBf16,
@@ -43,6 +44,7 @@ function shapes(d: { hidden: number; intermediate: number; q: number; kv: number
 /** BF16 weights of moderate magnitude (a hash of the index), every page written so none is the shared zero page. */
 function weights(count: number, seed: number): Uint16Array {
   const w = new Uint16Array(count);
+  adviseHugePages(w); // as the engine's weights are (weight-source.ts), and the read reference's buffer
   for (let i = 0; i < count; i++) w[i] = 0x3c00 | ((Math.imul(i + seed, 0x9e3779b1) >>> 22) & 0x3ff) | ((i & 1) << 15);
   return w;
 }

@@ -6,7 +6,8 @@
 //
 // The projections (q, k, v, o, gate, up, down and the tied head) are not in these graphs: the engine multiplies BF16
 // weights itself (runtime.ts), because onnxruntime has no BF16 MatMul on x86 and a float32 copy of every weight would
-// double the bytes a decode step reads. Small weights (the norms) enter as float32 inputs.
+// double the bytes a decode step reads; only prefill's projections come back here, one float32 tile at a time
+// (`linear`). Small weights (the norms) enter as float32 inputs.
 //
 // Rows are flattened [M, features] with M = batch × tokens, except in the attention graph, which needs [B, T, …].
 import type { Gemma3TextConfig, LayerType } from './config.ts';
@@ -17,6 +18,8 @@ export const FLOAT_MIN = -3.4028234663852886e38; // torch.finfo(float32).min, HF
 const F = DataType.FLOAT;
 const I64 = DataType.INT64;
 const I32 = DataType.INT32;
+/** ONNX opset 23: RMSNormalization, RotaryEmbedding and Gelu(approximate='tanh') are single nodes there. */
+const OPSET = 23;
 
 /** inv_freq[i] = 1 / base^(2i / D) in float32 (HF Gemma3RotaryEmbedding), divided by the linear factor. */
 export function ropeInvFreq(base: number, headDim: number, linearFactor: number): Float32Array {
@@ -33,153 +36,165 @@ export function embedScale(config: Gemma3TextConfig): number {
   return Math.fround(Math.sqrt(config.hidden_size));
 }
 
-/** Gemma3RMSNorm: x * rsqrt(mean(x²) + eps) * (1 + w), over the last axis, in float32 (HF PR #29402). */
-function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
-  const meanSquare = g.one('ReduceMean', [g.one('Mul', [x, x])], { axes: { ints: [-1] }, keepdims: { i: 1 } });
-  const normed = g.one('Mul', [
-    x,
-    g.one('Reciprocal', [g.one('Sqrt', [g.one('Add', [meanSquare, g.constFloat([eps], [], 'eps')])])]),
-  ]);
-  return g.one('Mul', [normed, g.one('Add', [weight, g.constFloat([1], [], 'one')])]);
+/**
+ * Gemma3RMSNorm over the last axis in float32: x · rsqrt(mean(x²) + eps) · (1 + w), as one RMSNormalization node (ONNX
+ * opset 23). `scale` is 1 + w, added in float32 by the caller (the same single rounding as HF's `1.0 + weight`).
+ */
+function rmsNorm(g: GraphBuilder, x: string, scale: string, eps: number): string {
+  return g.one('RMSNormalization', [x, scale], { axis: { i: -1 }, epsilon: { f: eps } });
 }
 
-/** `norm`: y = rmsNorm(x, w). Inputs x [M,H], w [H]; output y. */
+/** `norm`: y = rmsNorm(x) with scale = 1 + w. Inputs x [M,H], scale [H]; output y. */
 export function buildNormGraph(config: Gemma3TextConfig): Uint8Array {
   const g = new GraphBuilder();
   const x = g.input('x', F, ['M', config.hidden_size]);
-  const w = g.input('w', F, [config.hidden_size]);
-  g.output('y', rmsNorm(g, x, w, config.rms_norm_eps), F, ['M', config.hidden_size]);
-  return g.toBytes('gemma3_norm');
+  const scale = g.input('scale', F, [config.hidden_size]);
+  g.output('y', rmsNorm(g, x, scale, config.rms_norm_eps), F, ['M', config.hidden_size]);
+  return g.toBytes('gemma3_norm', OPSET);
 }
 
 /**
  * `residual_norm`: one residual block's end and the next block's norm (Gemma3DecoderLayer):
- * h_out = h + rmsNorm(a, w_post), y = rmsNorm(h_out, w_next). Inputs h, a [M,H], w_post, w_next [H].
+ * h_out = h + rmsNorm(a, post), y = rmsNorm(h_out, next). Inputs h, a [M,H], post, next [H] (1 + w each).
  */
 export function buildResidualNormGraph(config: Gemma3TextConfig): Uint8Array {
   const g = new GraphBuilder();
   const H = config.hidden_size;
   const h = g.input('h', F, ['M', H]);
   const a = g.input('a', F, ['M', H]);
-  const hOut = g.one('Add', [h, rmsNorm(g, a, g.input('w_post', F, [H]), config.rms_norm_eps)]);
+  const hOut = g.one('Add', [h, rmsNorm(g, a, g.input('post', F, [H]), config.rms_norm_eps)]);
   g.output('h_out', hOut, F, ['M', H]);
-  g.output('y', rmsNorm(g, hOut, g.input('w_next', F, [H]), config.rms_norm_eps), F, ['M', H]);
-  return g.toBytes('gemma3_residual_norm');
+  g.output('y', rmsNorm(g, hOut, g.input('next', F, [H]), config.rms_norm_eps), F, ['M', H]);
+  return g.toBytes('gemma3_residual_norm', OPSET);
 }
 
 /** `gated_gelu`: Gemma3MLP's gelu_pytorch_tanh(gate) · up, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
 export function buildGatedGeluGraph(config: Gemma3TextConfig): Uint8Array {
   const g = new GraphBuilder();
   const I = config.intermediate_size;
-  const x = g.input('gate', F, ['M', I]);
+  const gate = g.input('gate', F, ['M', I]);
   const up = g.input('up', F, ['M', I]);
-  const cube = g.one('Mul', [g.one('Mul', [x, x]), x]);
-  const inner = g.one('Mul', [
-    g.constFloat([Math.sqrt(2 / Math.PI)], [], 'gelu_c'),
-    g.one('Add', [x, g.one('Mul', [g.constFloat([0.044715], [], 'gelu_a'), cube])]),
-  ]);
-  const gelu = g.one('Mul', [
-    g.one('Mul', [g.constFloat([0.5], [], 'half'), x]),
-    g.one('Add', [g.constFloat([1], [], 'one'), g.one('Tanh', [inner])]),
-  ]);
-  g.output('z', g.one('Mul', [gelu, up]), F, ['M', I]);
-  return g.toBytes('gemma3_gated_gelu');
+  g.output('z', g.one('Mul', [g.one('Gelu', [gate], { approximate: { s: 'tanh' } }), up]), F, ['M', I]);
+  return g.toBytes('gemma3_gated_gelu', OPSET);
+}
+
+/**
+ * `positions`: what every layer of one type shares within a chunk, computed once per chunk instead of in each layer.
+ * Inputs  rope_positions [B,T] i32 (RoPE angle positions), query_positions [B,T] i32 (−1: padding), and per layer
+ *         type key_positions_<type> [B,S] i32 (the cache slots' positions, then the chunk's; −1: never attended).
+ * Outputs per layer type cos_<type> / sin_<type> [B,T,D/2] (Gemma3RotaryEmbedding: local layers are never scaled;
+ *         one half of HF's cat(freqs, freqs)), and mask_<type> [B,1,rep·T,S], the additive mask (0 where key k is
+ *         visible to query q: 0 ≤ k ≤ q and, on sliding layers, q − k < sliding_window; float32 min elsewhere),
+ *         tiled over the query heads that share a KV head (rows r·T + t, as the attention graph groups them).
+ */
+export function buildPositionsGraph(config: Gemma3TextConfig): Uint8Array {
+  const g = new GraphBuilder();
+  const { head_dim: D, num_attention_heads: nH, num_key_value_heads: nKV } = config;
+  const rep = nH / nKV;
+  const ropePositions = g.input('rope_positions', I32, ['B', 'T']);
+  const queryPositions = g.input('query_positions', I32, ['B', 'T']);
+  const angles = g.one('Unsqueeze', [
+    g.one('Cast', [ropePositions], { to: { i: F } }),
+    g.constInt64([-1], [1], 'axis'),
+  ]); // [B,T,1]
+  const queryPos = g.one('Unsqueeze', [queryPositions, g.constInt64([1, 3], [2], 'axes')]); // [B,1,T,1]
+  for (const type of new Set(config.layer_types)) {
+    const [base, factor] =
+      type === 'sliding_attention' ? [config.rope_local_base_freq, 1] : [config.rope_theta, config.rope_linear_factor];
+    const freqs = g.one('Mul', [angles, g.constFloat(ropeInvFreq(base, D, factor), [D / 2], 'inv_freq')]); // [B,T,D/2]
+    g.output(`cos_${type}`, g.one('Cos', [freqs]), F, ['B', 'T', D / 2]);
+    g.output(`sin_${type}`, g.one('Sin', [freqs]), F, ['B', 'T', D / 2]);
+
+    const keyPos = g.one('Unsqueeze', [
+      g.input(`key_positions_${type}`, I32, ['B', `S_${type}`]),
+      g.constInt64([1, 2], [2], 'axes'),
+    ]); // [B,1,1,S]
+    let visible = g.one('And', [
+      g.one('GreaterOrEqual', [keyPos, g.constInt32([0], 'zero')]),
+      g.one('LessOrEqual', [keyPos, queryPos]),
+    ]);
+    if (type === 'sliding_attention') {
+      visible = g.one('And', [
+        visible,
+        g.one('Less', [g.one('Sub', [queryPos, keyPos]), g.constInt32([config.sliding_window], 'window')]),
+      ]);
+    }
+    let mask = g.one('Where', [visible, g.constFloat([0], [], 'zero'), g.constFloat([FLOAT_MIN], [], 'float_min')]);
+    if (rep > 1) mask = g.one('Tile', [mask, g.constInt64([1, 1, rep, 1], [4], 'mask_tile')]);
+    g.output(`mask_${type}`, mask, F, ['B', 1, 'rows', `S_${type}`]);
+  }
+  return g.toBytes('gemma3_positions', OPSET);
 }
 
 /**
  * `attention.<layer type>`: Gemma3Attention between its projections, for one chunk of T new tokens per sequence.
- * Inputs  q [B,T,nH·D], k / v [B,T,nKV·D] (projections of the chunk), q_norm / k_norm [D],
- *         rope_positions [B,T] i32 (RoPE angle positions), query_positions [B,T] i32 (−1: padding),
- *         past_key / past_value [B,nKV,P,D] (cache slots, any order), key_positions [B,P+T] i32 (the past slots'
- *         positions, then the chunk's; −1: empty or padding, never attended).
+ * Inputs  q [B,T,nH·D], k / v [B,T,nKV·D] (projections of the chunk), q_norm / k_norm [D] (1 + w each),
+ *         cos / sin [B,T,D/2] and mask [B,1,rep·T,P+T] (from `positions`), past_key / past_value [B,nKV,P,D] (the
+ *         cache's slots, any order: the mask says which are attended).
  * Outputs context [B,T,nH·D], present_key / present_value [B,nKV,T,D] (the chunk's keys after norm and RoPE, and
- *         values, for the cache). The mask is built here from positions: key k is visible to query q when
- *         0 ≤ k ≤ q and, on sliding layers, q − k < sliding_window.
+ *         values, for the cache).
+ * The cache and the chunk's own keys are scored apart and their scores joined, so the cache is read where it lies
+ * (a Concat of keys and values would copy the whole cache at every decode step).
  */
 export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): Uint8Array {
   const g = new GraphBuilder();
-  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
-  const rep = nH / nKV;
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, rms_norm_eps: eps } = config;
   const q = g.input('q', F, ['B', 'T', nH * D]);
   const k = g.input('k', F, ['B', 'T', nKV * D]);
   const v = g.input('v', F, ['B', 'T', nKV * D]);
   const qNorm = g.input('q_norm', F, [D]);
   const kNorm = g.input('k_norm', F, [D]);
-  const ropePositions = g.input('rope_positions', I32, ['B', 'T']);
-  const queryPositions = g.input('query_positions', I32, ['B', 'T']);
-  const keyPositions = g.input('key_positions', I32, ['B', 'S']);
+  const cos = g.input('cos', F, ['B', 'T', D / 2]);
+  const sin = g.input('sin', F, ['B', 'T', D / 2]);
+  const mask = g.input('mask', F, ['B', 1, 'rows', 'S']);
   const pastKey = g.input('past_key', F, ['B', nKV, 'P', D]);
   const pastValue = g.input('past_value', F, ['B', nKV, 'P', D]);
 
-  // Gemma3RotaryEmbedding: cos/sin [B,1,T,D] from float32 positions; local layers are never scaled.
-  const [base, factor] =
-    type === 'sliding_attention' ? [config.rope_local_base_freq, 1] : [config.rope_theta, config.rope_linear_factor];
-  const angles = g.one('Unsqueeze', [
-    g.one('Cast', [ropePositions], { to: { i: F } }),
-    g.constInt64([-1], [1], 'axis'),
-  ]); // [B,T,1]
-  const freqs = g.one('Mul', [angles, g.constFloat(ropeInvFreq(base, D, factor), [D / 2], 'inv_freq')]); // [B,T,D/2]
-  const emb = g.one('Unsqueeze', [
-    g.one('Concat', [freqs, freqs], { axis: { i: -1 } }),
-    g.constInt64([1], [1], 'axis'),
-  ]); // [B,1,T,D]
-  const cos = g.one('Cos', [emb]);
-  const sin = g.one('Sin', [emb]);
-  const lastAxis = g.constInt64([-1], [1], 'axis');
-  /** apply_rotary_pos_emb: x·cos + rotate_half(x)·sin, rotate_half(x) = cat(−x2, x1) over the full head_dim. */
-  const applyRope = (x: string): string => {
-    const x1 = g.one('Slice', [x, g.constInt64([0], [1], 'start'), g.constInt64([D / 2], [1], 'half'), lastAxis]);
-    const x2 = g.one('Slice', [x, g.constInt64([D / 2], [1], 'half'), g.constInt64([D], [1], 'end'), lastAxis]);
-    const rotated = g.one('Concat', [g.one('Neg', [x2]), x1], { axis: { i: -1 } });
-    return g.one('Add', [g.one('Mul', [x, cos]), g.one('Mul', [rotated, sin])]);
-  };
-  const toHeads = (x: string, heads: number) =>
-    g.one('Transpose', [g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'heads_shape')])], {
-      perm: { ints: [0, 2, 1, 3] },
-    }); // [B,heads,T,D]
-
-  const eps = config.rms_norm_eps;
-  const queries = applyRope(rmsNorm(g, toHeads(q, nH), qNorm, eps)); // [B,nH,T,D]
-  const keys = applyRope(rmsNorm(g, toHeads(k, nKV), kNorm, eps)); // [B,nKV,T,D]
-  const values = toHeads(v, nKV);
+  const split = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'split')]);
+  const merge = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads * D], [3], 'merge')]);
+  const toHeads = (x: string) => g.one('Transpose', [x], { perm: { ints: [0, 2, 1, 3] } }); // [B,T,h,D] → [B,h,T,D]
+  /** q_norm / k_norm per head, then apply_rotary_pos_emb (rotate_half over the full head_dim): [B,heads,T,D]. */
+  const normRope = (x: string, scale: string, heads: number) =>
+    toHeads(
+      split(
+        g.one('RotaryEmbedding', [merge(rmsNorm(g, split(x, heads), scale, eps), heads), cos, sin], {
+          num_heads: { i: heads },
+        }),
+        heads,
+      ),
+    );
+  const queries = normRope(q, qNorm, nH); // [B,nH,T,D]
+  const keys = normRope(k, kNorm, nKV); // [B,nKV,T,D]
+  const values = toHeads(split(v, nKV));
   g.output('present_key', keys, F, ['B', nKV, 'T', D]);
   g.output('present_value', values, F, ['B', nKV, 'T', D]);
-  const allKeys = g.one('Concat', [pastKey, keys], { axis: { i: 2 } }); // [B,nKV,S,D]
-  const allValues = g.one('Concat', [pastValue, values], { axis: { i: 2 } });
-
-  // Additive mask [B,1,T,S] from positions, tiled over the query heads that share a KV head: [B,1,rep·T,S].
-  const queryPos = g.one('Unsqueeze', [queryPositions, g.constInt64([1, 3], [2], 'axes')]); // [B,1,T,1]
-  const keyPos = g.one('Unsqueeze', [keyPositions, g.constInt64([1, 2], [2], 'axes')]); // [B,1,1,S]
-  let visible = g.one('And', [
-    g.one('GreaterOrEqual', [keyPos, g.constInt32([0], 'zero')]),
-    g.one('LessOrEqual', [keyPos, queryPos]),
-  ]);
-  if (type === 'sliding_attention') {
-    visible = g.one('And', [
-      visible,
-      g.one('Less', [g.one('Sub', [queryPos, keyPos]), g.constInt32([config.sliding_window], 'window')]),
-    ]);
-  }
-  let mask = g.one('Where', [visible, g.constFloat([0], [], 'zero'), g.constFloat([FLOAT_MIN], [], 'float_min')]);
-  if (rep > 1) mask = g.one('Tile', [mask, g.constInt64([1, 1, rep, 1], [4], 'mask_tile')]);
 
   // GQA without repeat_kv: query heads h = kv·rep + r become rows r·T + t of their KV head's group.
   const grouped = g.one('Reshape', [queries, g.constInt64([0, nKV, -1, D], [4], 'grouped_shape')]); // [B,nKV,rep·T,D]
-  const scores = g.one('Mul', [
-    g.matMulTransB(grouped, allKeys),
-    g.constFloat([config.query_pre_attn_scalar ** -0.5], [], 'scaling'),
-  ]); // eager: scale after QKᵀ
+  const scaling = { alpha: { f: config.query_pre_attn_scalar ** -0.5 } }; // eager: scale after QKᵀ
+  const scores = g.one('Concat', [g.matMulTransB(grouped, pastKey, scaling), g.matMulTransB(grouped, keys, scaling)], {
+    axis: { i: -1 },
+  });
   const probs = g.one('Softmax', [g.one('Add', [scores, mask])], { axis: { i: -1 } });
-  const context = g.one('Reshape', [
-    g.one('MatMul', [probs, allValues]),
-    g.constInt64([0, nH, -1, D], [4], 'ungrouped_shape'),
-  ]); // [B,nH,T,D]
-  const merged = g.one('Reshape', [
-    g.one('Transpose', [context], { perm: { ints: [0, 2, 1, 3] } }),
-    g.constInt64([0, 0, nH * D], [3], 'merged_shape'),
-  ]);
-  g.output('context', merged, F, ['B', 'T', nH * D]);
-  return g.toBytes(`gemma3_attention_${type}`);
+  const slotsOf = (x: string) => g.one('Shape', [x], { start: { i: 2 }, end: { i: 3 } });
+  const sizes = g.one('Concat', [slotsOf(pastKey), slotsOf(keys)], { axis: { i: 0 } }); // [P, T]
+  const [probsPast, probsChunk] = g.op('Split', [probs, sizes], { axis: { i: -1 } }, { outputs: 2 });
+  const context = g.one('Add', [g.one('MatMul', [probsPast!, pastValue]), g.one('MatMul', [probsChunk!, values])]);
+  const ungrouped = g.one('Reshape', [context, g.constInt64([0, nH, -1, D], [4], 'ungrouped_shape')]); // [B,nH,T,D]
+  g.output('context', merge(toHeads(ungrouped), nH), F, ['B', 'T', nH * D]);
+  return g.toBytes(`gemma3_attention_${type}`, OPSET);
+}
+
+/**
+ * `linear`: y [M,N] = x [M,K] · wᵀ for w [N,K] as stored (a Linear weight), in onnxruntime's GEMM (MLAS): prefill's
+ * projections, on a float32 tile the engine widens from the BF16 weight (runtime.ts says why).
+ */
+export function buildLinearGraph(): Uint8Array {
+  const g = new GraphBuilder();
+  const x = g.input('x', F, ['M', 'K']);
+  const w = g.input('w', F, ['N', 'K']);
+  g.output('y', g.matMulTransB(x, w), F, ['M', 'N']);
+  return g.toBytes('gemma3_linear', OPSET);
 }
 
 /**

@@ -92,8 +92,8 @@ export class GraphBuilder {
   }
 
   /** y = a @ bᵀ for b stored [out, in] (Linear weights), without materialising the transpose. */
-  matMulTransB(a: string, b: string): string {
-    return this.one('FusedMatMul', [a, b], { transB: { i: 1 } }, MS_DOMAIN);
+  matMulTransB(a: string, b: string, attributes: Record<string, Attribute> = {}): string {
+    return this.one('FusedMatMul', [a, b], { transB: { i: 1 }, ...attributes }, MS_DOMAIN);
   }
 
   fresh(hint: string): string {
@@ -106,7 +106,7 @@ export class GraphBuilder {
 
   toBytes(graphName: string, opset = 17): Uint8Array {
     const model = onnx.ModelProto.create({
-      irVersion: 8,
+      irVersion: opset >= 23 ? 11 : 8, // opset 23 needs IR version 11
       producerName: 'iwibench-ts',
       opsetImport: [
         { domain: '', version: opset },

@@ -1,13 +1,15 @@
 // Gemma 3 text runtime: greedy generation, teacher-forced inspection and full-sequence logits, with the weights held
 // as BF16 (2 bytes per parameter, exactly the checkpoint's values or an episode's edits) and read where they lie.
 //
-// A forward pass runs layer by layer over one chunk of tokens. The projections multiply the BF16 weights where they
-// lie, in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per weight), for
-// decode and prefill alike: every output element has one summation order whatever the batch, so a batch gives
-// bitwise what each prompt gives alone, and the service's run_target what the evaluator sees. Norms, RoPE, attention
-// and GELU run in small onnxruntime graphs (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache
-// (kv-cache.ts), so no call holds more than its cache and one chunk's activations; for many rows the tied head is
-// computed a block of vocabulary at a time.
+// A forward pass runs layer by layer over one chunk of tokens. Decode steps and short prompts multiply the BF16
+// weights where they lie, in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read
+// per weight); prompts of GEMM_MIN_TOKENS or more, compute-bound, go through onnxruntime's GEMM on a float32 tile
+// widened from one weight at a time (Gemma3Engine.linear). Each path gives a row bitwise the same result whatever
+// rows share the call, and the path depends on the sequence's own length, so a batch gives bitwise what each prompt
+// gives alone, and the service's run_target what the evaluator sees. Norms, RoPE, attention and GELU run in small
+// onnxruntime graphs (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache (kv-cache.ts), so no
+// call holds more than its cache and one chunk's activations; for many rows the tied head is computed a block of
+// vocabulary at a time.
 import os from 'node:os';
 import * as ort from 'onnxruntime-node';
 import type { Checkpoint } from './checkpoint.ts';
@@ -16,11 +18,13 @@ import {
   buildAttentionGraph,
   buildGatedGeluGraph,
   buildHeadPartialGraph,
+  buildLinearGraph,
   buildNormGraph,
+  buildPositionsGraph,
   buildResidualNormGraph,
   embedScale,
 } from './gemma3-graph.ts';
-import { matmulBf16 } from './kernels.ts';
+import { matmulBf16, widenBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from './names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
@@ -50,6 +54,8 @@ export type EngineOptions = {
   threads?: number;
   /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
   chunkRows?: number;
+  /** Prompts of at least this many tokens prefill through onnxruntime's GEMM (default GEMM_MIN_TOKENS). */
+  gemmMinTokens?: number;
 };
 
 /** How a long call shares the target: awaited between slices (prefill chunks, decode steps); abort stops it there. */
@@ -101,10 +107,24 @@ const SLICE_ROWS = 64;
 /** Float32 elements of one product's output block: the head is cut into vocabulary blocks beyond it. */
 const BLOCK_ELEMENTS = 1 << 24;
 
-/** One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. */
-type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number };
+/** Prompts of at least this many tokens are prefilled through onnxruntime's GEMM, shorter ones in our kernel. */
+export const GEMM_MIN_TOKENS = 64;
+
+/**
+ * One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. `gemm[b]`: sequence b's
+ * rows take onnxruntime's GEMM (Gemma3Engine.linear); never in a decode step.
+ */
+type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number; gemm: boolean[] };
+
+/** Which sequences of a call prefill through the GEMM: each by its own length alone, never by the batch's. */
+export function gemmSequences(lengths: number[], minTokens = GEMM_MIN_TOKENS): boolean[] {
+  return lengths.map((length) => length >= minTokens);
+}
 
 type Sessions = {
+  positions: ort.InferenceSession;
+  /** The prefill GEMM by thread count (gemmThreads), one per count some decoder matrix needs. */
+  linear: Map<number, ort.InferenceSession>;
   norm: ort.InferenceSession;
   residualNorm: ort.InferenceSession;
   gatedGelu: ort.InferenceSession;
@@ -129,16 +149,28 @@ export class Gemma3Engine {
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
     checkDevice(options.device);
+    for (const key of ['chunkRows', 'gemmMinTokens'] as const) {
+      const value = options[key];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1))
+        throw new Error(`${key} must be a positive integer, got ${value}`);
+    }
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
     const attention: Sessions['attention'] = {};
     for (const type of new Set(config.layer_types)) attention[type] = await create(buildAttentionGraph(config, type));
     const sessions: Sessions = {
+      positions: await create(buildPositionsGraph(config)),
+      linear: new Map(),
       norm: await create(buildNormGraph(config)),
       residualNorm: await create(buildResidualNormGraph(config)),
       gatedGelu: await create(buildGatedGeluGraph(config)),
       attention,
     };
+    for (const n of matrixRows(config)) {
+      const threads = gemmThreads(n, options.threads ?? defaultThreads());
+      if (!sessions.linear.has(threads))
+        sessions.linear.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
+    }
     return new Gemma3Engine(options.checkpoint, config, sessions, options);
   }
 
@@ -162,10 +194,14 @@ export class Gemma3Engine {
 
     // Prefill in chunks of padded time; the last chunk's final rows (time T − 1) give the first logits.
     const perChunk = Math.max(1, Math.floor(this.chunkRows / B));
+    const gemm = gemmSequences(
+      prompts.map((p) => p.length),
+      this.options.gemmMinTokens,
+    );
     let last: Float32Array = new Float32Array(0);
     for (let start = 0; start < T; start += perChunk) {
       await this.between(options);
-      const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start));
+      const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start), gemm);
       const { final } = await this.forward(weights, cache, chunk, options);
       if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
     }
@@ -179,6 +215,7 @@ export class Gemma3Engine {
       stopReason: 'max_tokens',
     }));
     const done = new Array<boolean>(B).fill(false);
+    const noGemm = new Array<boolean>(B).fill(false); // decode steps: every row in the kernel
     for (let time = T; ; time++) {
       const next = new Int32Array(B);
       for (let b = 0; b < B; b++) {
@@ -204,7 +241,12 @@ export class Gemma3Engine {
       await this.between(options);
       // One decode step for the whole batch; finished sequences ride along and are ignored.
       const positions = Int32Array.from(pads, (pad) => time - pad);
-      const { final } = await this.forward(weights, cache, { ids: next, positions, start: time, T: 1 }, options);
+      const { final } = await this.forward(
+        weights,
+        cache,
+        { ids: next, positions, start: time, T: 1, gemm: noGemm },
+        options,
+      );
       logits = this.headLogits(weights, final, B);
     }
     return results;
@@ -224,7 +266,13 @@ export class Gemma3Engine {
     const result = new Float32Array(T * V);
     for (let start = 0; start < T; start += chunkTokens) {
       await this.between(options);
-      const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start));
+      const chunk = paddedChunk(
+        [ids],
+        [0],
+        start,
+        Math.min(chunkTokens, T - start),
+        gemmSequences([T], this.options.gemmMinTokens),
+      );
       const { final } = await this.forward(weights, cache, chunk, options);
       result.set(this.headLogits(weights, final, chunk.T), start * V);
     }
@@ -269,7 +317,13 @@ export class Gemma3Engine {
       const cache = new KvCache(this.config, 1, request.end);
       for (let start = 0; start < request.end; start += this.chunkRows) {
         await this.between(options);
-        const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start));
+        const chunk = paddedChunk(
+          [request.ids],
+          [0],
+          start,
+          Math.min(this.chunkRows, request.end - start),
+          gemmSequences([request.end], this.options.gemmMinTokens),
+        );
         const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
         const to = chunk.T;
         const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
@@ -291,8 +345,9 @@ export class Gemma3Engine {
   }
 
   async close(): Promise<void> {
-    const { norm, residualNorm, gatedGelu, attention } = this.sessions;
-    for (const session of [norm, residualNorm, gatedGelu, ...Object.values(attention)]) await session.release();
+    const { positions, linear, norm, residualNorm, gatedGelu, attention } = this.sessions;
+    for (const session of [positions, ...linear.values(), norm, residualNorm, gatedGelu, ...Object.values(attention)])
+      await session.release();
     if (this.headPartial) await (await this.headPartial).release();
     this.headPartial = undefined;
   }
@@ -327,50 +382,65 @@ export class Gemma3Engine {
     const B = cache.batch;
     const { T } = chunk;
     const M = B * T;
-    const norm = (name: string) => {
-      const bits = weights.bf16(name);
-      return tensor(bf16ToF32(bits), [bits.length]);
+    /** A norm's scale 1 + w in float32 (Gemma3RMSNorm's `1.0 + weight.float()`). */
+    const scale = (name: string) => {
+      const w = bf16ToF32(weights.bf16(name));
+      for (let i = 0; i < w.length; i++) w[i] = Math.fround(1 + w[i]!);
+      return tensor(w, [w.length]);
     };
     const rows = (data: Float32Array, width: number) => tensor(data, [M, width]);
     const layerRows = new Map<number, Float32Array>();
 
     // Gemma3TextScaledWordEmbedding: embedding rows × √H in float32.
     const embedding = weights.bf16(embedTokensName(c.tensor_prefix));
-    const scale = embedScale(c);
+    const embedScaleValue = embedScale(c);
     let h: Float32Array = new Float32Array(M * H);
     const row = new Float32Array(H);
     for (let i = 0; i < M; i++) {
       const id = chunk.ids[i]!;
       bf16ToF32(embedding.subarray(id * H, (id + 1) * H), row);
-      for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * scale);
+      for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * embedScaleValue);
     }
-    const ropePositions = tensor(
-      Int32Array.from(chunk.positions, (p) => Math.max(p, 0)),
-      [B, T],
-    );
-    const queryPositions = tensor(chunk.positions, [B, T]);
-    const keyPositions: Partial<Record<LayerType, ort.Tensor>> = {};
-    for (const type of new Set(c.layer_types))
-      keyPositions[type] = tensor(cache.keyPositions(type, chunk.positions, T), [B, cache.slots[type] + T]);
+    // RoPE angles and masks, shared by every layer of a type.
+    const types = [...new Set(c.layer_types)];
+    const positionFeeds: Record<string, ort.Tensor> = {
+      rope_positions: tensor(
+        Int32Array.from(chunk.positions, (p) => Math.max(p, 0)),
+        [B, T],
+      ),
+      query_positions: tensor(chunk.positions, [B, T]),
+    };
+    // A call's first chunk finds its cache empty: it attends to its own keys only, and the cache is not scored.
+    const fresh = chunk.start === 0;
+    for (const type of types) {
+      const keys = fresh ? chunk.positions : cache.keyPositions(type, chunk.positions, T);
+      positionFeeds[`key_positions_${type}`] = tensor(keys, [B, keys.length / B]);
+    }
+    const shared = await this.sessions.positions.run(positionFeeds);
 
+    // The float32 tile prefill widens each weight into (the largest decoder matrix), returned when the chunk ends.
+    const tile = chunk.gemm.some(Boolean) ? new Float32Array(largestMatrix(c)) : undefined;
     const first = layerTensorNames(c.tensor_prefix, 0);
-    let x = (await this.sessions.norm.run({ x: rows(h, H), w: norm(first.input_layernorm) })).y!.data as Float32Array;
+    let x = (await this.sessions.norm.run({ x: rows(h, H), scale: scale(first.input_layernorm) })).y!
+      .data as Float32Array;
     for (let layer = 0; layer < c.num_hidden_layers; layer++) {
       const n = layerTensorNames(c.tensor_prefix, layer);
       const type = c.layer_types[layer]!;
-      const q = this.linear(weights, n.q_proj, x, M);
-      const k = this.linear(weights, n.k_proj, x, M);
-      const v = this.linear(weights, n.v_proj, x, M);
-      const past = cache.past(layer);
+      const q = await this.linear(weights, tile, n.q_proj, x, M, chunk);
+      const k = await this.linear(weights, tile, n.k_proj, x, M, chunk);
+      const v = await this.linear(weights, tile, n.v_proj, x, M, chunk);
+      const past = fresh
+        ? { key: new Float32Array(0), value: new Float32Array(0), dims: [B, nKV, 0, D] }
+        : cache.past(layer);
       const attention = await this.sessions.attention[type]!.run({
         q: tensor(q, [B, T, nH * D]),
         k: tensor(k, [B, T, nKV * D]),
         v: tensor(v, [B, T, nKV * D]),
-        q_norm: norm(n.q_norm),
-        k_norm: norm(n.k_norm),
-        rope_positions: ropePositions,
-        query_positions: queryPositions,
-        key_positions: keyPositions[type]!,
+        q_norm: scale(n.q_norm),
+        k_norm: scale(n.k_norm),
+        cos: shared[`cos_${type}`]!,
+        sin: shared[`sin_${type}`]!,
+        mask: shared[`mask_${type}`]!,
         past_key: tensor(past.key, past.dims),
         past_value: tensor(past.value, past.dims),
       });
@@ -381,19 +451,19 @@ export class Gemma3Engine {
         chunk.start,
         T,
       );
-      const o = this.linear(weights, n.o_proj, attention.context!.data as Float32Array, M);
+      const o = await this.linear(weights, tile, n.o_proj, attention.context!.data as Float32Array, M, chunk);
       const mid = await this.sessions.residualNorm.run({
         h: rows(h, H),
         a: rows(o, H),
-        w_post: norm(n.post_attention_layernorm),
-        w_next: norm(n.pre_feedforward_layernorm),
+        post: scale(n.post_attention_layernorm),
+        next: scale(n.pre_feedforward_layernorm),
       });
       const y = mid.y!.data as Float32Array;
       const I = c.intermediate_size;
-      const gate = this.linear(weights, n.gate_proj, y, M);
-      const up = this.linear(weights, n.up_proj, y, M);
+      const gate = await this.linear(weights, tile, n.gate_proj, y, M, chunk);
+      const up = await this.linear(weights, tile, n.up_proj, y, M, chunk);
       const z = (await this.sessions.gatedGelu.run({ gate: rows(gate, I), up: rows(up, I) })).z!.data as Float32Array;
-      const down = this.linear(weights, n.down_proj, z, M);
+      const down = await this.linear(weights, tile, n.down_proj, z, M, chunk);
       const nextNorm =
         layer + 1 < c.num_hidden_layers
           ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm
@@ -401,8 +471,8 @@ export class Gemma3Engine {
       const end = await this.sessions.residualNorm.run({
         h: mid.h_out!,
         a: rows(down, H),
-        w_post: norm(n.post_feedforward_layernorm),
-        w_next: norm(nextNorm),
+        post: scale(n.post_feedforward_layernorm),
+        next: scale(nextNorm),
       });
       h = end.h_out!.data as Float32Array;
       x = end.y!.data as Float32Array;
@@ -414,11 +484,45 @@ export class Gemma3Engine {
     return { final: x, layerRows };
   }
 
-  /** y [M, N] = x [M, K] · Wᵀ for the BF16 weight W [N, K] (a Linear weight as stored). */
-  private linear(weights: WeightSource, name: string, x: Float32Array, M: number): Float32Array {
+  /**
+   * y [M, N] = x [M, K] · Wᵀ for the BF16 weight W [N, K] (a Linear weight as stored), M = B·T rows, sequence b's
+   * rows b·T … b·T + T − 1. Decode steps and short prompts go through our kernel, which reads W's 2 bytes per weight
+   * where they lie. Prompts of GEMM_MIN_TOKENS or more (`chunk.gemm`) are compute-bound: W is widened into `tile`
+   * and their rows multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for
+   * few rows widening costs more than it saves. Both paths give a row bitwise the same result whatever the other
+   * rows are (MLAS's one-row special case is avoided by padding to two), and the path depends on the sequence's own
+   * length, so a batch equals each prompt alone and the service's run_target the evaluator however either batches.
+   */
+  private async linear(
+    weights: WeightSource,
+    tile: Float32Array | undefined,
+    name: string,
+    x: Float32Array,
+    M: number,
+    chunk: Chunk,
+  ): Promise<Float32Array> {
     const [N, K] = this.checkpoint.info(name).shape as [number, number];
+    const bits = weights.bf16(name);
+    const kernel = (rows: Float32Array) => {
+      const y = new Float32Array((rows.length / K) * N);
+      matmulBf16(rows, bits, y, rows.length / K, N, K);
+      return y;
+    };
+    const gemm = async (rows: Float32Array) => {
+      const w = tile!.subarray(0, N * K);
+      widenBf16(bits, w);
+      const count = rows.length / K;
+      const input = count > 1 ? rows : Float32Array.from({ length: 2 * K }, (_, i) => rows[i % K]!);
+      const session = this.sessions.linear.get(gemmThreads(N, this.options.threads ?? defaultThreads()))!;
+      const { y } = await session.run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
+      return (y!.data as Float32Array).subarray(0, count * N);
+    };
+    const gemmCount = chunk.gemm.filter(Boolean).length;
+    if (gemmCount === 0) return kernel(x);
+    if (gemmCount === chunk.gemm.length) return gemm(x);
     const out = new Float32Array(M * N);
-    matmulBf16(x, weights.bf16(name), out, M, N, K);
+    scatterSequences(kernel(gatherSequences(x, chunk, K, false)), out, chunk, N, false);
+    scatterSequences(await gemm(gatherSequences(x, chunk, K, true)), out, chunk, N, true);
     return out;
   }
 
@@ -485,6 +589,39 @@ export class Gemma3Engine {
   }
 }
 
+/** Elements of the largest decoder matrix (the size of prefill's float32 tile): gate/up/down, or q/o. */
+function largestMatrix(config: Gemma3TextConfig): number {
+  return config.hidden_size * Math.max(config.intermediate_size, attentionWidth(config));
+}
+
+/** Width of the attention's query projection, nH·D (q_proj's output, o_proj's input features). */
+function attentionWidth(config: Gemma3TextConfig): number {
+  return config.num_attention_heads * config.head_dim;
+}
+
+/** Output features N of the decoder matrices [N, K]: q, k and v, o and down, gate and up. */
+function matrixRows(config: Gemma3TextConfig): Set<number> {
+  const kv = config.num_key_value_heads * config.head_dim;
+  return new Set([attentionWidth(config), kv, config.hidden_size, config.intermediate_size]);
+}
+
+/**
+ * Threads for the prefill GEMM of an [N, K] weight: the most, up to `threads`, with which no split of N among them
+ * (slices of ⌈N / t⌉ rounded up to 16 columns, and the rest) leaves a thread 64 columns or fewer. MLAS lengthens its
+ * K blocks for such narrow slices (sgemm.cpp: "expand the K stride if N is small"), and which split it takes depends
+ * on M, so a row's sum would depend on how many rows share the call (test/service/model/runtime.test.ts).
+ */
+export function gemmThreads(n: number, threads: number): number {
+  let safe = 1;
+  for (let t = 2; t <= threads; t++) {
+    const stride = Math.ceil(Math.ceil(n / t) / 16) * 16;
+    const last = n - (Math.ceil(n / stride) - 1) * stride;
+    if (stride <= 64 || last <= 64) break;
+    safe = t;
+  }
+  return safe;
+}
+
 /** Bytes of the weights an engine holds: every text tensor in BF16. */
 export function textWeightBytes(config: Gemma3TextConfig): number {
   let params = 0;
@@ -494,7 +631,7 @@ export function textWeightBytes(config: Gemma3TextConfig): number {
 
 /**
  * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
- * and outputs, attention scores, mask and probabilities over the cache) and one head block.
+ * and outputs, attention scores, masks and probabilities over the cache), prefill's weight tile and one head block.
  */
 export function callMemoryBytes(
   config: Gemma3TextConfig,
@@ -515,9 +652,11 @@ export function callMemoryBytes(
   const cache = config.layer_types.reduce((sum, type) => sum + 2 * 4 * B * nKV * slots(type) * D, 0);
   const S = tokens + T; // the widest key range: a full layer's cache and the chunk
   const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
-  const attention = 4 * B * nH * T * S * 4 + 4 * B * nKV * S * D * 2; // scores, masked scores, probs, mask; K/V concat
+  // Scores of the cache and of the chunk, joined, masked, softmax and its two parts; the masks of both layer types.
+  const attention = 4 * B * nH * T * S * 7;
   const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
-  const chunk = rows + attention + head;
+  const tile = 4 * largestMatrix(config); // prefill's float32 weight tile
+  const chunk = rows + attention + head + tile;
   return { cache, chunk, total: cache + chunk };
 }
 
@@ -538,7 +677,7 @@ function tensor(data: Float32Array | Int32Array, dims: number[]): ort.Tensor {
 }
 
 /** T padded times from `start` of a left-padded batch: ids (PAD_ID in padding) and positions (−1 in padding). */
-function paddedChunk(prompts: number[][], pads: number[], start: number, T: number): Chunk {
+function paddedChunk(prompts: number[][], pads: number[], start: number, T: number, gemm: boolean[]): Chunk {
   const B = prompts.length;
   const ids = new Int32Array(B * T);
   const positions = new Int32Array(B * T);
@@ -549,7 +688,24 @@ function paddedChunk(prompts: number[][], pads: number[], start: number, T: numb
       positions[b * T + t] = real >= 0 ? real : -1;
     }
   }
-  return { ids, positions, start, T };
+  return { ids, positions, start, T, gemm };
+}
+
+/** The rows [b·T, (b + 1)·T) of the sequences b with chunk.gemm[b] === gemm, back to back. */
+function gatherSequences(x: Float32Array, chunk: Chunk, width: number, gemm: boolean): Float32Array {
+  const block = chunk.T * width;
+  const picked = chunk.gemm.flatMap((g, b) => (g === gemm ? [b] : []));
+  const out = new Float32Array(picked.length * block);
+  picked.forEach((b, i) => out.set(x.subarray(b * block, (b + 1) * block), i * block));
+  return out;
+}
+
+/** The inverse of gatherSequences: rows of the picked sequences back to their places in `out`. */
+function scatterSequences(rows: Float32Array, out: Float32Array, chunk: Chunk, width: number, gemm: boolean): void {
+  const block = chunk.T * width;
+  chunk.gemm
+    .flatMap((g, b) => (g === gemm ? [b] : []))
+    .forEach((b, i) => out.set(rows.subarray(i * block, (i + 1) * block), b * block));
 }
 
 /** The rows of the last time of each sequence in a [B·T, H] block. */

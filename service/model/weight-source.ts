@@ -2,16 +2,20 @@
 // BF16 when written). Every process holds weights this way, 2 bytes per parameter; float32 exists only in transient
 // tiles inside the engine.
 import type { Checkpoint } from './checkpoint.ts';
+import { adviseHugePages } from './kernels.ts';
 
 /** BF16 bits of a text tensor by canonical checkpoint name: row-major, as in the safetensors file. Never write into it. */
 export type WeightSource = { bf16(name: string): Uint16Array };
 
 /**
  * BF16 storage for `length` values in shared memory, so that the service's engine worker (engine-host.ts) reads the
- * store's arrays in place. Every tensor the engine may be given is allocated here.
+ * store's arrays in place, on huge pages where the OS gives them (kernels.ts). Every tensor the engine may be given is
+ * allocated here.
  */
 export function allocateBf16(length: number): Uint16Array {
-  return new Uint16Array(new SharedArrayBuffer(2 * length));
+  const bits = new Uint16Array(new SharedArrayBuffer(2 * length));
+  adviseHugePages(bits);
+  return bits;
 }
 
 /** A shared copy of BF16 bits (an episode's copy on write). */

@@ -1,12 +1,14 @@
 // The BF16 kernels: the native addon and the JavaScript fallback against a double-precision reference, exact widening,
 // bitwise determinism (batch vs alone, thread counts, addon vs fallback) and argument checks.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { f32ToBf16 } from '../../../service/model/bf16.ts';
 import {
+  adviseHugePages,
   fmaF32,
   jsKernels,
   kernelInfo,
@@ -276,6 +278,24 @@ describe.skipIf(nativeOff)('native addon', () => {
     ).toThrow(TypeError);
     expect(() => addon.widenBf16(new Uint16Array(5), out)).toThrow(RangeError);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+  });
+
+  it('advises huge pages over the whole 2 MiB blocks of a buffer (Linux), values untouched', () => {
+    const MiB = 2 ** 20;
+    const view = new Uint16Array(new SharedArrayBuffer(9 * MiB));
+    const advised = adviseHugePages(view);
+    const thp = process.platform === 'linux' && existsSync('/sys/kernel/mm/transparent_hugepage/enabled');
+    if (thp) {
+      // 9 MiB from any address hold at least 3 whole aligned 2 MiB blocks, and at most 4.
+      expect(advised % (2 * MiB)).toBe(0);
+      expect(advised).toBeGreaterThanOrEqual(6 * MiB);
+      expect(advised).toBeLessThanOrEqual(8 * MiB);
+    } else expect(advised).toBe(0);
+    expect(view.every((v) => v === 0)).toBe(true);
+    view.fill(0x3f80);
+    expect(view[view.length - 1]).toBe(0x3f80);
+    expect(adviseHugePages(new Float32Array(16))).toBe(0); // no whole block inside
+    expect(() => adviseHugePages(new DataView(new ArrayBuffer(8)))).toThrow(TypeError);
   });
 
   it('is replaced by the fallback in a process started with IWIBENCH_NATIVE=0, with the same results', async () => {

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import * as ort from 'onnxruntime-node';
+import { buildLinearGraph } from '../../../service/model/gemma3-graph.ts';
+import { Gemma3Engine, gemmSequences, gemmThreads, GEMM_MIN_TOKENS } from '../../../service/model/runtime.ts';
 import { checkpointSource, overlaySource } from '../../../service/model/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../../service/model/bf16.ts';
 import { Tokenizer } from '../../../service/model/tokenizer.ts';
 import { finalNormName, layerTensorNames } from '../../../service/model/names.ts';
 import { referenceForward } from '../../reference/gemma3-forward.ts';
-import { fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
+import { fixtureCheckpoint, sameBits, type FixturePreset } from '../../fixtures.ts';
 
 /** max |a − b| relative to max |b|. */
 function relativeError(a: Float32Array, b: Float32Array): number {
@@ -30,6 +32,46 @@ const IDS = [
   2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107,
   105, 4368,
 ];
+
+// The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
+describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
+  it('routes each prompt by its own length', () => {
+    expect(gemmSequences([GEMM_MIN_TOKENS - 1, GEMM_MIN_TOKENS, 5, 4095])).toEqual([false, true, false, true]);
+    expect(gemmSequences([3, 12], 10)).toEqual([false, true]);
+  });
+
+  it('gives a row bitwise the same product among 2 to 300 rows, with the threads gemmThreads allows', async () => {
+    const random = (n: number, seed: number) =>
+      Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed));
+    const firstRows = async (N: number, K: number, threads: number, M: number) => {
+      const session = await ort.InferenceSession.create(buildLinearGraph(), { intraOpNumThreads: threads });
+      const x = new ort.Tensor('float32', random(M * K, 2), [M, K]);
+      const { y } = await session.run({ x, w: new ort.Tensor('float32', random(N * K, 1), [N, K]) });
+      await session.release();
+      return (y!.data as Float32Array).slice(0, 2 * N); // the first two rows, computed among M
+    };
+    // Narrow slices of N lengthen MLAS's K blocks (K > 128 here): with 2 threads, 67 columns split 48 + 19.
+    const [narrow, wide] = [await firstRows(67, 300, 2, 17), await firstRows(67, 300, 2, 300)];
+    expect(sameBits(narrow, wide)).toBe(false);
+    expect(gemmThreads(67, 2)).toBe(1);
+    // The decoder shapes of Gemma 3 1B [N, K] and a narrow one, at the threads gemmThreads gives up to 4.
+    for (const [N, K] of [
+      [256, 1152],
+      [1152, 1024],
+      [67, 300],
+      [200, 520],
+    ] as const) {
+      for (const limit of [2, 4]) {
+        const threads = gemmThreads(N, limit);
+        const reference = await firstRows(N, K, 1, 2);
+        for (const M of [2, 3, 17, 64, 300]) expect(sameBits(await firstRows(N, K, threads, M), reference)).toBe(true);
+      }
+    }
+    expect([gemmThreads(256, 4), gemmThreads(6912, 16), gemmThreads(200, 4), gemmThreads(64, 8)]).toEqual([
+      2, 16, 2, 1,
+    ]);
+  });
+});
 
 for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
   describe(`Gemma3Engine on ${preset}`, () => {
@@ -182,7 +224,67 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       expect(result!.hidden[0]![2]).not.toEqual(h);
     });
 
+    describe('with prompts prefilled through the GEMM (gemmMinTokens)', () => {
+      let gemm: Gemma3Engine; // every prompt through the GEMM
+      let split: Gemma3Engine; // prompts of 10 tokens or more through the GEMM, shorter ones in the kernel
+      beforeAll(async () => {
+        gemm = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1 });
+        split = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 10 });
+      });
+      afterAll(async () => {
+        await gemm.close();
+        await split.close();
+      });
+
+      it('matches the reference forward pass and the kernel path, whatever the chunk size', async () => {
+        const logits = await gemm.logits(IDS, { chunk: IDS.length });
+        expect(relativeError(logits, referenceForward(checkpoint, IDS))).toBeLessThan(1e-4);
+        expect(relativeError(logits, await engine.logits(IDS, { chunk: IDS.length }))).toBeLessThan(1e-5);
+        // Chunks of 1 row: the GEMM gets the row twice (MLAS's one-row case would round differently).
+        expect(relativeError(await gemm.logits(IDS, { chunk: 1 }), logits)).toBeLessThan(1e-5);
+        expect(relativeError(await gemm.logits(IDS, { chunk: 5 }), logits)).toBeLessThan(1e-5);
+      });
+
+      it('decodes through the cache (steps in the kernel) as full recomputation', async () => {
+        const V = checkpoint.config.vocab_size;
+        const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
+        const steps: Float32Array[][] = [[], []];
+        const results = await gemm.generate(prompts, {
+          maxNewTokens: 8,
+          onLogits: (i, logits) => steps[i]!.push(logits.slice()),
+        });
+        results.forEach((result, i) => {
+          const recomputed = referenceForward(checkpoint, [...prompts[i]!, ...result.outputIds]);
+          steps[i]!.forEach((logits, step) => {
+            const row = recomputed.subarray((prompts[i]!.length - 1 + step) * V, (prompts[i]!.length + step) * V);
+            expect(relativeError(logits, row)).toBeLessThan(1e-4);
+          });
+        });
+      });
+
+      it('gives each prompt of a batch mixing GEMM and kernel prompts its own results, as alone', async () => {
+        const prompts = [IDS.slice(0, 12), IDS.slice(0, 5), IDS.slice(3, 20), IDS.slice(6, 9)];
+        const first: Float32Array[] = [];
+        const batch = await split.generate(prompts, {
+          maxNewTokens: 6,
+          onLogits: (i, logits) => void (first[i] ??= logits.slice()),
+        });
+        for (let i = 0; i < prompts.length; i++) {
+          let alone: Float32Array | undefined;
+          const [result] = await split.generate([prompts[i]!], {
+            maxNewTokens: 6,
+            onLogits: (_, logits) => void (alone ??= logits.slice()),
+          });
+          expect(batch[i]!.outputIds).toEqual(result!.outputIds);
+          expect(relativeError(first[i]!, alone!)).toBeLessThan(1e-6);
+        }
+      });
+    });
+
     it('refuses bad requests clearly', async () => {
+      await expect(Gemma3Engine.create({ checkpoint, gemmMinTokens: 0 })).rejects.toThrow(
+        /gemmMinTokens must be a positive integer, got 0/,
+      );
       await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
       await expect(
         engine.generate(
