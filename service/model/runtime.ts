@@ -123,7 +123,7 @@ export function gemmSequences(lengths: number[], minTokens = GEMM_MIN_TOKENS): b
 
 type Sessions = {
   positions: ort.InferenceSession;
-  /** The prefill GEMM by thread count (gemmThreads), one per count some decoder matrix needs. */
+  /** The prefill GEMM by a decoder matrix's output features N, at gemmThreads(N) threads (one session per count). */
   linear: Map<number, ort.InferenceSession>;
   norm: ort.InferenceSession;
   residualNorm: ort.InferenceSession;
@@ -136,6 +136,8 @@ export class Gemma3Engine {
   private headPartial: Promise<ort.InferenceSession> | undefined;
   private readonly source: WeightSource;
   private readonly chunkRows: number;
+  /** Elements of prefill's float32 tile: the largest decoder matrix. */
+  private readonly tileElements: number;
 
   private constructor(
     readonly checkpoint: Checkpoint,
@@ -145,6 +147,7 @@ export class Gemma3Engine {
   ) {
     this.source = options.source ?? checkpointSource(checkpoint);
     this.chunkRows = options.chunkRows ?? CHUNK_ROWS;
+    this.tileElements = largestMatrix(config);
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
@@ -166,10 +169,12 @@ export class Gemma3Engine {
       gatedGelu: await create(buildGatedGeluGraph(config)),
       attention,
     };
-    for (const n of matrixRows(config)) {
+    const byThreads = new Map<number, ort.InferenceSession>();
+    for (const [n] of decoderMatrixShapes(config)) {
       const threads = gemmThreads(n, options.threads ?? defaultThreads());
-      if (!sessions.linear.has(threads))
-        sessions.linear.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
+      if (!byThreads.has(threads))
+        byThreads.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
+      sessions.linear.set(n, byThreads.get(threads)!);
     }
     return new Gemma3Engine(options.checkpoint, config, sessions, options);
   }
@@ -346,7 +351,14 @@ export class Gemma3Engine {
 
   async close(): Promise<void> {
     const { positions, linear, norm, residualNorm, gatedGelu, attention } = this.sessions;
-    for (const session of [positions, ...linear.values(), norm, residualNorm, gatedGelu, ...Object.values(attention)])
+    for (const session of [
+      positions,
+      ...new Set(linear.values()),
+      norm,
+      residualNorm,
+      gatedGelu,
+      ...Object.values(attention),
+    ])
       await session.release();
     if (this.headPartial) await (await this.headPartial).release();
     this.headPartial = undefined;
@@ -419,7 +431,7 @@ export class Gemma3Engine {
     const shared = await this.sessions.positions.run(positionFeeds);
 
     // The float32 tile prefill widens each weight into (the largest decoder matrix), returned when the chunk ends.
-    const tile = chunk.gemm.some(Boolean) ? new Float32Array(largestMatrix(c)) : undefined;
+    const tile = chunk.gemm.some(Boolean) ? new Float32Array(this.tileElements) : undefined;
     const first = layerTensorNames(c.tensor_prefix, 0);
     let x = (await this.sessions.norm.run({ x: rows(h, H), scale: scale(first.input_layernorm) })).y!
       .data as Float32Array;
@@ -513,8 +525,9 @@ export class Gemma3Engine {
       widenBf16(bits, w);
       const count = rows.length / K;
       const input = count > 1 ? rows : Float32Array.from({ length: 2 * K }, (_, i) => rows[i % K]!);
-      const session = this.sessions.linear.get(gemmThreads(N, this.options.threads ?? defaultThreads()))!;
-      const { y } = await session.run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
+      const { y } = await this.sessions.linear
+        .get(N)!
+        .run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
       return (y!.data as Float32Array).subarray(0, count * N);
     };
     const gemmCount = chunk.gemm.filter(Boolean).length;
@@ -589,20 +602,17 @@ export class Gemma3Engine {
   }
 }
 
-/** Elements of the largest decoder matrix (the size of prefill's float32 tile): gate/up/down, or q/o. */
+/** [N, K] of the decoder matrices (q, k, v, o, gate, up, down: every layer's are layer 0's), as names.ts has them. */
+function decoderMatrixShapes(config: Gemma3TextConfig): [number, number][] {
+  const shapes = expectedTextTensors(config);
+  const n = layerTensorNames(config.tensor_prefix, 0);
+  const names = [n.q_proj, n.k_proj, n.v_proj, n.o_proj, n.gate_proj, n.up_proj, n.down_proj];
+  return names.map((name) => shapes.get(name) as [number, number]);
+}
+
+/** Elements of the largest decoder matrix (the size of prefill's float32 tile). */
 function largestMatrix(config: Gemma3TextConfig): number {
-  return config.hidden_size * Math.max(config.intermediate_size, attentionWidth(config));
-}
-
-/** Width of the attention's query projection, nH·D (q_proj's output, o_proj's input features). */
-function attentionWidth(config: Gemma3TextConfig): number {
-  return config.num_attention_heads * config.head_dim;
-}
-
-/** Output features N of the decoder matrices [N, K]: q, k and v, o and down, gate and up. */
-function matrixRows(config: Gemma3TextConfig): Set<number> {
-  const kv = config.num_key_value_heads * config.head_dim;
-  return new Set([attentionWidth(config), kv, config.hidden_size, config.intermediate_size]);
+  return Math.max(...decoderMatrixShapes(config).map(([n, k]) => n * k));
 }
 
 /**
