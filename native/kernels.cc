@@ -222,15 +222,17 @@ void rowBlock(const float* x, const uint16_t* w, float* out, size_t n, size_t k,
   for (; j < j1; j++) tile<R, 1>(x, w + j * k, out + j, n, k);
 }
 
-// Tiles of R·J = 8–12 independent accumulators (enough to cover the FMA latency on both FMA pipes) + J widened
-// weights, within AVX2's 16 ymm registers; x comes in as the FMAs' memory operand. m = 8 runs as two blocks of 4,
-// the second reading the group's weights from L1/L2.
+// Tiles of R·J = 6–9 accumulators + J widened weights + x, within AVX2's 16 ymm registers with room to spare (tiles
+// that filled all 16, 2×6 and 4×3, spilled and ran 10–30 % slower from L2). J divides every group size (12 and 24),
+// so no group ends in one-row tiles, which have a single accumulator chain: with J = 8 a third of every 12-row group
+// went that way, and down_proj (and every 4B matrix) ran at ~0.6 of the read bandwidth at m = 1. m = 8 runs as two
+// blocks of 4, the second reading the group's weights from L1/L2.
 void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t n, size_t k, size_t j0, size_t j1) {
   switch (rowCount) {
-    case 1: return rowBlock<1, 8>(x, w, out, n, k, j0, j1);
-    case 2: return rowBlock<2, 6>(x, w, out, n, k, j0, j1);
-    case 3: return rowBlock<3, 4>(x, w, out, n, k, j0, j1);
-    default: return rowBlock<4, 3>(x, w, out, n, k, j0, j1);
+    case 1: return rowBlock<1, 6>(x, w, out, n, k, j0, j1);
+    case 2: return rowBlock<2, 4>(x, w, out, n, k, j0, j1);
+    case 3: return rowBlock<3, 3>(x, w, out, n, k, j0, j1);
+    default: return rowBlock<4, 2>(x, w, out, n, k, j0, j1);
   }
 }
 
@@ -241,18 +243,23 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
 }
 
 void matmul(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k) {
-  // Groups of 24 rows (a multiple of every tile width), fewer for long rows so a group's weights and the x block
-  // stay in L2. Threads take groups from a shared counter: on a busy machine a slow thread takes fewer, and which
-  // thread computes an output never changes its value.
+  // Groups of 24 rows (a multiple of every tile width), 12 for long rows so a group's weights and the x block stay in
+  // L2 across the row blocks. Threads take runs of consecutive groups from a shared counter: on a busy machine a slow
+  // thread takes fewer, and which thread computes an output never changes its value. A run is ~1/8 of a thread's
+  // share, so that each thread mostly streams one long stretch of W with the next tile prefetched (one group at a
+  // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process).
   const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
   const size_t groups = (n + group - 1) / group;
   const size_t minWeightsPerPart = 1 << 16;  // below this a thread's wake-up costs more than its share saves
   size_t byWork = std::max<size_t>(1, (n * k) / minWeightsPerPart);
   int parts = static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->threads()), groups, byWork}));
+  const size_t run = std::max<size_t>(1, groups / (static_cast<size_t>(parts) * 8));
+  const size_t runs = (groups + run - 1) / run;
   std::atomic<size_t> next{0};
   pool->run(parts - 1, [&] {
-    for (size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < groups;)
-      matmulGroup(x, w, out, m, n, k, g * group, std::min(n, (g + 1) * group));
+    for (size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < runs;)
+      for (size_t g = r * run; g < std::min(groups, (r + 1) * run); g++)
+        matmulGroup(x, w, out, m, n, k, g * group, std::min(n, (g + 1) * group));
   });
 }
 

@@ -1,5 +1,6 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
-// Prefill tokens/s, decode ms/token at batch 1 and 8, and peak RSS, against references measured in the same run:
+// Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS (read before the references allocate
+// their buffers), against references measured in the same run:
 // the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes per token ÷ bandwidth) and
 // onnxruntime's float32 MatMul peak. The JavaScript fallback kernel's batch-1 rate is measured on a slice of one
 // decoder matrix, and the decode time it implies (BF16 bytes per token ÷ that rate) printed beside it: a whole
@@ -12,7 +13,7 @@ import { adviseHugePages, jsKernels, kernelInfo, matmulBf16, readBandwidth } fro
 import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
 import { parseFlags } from '../args.ts';
-import { matMulPeak, timeMs } from './reference.ts';
+import { matMulPeak, median, timeMs } from './reference.ts';
 
 const defaults = {
   preset: 'gemma-3-1b-shape',
@@ -32,21 +33,29 @@ export async function main(argv: string[]): Promise<void> {
   const checkpoint = Checkpoint.open(dir);
   const c = checkpoint.config;
   const prompt = Array.from({ length: flags['prompt-tokens'] }, (_, i) => 2 + ((i * 7919) % 200_000));
+  /**
+   * Milliseconds per decode step: the time from the first next-token choice (after the prefill) to the last, over
+   * the steps between them, median of `repeats` calls. Random weights stop sequences at will, so what is counted is
+   * the steps that ran; the prefill is not in it.
+   */
   const decode = async (engine: Gemma3Engine, batch: number, tokens: number, repeats: number) => {
     const prompts = Array.from({ length: batch }, (_, b) => prompt.slice(0, 32 + b));
-    // Random weights hit stop ids at will, so decode cost = (N tokens − 1 token) difference over N − 1 steps.
-    const withN = await timeMs(() => engine.generate(prompts, { maxNewTokens: tokens }), repeats);
-    const withOne = await timeMs(() => engine.generate(prompts, { maxNewTokens: 1 }), repeats);
-    return (withN - withOne) / (tokens - 1);
+    const perStep: number[] = [];
+    for (let call = 0; call <= repeats; call++) {
+      const starts: number[] = [];
+      let previous = Infinity;
+      // onLogits runs for each live sequence in order within a step: a new step starts when the index goes back.
+      const onLogits = (b: number) => {
+        if (b <= previous) starts.push(performance.now());
+        previous = b;
+      };
+      await engine.generate(prompts, { maxNewTokens: tokens, onLogits });
+      if (starts.length < 2)
+        throw new Error(`batch ${batch}: every sequence stopped at its first token; nothing to time`);
+      if (call > 0) perStep.push((starts.at(-1)! - starts[0]!) / (starts.length - 1)); // call 0 warms up
+    }
+    return median(perStep);
   };
-
-  process.stderr.write('measuring references …\n');
-  // 256 MiB (far beyond any cache, small beside the weights, so that peak RSS stays the engine's), wide loads on every
-  // thread, on huge pages where the engine's weights get them (weight-source.ts), so that the bound is like for like.
-  const reference = new Float32Array(2 ** 26);
-  const hugePages = adviseHugePages(reference) > 0;
-  const gbPerSecond = readBandwidth(reference.fill(1));
-  const matmul = await matMulPeak();
 
   process.stderr.write(`loading ${checkpoint.modelId} …\n`);
   const loadStart = Date.now();
@@ -59,7 +68,7 @@ export async function main(argv: string[]): Promise<void> {
   const params = bytesPerToken / 2;
   const T = prompt.length;
   process.stderr.write(`prefill ${T} tokens …\n`);
-  const prefillMs = await timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 2);
+  const prefillMs = await timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 3);
   // Prefill FLOPs: every decoder matrix for every token, attention over the average context T/2, the tied head once.
   const embeddingParams = c.vocab_size * c.hidden_size;
   const decoderParams = params - embeddingParams;
@@ -69,10 +78,19 @@ export async function main(argv: string[]): Promise<void> {
   const prefillGflops = prefillFlop / (prefillMs / 1000) / 1e9;
 
   process.stderr.write('decode batch 1 and 8 …\n');
-  const decode1 = await decode(engine, 1, flags['decode-tokens'], 2);
-  const decode8 = await decode(engine, 8, flags['decode-tokens'], 2);
+  const decode1 = await decode(engine, 1, flags['decode-tokens'], 3);
+  const decode8 = await decode(engine, 8, flags['decode-tokens'], 3);
   await engine.close();
+  // The engine's peak: the references below allocate their own buffers only after it is read.
   const peakRss = process.resourceUsage().maxRSS * 1024;
+
+  process.stderr.write('measuring references …\n');
+  // 256 MiB (far beyond any cache), wide loads on every thread, on huge pages where the engine's weights get them
+  // (weight-source.ts), so that the bound is like for like.
+  const reference = new Float32Array(2 ** 26);
+  const hugePages = adviseHugePages(reference) > 0;
+  const gbPerSecond = readBandwidth(reference.fill(1), 20); // the best of 20 passes: the machine at its quietest
+  const matmul = await matMulPeak();
 
   process.stderr.write('fallback kernel, batch 1 …\n');
   const rows = Math.min(256, c.intermediate_size);

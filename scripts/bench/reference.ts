@@ -6,12 +6,13 @@ import { defaultThreads } from '../../service/model/runtime.ts';
 /** The references run with the engine's thread count, so the ratios compare like with like. */
 const sessionOptions = { intraOpNumThreads: defaultThreads() };
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
+  const mid = sorted.length / 2;
+  return Number.isInteger(mid) ? (sorted[mid - 1]! + sorted[mid]!) / 2 : sorted[Math.floor(mid)]!;
 }
 
-/** Best-of-n wall time of an async function, in milliseconds (after one warm-up call). */
+/** Median wall time of n runs of an async function, in milliseconds (after one warm-up call). */
 export async function timeMs(fn: () => Promise<unknown>, repeats = 5): Promise<number> {
   await fn();
   const times: number[] = [];

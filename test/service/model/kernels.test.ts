@@ -204,6 +204,9 @@ describe.skipIf(nativeOff)('native addon', () => {
       [8, 13, 33],
       [37, 7, 7],
       [3, 301, 2048],
+      // k > 2048: 12-row groups; n = 611: 51 groups, taken in runs of 3 by two threads
+      [1, 611, 2561],
+      [5, 611, 2561],
     ] as const) {
       const { x, w } = operands(m, n, k, 100 + k);
       expect(bits(run(native(), x, w, m, n, k))).toEqual(bits(run(jsKernels, x, w, m, n, k)));
