@@ -222,11 +222,11 @@ void rowBlock(const float* x, const uint16_t* w, float* out, size_t n, size_t k,
   for (; j < j1; j++) tile<R, 1>(x, w + j * k, out + j, n, k);
 }
 
-// Tiles of R·J = 6–9 accumulators + J widened weights + x, within AVX2's 16 ymm registers with room to spare (tiles
-// that filled all 16, 2×6 and 4×3, spilled and ran 10–30 % slower from L2). J divides every group size (12 and 24),
-// so no group ends in one-row tiles, which have a single accumulator chain: with J = 8 a third of every 12-row group
-// went that way, and down_proj (and every 4B matrix) ran at ~0.6 of the read bandwidth at m = 1. m = 8 runs as two
-// blocks of 4, the second reading the group's weights from L1/L2.
+// Tiles of R·J = 6–9 accumulators + J widened weights + x, within AVX2's 16 ymm registers with room to spare (2×6
+// and 4×3, which needed all 16 or more, ran up to 30 % slower from L2 in a standalone harness). J divides every group
+// size (12 and 24), so no group ends in one-row tiles, which have a single accumulator chain: with J = 8 a third of
+// every 12-row group went that way, and down_proj (and every 4B matrix) ran at ~0.6 of the read bandwidth at m = 1.
+// m = 8 runs as two blocks of 4, the second reading the group's weights from L1/L2.
 void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t n, size_t k, size_t j0, size_t j1) {
   switch (rowCount) {
     case 1: return rowBlock<1, 6>(x, w, out, n, k, j0, j1);
