@@ -6,15 +6,14 @@
 // decoder matrix, and the decode time it implies (BF16 bytes per token ÷ that rate) printed beside it: a whole
 // fallback decode step at 1B takes seconds.
 import { existsSync } from 'node:fs';
-import * as ort from 'onnxruntime-node';
 import os from 'node:os';
 import path from 'node:path';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { adviseHugePages, jsKernels, kernelInfo, matmulBf16, readBandwidth } from '../../service/model/kernels.ts';
 import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
-import { PACKAGE_VERSION } from '../../core/version.ts';
 import { parseFlags } from '../args.ts';
+import { benchHeader } from './header.ts';
 import { matMulPeak, median, timeMs } from './reference.ts';
 
 const defaults = {
@@ -105,11 +104,7 @@ export async function main(argv: string[]): Promise<void> {
   const boundMs = (bytesPerToken / (gbPerSecond * 1e9)) * 1000;
   const batch8BoundMs = Math.max(boundMs, ((8 * 2 * params) / (matmul.gflopPerSecond * 1e9)) * 1000);
   const report = {
-    bench: 'engine',
-    version: PACKAGE_VERSION,
-    node: process.version,
-    onnxruntime: ort.env.versions.node,
-    args: { ...flags, 'model-dir': dir },
+    ...benchHeader('engine', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
     kernel: kernelInfo(),
     params,

@@ -16,6 +16,7 @@ import {
   type KernelImpl,
 } from '../../service/model/kernels.ts';
 import { parseFlags } from '../args.ts';
+import { benchHeader } from './header.ts';
 
 const defaults = { models: 'gemma-3-1b,gemma-3-4b', threads: os.availableParallelism(), 'min-ms': 150 };
 
@@ -152,9 +153,8 @@ export async function main(argv: string[]): Promise<void> {
   process.stderr.write('read bandwidth reference again …\n');
   const readEnd = readReference(readBuffer, 5);
   const report = {
-    bench: 'kernel',
+    ...benchHeader('kernel', { ...flags, threads: info.threads }),
     kernel: info,
-    args: { ...flags, threads: info.threads },
     reference: {
       read_gb_per_s: readStart.gbPerSecond,
       read_gb_per_s_at_end: readEnd.gbPerSecond,

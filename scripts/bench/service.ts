@@ -12,6 +12,7 @@ import { buildApp } from '../../service/app.ts';
 import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Target } from '../../service/target.ts';
 import { parseFlags } from '../args.ts';
+import { benchHeader } from './header.ts';
 
 const defaults = {
   preset: 'tiny',
@@ -156,7 +157,7 @@ export async function main(argv: string[]): Promise<void> {
   process.stdout.write(
     JSON.stringify(
       {
-        bench: 'service',
+        ...benchHeader('service', { ...flags, 'model-dir': dir }),
         model: target.modelId,
         read_weights_ms: toolLatency,
         bare_route_ms: bareLatency,

@@ -9,6 +9,7 @@ import { buildCorpus } from '../../toy/corpus.ts';
 import { TOY_CONFIG, TOY_TARGET_DIR, trainingSequences } from '../../toy/target.ts';
 import { trainToy, useWasmBackend } from '../../toy/train.ts';
 import { parseFlags } from '../args.ts';
+import { benchHeader } from './header.ts';
 import { matMulPeak } from './reference.ts';
 
 const defaults = { steps: 20, 'batch-tokens': 1024 };
@@ -46,6 +47,7 @@ export async function main(argv: string[]): Promise<void> {
   const flops = 6 * (allTokens * L * perLayer + tokens * H * V);
   const ort = await matMulPeak();
   const figures = {
+    ...benchHeader('toy', flags),
     steps: timed.length,
     seconds_per_step: seconds / timed.length,
     padded_tokens_per_second: allTokens / seconds,

@@ -22,6 +22,7 @@ import { makeTinyCheckpoint } from '../../service/model/tiny-checkpoint.ts';
 import { layerTensorNames, embedTokensName } from '../../service/model/names.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { parseFlags } from '../args.ts';
+import { benchHeader } from './header.ts';
 
 // --- flags --------------------------------------------------------------------------------------------------------
 const defaults = {
@@ -138,7 +139,7 @@ export async function main(argv: string[]): Promise<void> {
   checkpoint.close();
 
   const report = {
-    bench: 'weights',
+    ...benchHeader('weights', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
     repeats: flags.repeats,
     writes,
