@@ -33,6 +33,33 @@ const IDS = [
   105, 4368,
 ];
 
+/**
+ * Greedy generation of a left-padded batch of two prompts (12 and 5 tokens of IDS) through the KV cache, every
+ * step's logits checked against a full recomputation of the sequence so far; returns what was compared.
+ */
+async function decodeAgainstRecomputation(
+  engine: Gemma3Engine,
+  checkpoint: Checkpoint,
+  maxNewTokens: number,
+): Promise<{ prompt: number[]; outputIds: number[]; recomputed: Float32Array }[]> {
+  const V = checkpoint.config.vocab_size;
+  const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
+  const steps: Float32Array[][] = [[], []];
+  const results = await engine.generate(prompts, {
+    maxNewTokens,
+    onLogits: (i, logits) => steps[i]!.push(logits.slice()),
+  });
+  return results.map(({ outputIds }, i) => {
+    const prompt = prompts[i]!;
+    const recomputed = referenceForward(checkpoint, [...prompt, ...outputIds]);
+    steps[i]!.forEach((logits, step) => {
+      const row = recomputed.subarray((prompt.length - 1 + step) * V, (prompt.length + step) * V);
+      expect(relativeError(logits, row)).toBeLessThan(1e-4);
+    });
+    return { prompt, outputIds, recomputed };
+  });
+}
+
 // The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
 describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
   it('routes each prompt by its own length', () => {
@@ -101,26 +128,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const chunked = await engine.logits(IDS, { chunk: 5 });
       expect(relativeError(oneByOne, full)).toBeLessThan(1e-5);
       expect(relativeError(chunked, full)).toBeLessThan(1e-5);
-      // Greedy generation through the cache: every step's logits equal a full recomputation's, for every sequence
-      // of a left-padded batch, well past the sliding window.
+      // Greedy generation through the cache, well past the sliding window; the tokens are the recomputation's too.
       const V = checkpoint.config.vocab_size;
-      const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
-      const steps: Float32Array[][] = [[], []];
-      const results = await engine.generate(prompts, {
-        maxNewTokens: 12,
-        onLogits: (i, logits) => steps[i]!.push(logits.slice()),
-      });
-      results.forEach((result, i) => {
-        const sequence = [...prompts[i]!, ...result.outputIds];
-        const recomputed = referenceForward(checkpoint, sequence);
-        steps[i]!.forEach((logits, step) => {
-          const row = recomputed.subarray((prompts[i]!.length - 1 + step) * V, (prompts[i]!.length + step) * V);
-          expect(relativeError(logits, row)).toBeLessThan(1e-4);
-        });
-        result.outputIds.forEach((token, step) =>
-          expect(token).toBe(argmaxRow(recomputed, prompts[i]!.length - 1 + step, V)),
-        );
-      });
+      for (const { prompt, outputIds, recomputed } of await decodeAgainstRecomputation(engine, checkpoint, 12))
+        outputIds.forEach((token, step) => expect(token).toBe(argmaxRow(recomputed, prompt.length - 1 + step, V)));
     });
 
     it('gives a mixed-length batch the same outputs as each sequence alone, deterministically', async () => {
@@ -246,20 +257,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       });
 
       it('decodes through the cache (steps in the kernel) as full recomputation', async () => {
-        const V = checkpoint.config.vocab_size;
-        const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
-        const steps: Float32Array[][] = [[], []];
-        const results = await gemm.generate(prompts, {
-          maxNewTokens: 8,
-          onLogits: (i, logits) => steps[i]!.push(logits.slice()),
-        });
-        results.forEach((result, i) => {
-          const recomputed = referenceForward(checkpoint, [...prompts[i]!, ...result.outputIds]);
-          steps[i]!.forEach((logits, step) => {
-            const row = recomputed.subarray((prompts[i]!.length - 1 + step) * V, (prompts[i]!.length + step) * V);
-            expect(relativeError(logits, row)).toBeLessThan(1e-4);
-          });
-        });
+        await decodeAgainstRecomputation(gemm, checkpoint, 8);
       });
 
       it('gives each prompt of a batch mixing GEMM and kernel prompts its own results, as alone', async () => {
