@@ -269,15 +269,10 @@ export class Gemma3Engine {
     const V = this.config.vocab_size;
     const cache = new KvCache(this.config, 1, T);
     const result = new Float32Array(T * V);
+    const gemm = gemmSequences([T], this.options.gemmMinTokens);
     for (let start = 0; start < T; start += chunkTokens) {
       await this.between(options);
-      const chunk = paddedChunk(
-        [ids],
-        [0],
-        start,
-        Math.min(chunkTokens, T - start),
-        gemmSequences([T], this.options.gemmMinTokens),
-      );
+      const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
       const { final } = await this.forward(weights, cache, chunk, options);
       result.set(this.headLogits(weights, final, chunk.T), start * V);
     }
@@ -320,15 +315,10 @@ export class Gemma3Engine {
         layers.map((layer) => [layer, [] as Float32Array[]]),
       );
       const cache = new KvCache(this.config, 1, request.end);
+      const gemm = gemmSequences([request.end], this.options.gemmMinTokens);
       for (let start = 0; start < request.end; start += this.chunkRows) {
         await this.between(options);
-        const chunk = paddedChunk(
-          [request.ids],
-          [0],
-          start,
-          Math.min(this.chunkRows, request.end - start),
-          gemmSequences([request.end], this.options.gemmMinTokens),
-        );
+        const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start), gemm);
         const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
         const to = chunk.T;
         const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
