@@ -1,7 +1,8 @@
 // npx iwibench generate --model-dir DIR --prompt "What is the capital of France?" [--prompt ...] [--max-new-tokens 64]
 // Greedy chat generation on pristine weights: a quick look at what a checkpoint says.
 import { Checkpoint } from '../service/model/checkpoint.ts';
-import { Gemma3Engine, type Device } from '../service/model/runtime.ts';
+import type { Device } from '../service/model/device.ts';
+import { Gemma3Engine } from '../service/model/runtime.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { defineCommand, parseCommand } from './args.ts';
 

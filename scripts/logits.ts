@@ -2,7 +2,8 @@
 // Float32 logits of every position, shape [T, vocab], for checks against independent implementations.
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { writeNpy } from '../service/model/npy.ts';
-import { Gemma3Engine, type Device } from '../service/model/runtime.ts';
+import type { Device } from '../service/model/device.ts';
+import { Gemma3Engine } from '../service/model/runtime.ts';
 import { defineCommand, parseCommand, parseIntList } from './args.ts';
 
 const defaults = {

@@ -3,7 +3,7 @@
 // Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url", "model", "revision", …} on
 // stdout when ready (the model and revision of the checkpoint it loaded); stops on SIGINT or SIGTERM.
 import { startService } from '../service/server.ts';
-import type { Device } from '../service/model/runtime.ts';
+import type { Device } from '../service/model/device.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
 

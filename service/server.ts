@@ -7,7 +7,7 @@ import { buildApp } from './app.ts';
 import { tokensFromEnv } from './auth.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import type { CheckpointLocation } from './model/checkpoint.ts';
-import type { Device } from './model/runtime.ts';
+import type { Device } from './model/device.ts';
 import { Target } from './target.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 

@@ -7,10 +7,11 @@ import { Worker } from 'node:worker_threads';
 import type { Checkpoint } from './checkpoint.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import type { GenerateOptions, GenerateResult, InspectRequest, InspectResult, CallControl } from './runtime.ts';
+import type { Device } from './device.ts';
 import type { WeightSource } from './weight-source.ts';
 import { expectedTextTensors } from './names.ts';
 
-export type WorkerInit = { dir: string; threads?: number; chunkRows?: number };
+export type WorkerInit = { dir: string; threads?: number; chunkRows?: number; device?: Device };
 
 type Args =
   | { method: 'generate'; args: { prompts: number[][]; maxNewTokens: number } }
@@ -21,6 +22,8 @@ export type CallMessage = Args & {
   type: 'call';
   id: number;
   weights: Record<string, Uint16Array>;
+  /** The tensors whose arrays are the pristine store's (never written): a device keeps them across calls. */
+  stable: string[];
   hooks: { onToken: boolean; onLogits: boolean; stopWhen: boolean };
   /** Int32 flag for the synchronous stop-rule answer. */
   flag: SharedArrayBuffer;
@@ -63,7 +66,7 @@ export class EngineHost {
   static async start(
     checkpoint: Checkpoint,
     source: WeightSource,
-    options: { threads?: number; chunkRows?: number } = {},
+    options: { threads?: number; chunkRows?: number; device?: Device } = {},
   ): Promise<EngineHost> {
     const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
       workerData: {
@@ -112,19 +115,21 @@ export class EngineHost {
   private call(args: Args, options: Partial<GenerateOptions> & CallControl): Promise<unknown> {
     if (this.failure) return Promise.reject(this.failure);
     const weights: Record<string, Uint16Array> = {};
+    const stable: string[] = [];
     const source = options.weights ?? this.source;
     for (const name of expectedTextTensors(this.config).keys()) {
       const bits = source.bf16(name);
       if (!(bits.buffer instanceof SharedArrayBuffer))
         return Promise.reject(new Error(`weights of "${name}" are not in shared memory (allocateBf16)`));
       weights[name] = bits;
+      if (bits === this.source.bf16(name)) stable.push(name);
     }
     const id = this.nextId++;
     const flag = new SharedArrayBuffer(4);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { options, flag: new Int32Array(flag), resolve, reject });
       const hooks = { onToken: !!options.onToken, onLogits: !!options.onLogits, stopWhen: !!options.stopWhen };
-      this.worker.postMessage({ type: 'call', id, weights, hooks, flag, ...args } satisfies CallMessage);
+      this.worker.postMessage({ type: 'call', id, weights, stable, hooks, flag, ...args } satisfies CallMessage);
     });
   }
 

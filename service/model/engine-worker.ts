@@ -13,6 +13,7 @@ const engine = await Gemma3Engine.create({
   checkpoint,
   threads: init.threads,
   chunkRows: init.chunkRows,
+  device: init.device,
   source: {
     bf16: (name) => {
       throw new Error(`no weights given for "${name}"`);
@@ -32,7 +33,11 @@ send({ type: 'ready' });
 
 async function call(message: CallMessage): Promise<void> {
   const { id, method, args, hooks } = message;
-  const weights = { bf16: (name: string) => message.weights[name] ?? missing(name) };
+  const stable = new Set(message.stable);
+  const weights = {
+    bf16: (name: string) => message.weights[name] ?? missing(name),
+    stable: (name: string) => stable.has(name),
+  };
   const control: CallControl = {
     between: () =>
       new Promise<void>((resolve, reject) => {

@@ -7,11 +7,13 @@
 // The projections (q, k, v, o, gate, up, down and the tied head) are not in these graphs: the engine multiplies BF16
 // weights itself (runtime.ts), because onnxruntime has no BF16 MatMul on x86 and a float32 copy of every weight would
 // double the bytes a decode step reads; only prefill's projections come back here, one float32 tile at a time
-// (`linear`). Small weights (the norms) enter as float32 inputs.
+// (`linear`), and on a device every projection does, its weight held by the session (`projection`, device.ts). Small
+// weights (the norms) enter as float32 inputs.
 //
 // Rows are flattened [M, features] with M = batch × tokens, except in the attention graph, which needs [B, T, …].
 import type { Gemma3TextConfig, LayerType } from './config.ts';
-import { DataType, GraphBuilder } from './onnx-builder.ts';
+import { bf16ToF32 } from './bf16.ts';
+import { DataType, GraphBuilder, type Dim } from './onnx-builder.ts';
 
 export const FLOAT_MIN = -3.4028234663852886e38; // torch.finfo(float32).min, HF's additive mask value
 
@@ -219,4 +221,35 @@ export function buildHeadPartialGraph(): Uint8Array {
   g.output('top_values', values!, F, ['R', 'k']);
   g.output('top_ids', ids!, I64, ['R', 'k']);
   return g.toBytes('head_partial');
+}
+
+/**
+ * `projection` (the device path, device.ts): y [M, rows] = x [M, K] · Wᵀ with W [N, K] held as an initializer, so
+ * that it goes to the device once. `bf16`: W stays BF16 and is widened in the graph (exact, as the kernel widens it;
+ * the engine turns constant folding off so that it is not folded into float32), else it is stored widened (for
+ * providers without BF16). `ranged`: inputs start, end [1] int64 pick the rows W[start…end) (the head's blocks).
+ */
+export function buildProjectionGraph(
+  bits: Uint16Array,
+  [N, K]: [number, number],
+  options: { bf16: boolean; ranged: boolean },
+): Uint8Array {
+  const g = new GraphBuilder();
+  const x = g.input('x', F, ['M', K]);
+  let w = g.initializer({
+    name: 'w',
+    dims: [N, K],
+    dataType: options.bf16 ? DataType.BFLOAT16 : F,
+    rawData: options.bf16
+      ? new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength)
+      : new Uint8Array(bf16ToF32(bits).buffer),
+  });
+  let rows: Dim = N;
+  if (options.ranged) {
+    w = g.one('Slice', [w, g.input('start', I64, [1]), g.input('end', I64, [1]), g.constInt64([0], [1], 'axes')]);
+    rows = 'rows';
+  }
+  if (options.bf16) w = g.one('Cast', [w], { to: { i: F } });
+  g.output('y', g.one('Gemm', [x, w], { transB: { i: 1 } }), F, ['M', rows]);
+  return g.toBytes('gemma3_projection', OPSET);
 }

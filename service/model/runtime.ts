@@ -30,26 +30,16 @@ import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames }
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 import { bf16ToF32 } from './bf16.ts';
+import { DeviceProjections, checkDevice, probeDevice, type Device } from './device.ts';
 import { MAX_BATCH } from './batch.ts';
 
 export type { WeightSource } from './weight-source.ts';
-
-export type Device = 'cpu' | 'cuda';
-
-/** Refuses a device the engine cannot run on (only the CPU: docs/engine.md, "GPU"); callers check before slow work. */
-export function checkDevice(device: Device | undefined): void {
-  if (device && device !== 'cpu') {
-    throw new Error(
-      `--device ${device} is not supported: the engine runs its BF16 projections on the CPU (docs/engine.md, "GPU")`,
-    );
-  }
-}
 
 export type EngineOptions = {
   checkpoint: Checkpoint;
   /** BF16 weights for runs that name none (default: read from the checkpoint once, on first use). */
   source?: WeightSource;
-  /** Only 'cpu': the projections run in the CPU BF16 kernel (README, "GPU"). */
+  /** Where the projections run: 'cpu' (default) our BF16 kernel, else an onnxruntime provider (device.ts). */
   device?: Device;
   threads?: number;
   /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
@@ -135,6 +125,8 @@ export class Gemma3Engine {
   /** head_partial, made on the first inspection. */
   private headPartial: Promise<ort.InferenceSession> | undefined;
   private readonly source: WeightSource;
+  /** The device path's projections; undefined on 'cpu' (our kernel and onnxruntime's GEMM). */
+  private readonly device: DeviceProjections | undefined;
   private readonly chunkRows: number;
   /** Elements of prefill's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
@@ -146,19 +138,34 @@ export class Gemma3Engine {
     private readonly options: EngineOptions,
   ) {
     this.source = options.source ?? checkpointSource(checkpoint);
+    const device = options.device ?? 'cpu';
+    this.device =
+      device === 'cpu'
+        ? undefined
+        : new DeviceProjections(device, {
+            engineSource: this.source,
+            shapeOf: (name) => checkpoint.info(name).shape as [number, number],
+            sessionOptions: projectionOptions(graphOptions(options)),
+          });
     this.chunkRows = options.chunkRows ?? CHUNK_ROWS;
     this.tileElements = largestMatrix(config);
   }
 
+  /** The device path's sessions made so far by tensor name (undefined on 'cpu'): what went to the device, how often. */
+  get deviceUploads(): ReadonlyMap<string, number> | undefined {
+    return this.device?.uploads;
+  }
+
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
     checkDevice(options.device);
+    await probeDevice(options.device);
     for (const key of ['chunkRows', 'gemmMinTokens'] as const) {
       const value = options[key];
       if (value !== undefined && !(Number.isInteger(value) && value >= 1))
         throw new Error(`${key} must be a positive integer, got ${value}`);
     }
     const config = options.checkpoint.config;
-    const create = (model: Uint8Array) => ort.InferenceSession.create(model, sessionOptions(options.threads));
+    const create = (model: Uint8Array) => ort.InferenceSession.create(model, graphOptions(options));
     const attention: Sessions['attention'] = {};
     for (const type of new Set(config.layer_types)) attention[type] = await create(buildAttentionGraph(config, type));
     const sessions: Sessions = {
@@ -170,7 +177,7 @@ export class Gemma3Engine {
       attention,
     };
     const byThreads = new Map<number, ort.InferenceSession>();
-    for (const [n] of decoderMatrixShapes(config)) {
+    for (const [n] of (options.device ?? 'cpu') === 'cpu' ? decoderMatrixShapes(config) : []) {
       const threads = gemmThreads(n, options.threads ?? defaultThreads());
       if (!byThreads.has(threads))
         byThreads.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
@@ -190,71 +197,75 @@ export class Gemma3Engine {
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
       throw new Error(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
     for (const p of prompts) this.checkIds(p);
-    const weights = options.weights ?? this.source;
-    const B = prompts.length;
-    const T = Math.max(...prompts.map((p) => p.length));
-    const pads = prompts.map((p) => T - p.length);
-    const cache = new KvCache(this.config, B, T + maxNewTokens);
-    const V = this.config.vocab_size;
+    try {
+      const weights = options.weights ?? this.source;
+      const B = prompts.length;
+      const T = Math.max(...prompts.map((p) => p.length));
+      const pads = prompts.map((p) => T - p.length);
+      const cache = new KvCache(this.config, B, T + maxNewTokens);
+      const V = this.config.vocab_size;
 
-    // Prefill in chunks of padded time; the last chunk's final rows (time T − 1) give the first logits.
-    const perChunk = Math.max(1, Math.floor(this.chunkRows / B));
-    const gemm = gemmSequences(
-      prompts.map((p) => p.length),
-      this.options.gemmMinTokens,
-    );
-    let last: Float32Array = new Float32Array(0);
-    for (let start = 0; start < T; start += perChunk) {
-      await this.between(options);
-      const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start), gemm);
-      const { final } = await this.forward(weights, cache, chunk, options);
-      if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
-    }
-    let logits = this.headLogits(weights, last, B);
-
-    const results: GenerateResult[] = prompts.map((p) => ({
-      promptIds: p,
-      outputIds: [],
-      promptTokens: p.length,
-      outputTokens: 0,
-      stopReason: 'max_tokens',
-    }));
-    const done = new Array<boolean>(B).fill(false);
-    const noGemm = new Array<boolean>(B).fill(false); // decode steps: every row in the kernel
-    for (let time = T; ; time++) {
-      const next = new Int32Array(B);
-      for (let b = 0; b < B; b++) {
-        if (done[b]) continue;
-        options.onLogits?.(b, logits.subarray(b * V, (b + 1) * V));
-        const token = argmax(logits, b * V, V);
-        if (STOP_IDS.includes(token)) {
-          done[b] = true;
-          results[b]!.stopReason = token === 1 ? 'eos' : 'end_of_turn';
-          continue;
-        }
-        results[b]!.outputIds.push(token);
-        results[b]!.outputTokens++;
-        options.onToken?.(b, token);
-        if (results[b]!.outputTokens >= maxNewTokens) done[b] = true;
-        else if (options.stopWhen?.(b, results[b]!.outputIds)) {
-          done[b] = true;
-          results[b]!.stopReason = 'stop_rule';
-        }
-        next[b] = token;
-      }
-      if (done.every(Boolean)) break;
-      await this.between(options);
-      // One decode step for the whole batch; finished sequences ride along and are ignored.
-      const positions = Int32Array.from(pads, (pad) => time - pad);
-      const { final } = await this.forward(
-        weights,
-        cache,
-        { ids: next, positions, start: time, T: 1, gemm: noGemm },
-        options,
+      // Prefill in chunks of padded time; the last chunk's final rows (time T − 1) give the first logits.
+      const perChunk = Math.max(1, Math.floor(this.chunkRows / B));
+      const gemm = gemmSequences(
+        prompts.map((p) => p.length),
+        this.options.gemmMinTokens,
       );
-      logits = this.headLogits(weights, final, B);
+      let last: Float32Array = new Float32Array(0);
+      for (let start = 0; start < T; start += perChunk) {
+        await this.between(options);
+        const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start), gemm);
+        const { final } = await this.forward(weights, cache, chunk, options);
+        if (start + chunk.T === T) last = lastRows(final, B, chunk.T, this.config.hidden_size);
+      }
+      let logits = await this.headLogits(weights, last, B);
+
+      const results: GenerateResult[] = prompts.map((p) => ({
+        promptIds: p,
+        outputIds: [],
+        promptTokens: p.length,
+        outputTokens: 0,
+        stopReason: 'max_tokens',
+      }));
+      const done = new Array<boolean>(B).fill(false);
+      const noGemm = new Array<boolean>(B).fill(false); // decode steps: every row in the kernel
+      for (let time = T; ; time++) {
+        const next = new Int32Array(B);
+        for (let b = 0; b < B; b++) {
+          if (done[b]) continue;
+          options.onLogits?.(b, logits.subarray(b * V, (b + 1) * V));
+          const token = argmax(logits, b * V, V);
+          if (STOP_IDS.includes(token)) {
+            done[b] = true;
+            results[b]!.stopReason = token === 1 ? 'eos' : 'end_of_turn';
+            continue;
+          }
+          results[b]!.outputIds.push(token);
+          results[b]!.outputTokens++;
+          options.onToken?.(b, token);
+          if (results[b]!.outputTokens >= maxNewTokens) done[b] = true;
+          else if (options.stopWhen?.(b, results[b]!.outputIds)) {
+            done[b] = true;
+            results[b]!.stopReason = 'stop_rule';
+          }
+          next[b] = token;
+        }
+        if (done.every(Boolean)) break;
+        await this.between(options);
+        // One decode step for the whole batch; finished sequences ride along and are ignored.
+        const positions = Int32Array.from(pads, (pad) => time - pad);
+        const { final } = await this.forward(
+          weights,
+          cache,
+          { ids: next, positions, start: time, T: 1, gemm: noGemm },
+          options,
+        );
+        logits = await this.headLogits(weights, final, B);
+      }
+      return results;
+    } finally {
+      if (options.weights) await this.device?.endCall(options.weights);
     }
-    return results;
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */
@@ -263,20 +274,24 @@ export class Gemma3Engine {
     options: CallControl & { chunk?: number; weights?: WeightSource } = {},
   ): Promise<Float32Array> {
     this.checkIds(ids);
-    const weights = options.weights ?? this.source;
-    const chunkTokens = options.chunk ?? this.chunkRows;
-    const T = ids.length;
-    const V = this.config.vocab_size;
-    const cache = new KvCache(this.config, 1, T);
-    const result = new Float32Array(T * V);
-    const gemm = gemmSequences([T], this.options.gemmMinTokens);
-    for (let start = 0; start < T; start += chunkTokens) {
-      await this.between(options);
-      const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
-      const { final } = await this.forward(weights, cache, chunk, options);
-      result.set(this.headLogits(weights, final, chunk.T), start * V);
+    try {
+      const weights = options.weights ?? this.source;
+      const chunkTokens = options.chunk ?? this.chunkRows;
+      const T = ids.length;
+      const V = this.config.vocab_size;
+      const cache = new KvCache(this.config, 1, T);
+      const result = new Float32Array(T * V);
+      const gemm = gemmSequences([T], this.options.gemmMinTokens);
+      for (let start = 0; start < T; start += chunkTokens) {
+        await this.between(options);
+        const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
+        const { final } = await this.forward(weights, cache, chunk, options);
+        result.set(await this.headLogits(weights, final, chunk.T), start * V);
+      }
+      return result;
+    } finally {
+      if (options.weights) await this.device?.endCall(options.weights);
     }
-    return result;
   }
 
   /** Teacher-forced inspection of sequences: next-token log-probabilities, top-k, and residual streams. */
@@ -284,59 +299,63 @@ export class Gemma3Engine {
     requests: InspectRequest[],
     options: CallControl & { layers: number[]; topK: number; weights?: WeightSource },
   ): Promise<InspectResult[]> {
-    const weights = options.weights ?? this.source;
-    const layers = [...new Set(options.layers)].sort((a, b) => a - b);
-    for (const layer of layers) {
-      if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers)
-        throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
-    }
-    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size)
-      throw new Error(`topK must be an integer in 0…${this.config.vocab_size}`);
-    const H = this.config.hidden_size;
-    const results: InspectResult[] = [];
-    // One sequence at a time: sequences differ in length and inspection is rare, so padding buys nothing.
-    for (const request of requests) {
-      this.checkIds(request.ids);
-      const T = request.ids.length;
-      if (!(
-        Number.isInteger(request.start) &&
-        Number.isInteger(request.end) &&
-        0 <= request.start &&
-        request.start < request.end &&
-        request.end <= T
-      )) {
-        throw new Error(
-          `positions [${request.start}, ${request.end}) are not a non-empty range inside the ${T}-token sequence`,
+    try {
+      const weights = options.weights ?? this.source;
+      const layers = [...new Set(options.layers)].sort((a, b) => a - b);
+      for (const layer of layers) {
+        if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers)
+          throw new Error(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
+      }
+      if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size)
+        throw new Error(`topK must be an integer in 0…${this.config.vocab_size}`);
+      const H = this.config.hidden_size;
+      const results: InspectResult[] = [];
+      // One sequence at a time: sequences differ in length and inspection is rare, so padding buys nothing.
+      for (const request of requests) {
+        this.checkIds(request.ids);
+        const T = request.ids.length;
+        if (!(
+          Number.isInteger(request.start) &&
+          Number.isInteger(request.end) &&
+          0 <= request.start &&
+          request.start < request.end &&
+          request.end <= T
+        )) {
+          throw new Error(
+            `positions [${request.start}, ${request.end}) are not a non-empty range inside the ${T}-token sequence`,
+          );
+        }
+        const K = request.end - request.start;
+        const rows = new Float32Array(K * H); // final-normed hidden states at the inspected positions
+        const hidden: Record<number, Float32Array[]> = Object.fromEntries(
+          layers.map((layer) => [layer, [] as Float32Array[]]),
         );
+        const cache = new KvCache(this.config, 1, request.end);
+        const gemm = gemmSequences([request.end], this.options.gemmMinTokens);
+        for (let start = 0; start < request.end; start += this.chunkRows) {
+          await this.between(options);
+          const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start), gemm);
+          const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
+          const to = chunk.T;
+          const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
+          if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
+          for (const layer of layers)
+            for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
+        }
+        const positions = Array.from({ length: K }, (_, k) => request.start + k);
+        const targets = positions.map((p) => (p + 1 < T ? request.ids[p + 1]! : 0));
+        const head = await this.headLogprobs(weights, rows, targets, options.topK);
+        results.push({
+          positions,
+          nextTokenLogprobs: positions.map((p, i) => (p + 1 < T ? head.target[i]! : NaN)),
+          topK: head.top,
+          hidden,
+        });
       }
-      const K = request.end - request.start;
-      const rows = new Float32Array(K * H); // final-normed hidden states at the inspected positions
-      const hidden: Record<number, Float32Array[]> = Object.fromEntries(
-        layers.map((layer) => [layer, [] as Float32Array[]]),
-      );
-      const cache = new KvCache(this.config, 1, request.end);
-      const gemm = gemmSequences([request.end], this.options.gemmMinTokens);
-      for (let start = 0; start < request.end; start += this.chunkRows) {
-        await this.between(options);
-        const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start), gemm);
-        const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
-        const to = chunk.T;
-        const { final, layerRows } = await this.forward(weights, cache, chunk, options, { layers, from, to });
-        if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
-        for (const layer of layers)
-          for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
-      }
-      const positions = Array.from({ length: K }, (_, k) => request.start + k);
-      const targets = positions.map((p) => (p + 1 < T ? request.ids[p + 1]! : 0));
-      const head = await this.headLogprobs(weights, rows, targets, options.topK);
-      results.push({
-        positions,
-        nextTokenLogprobs: positions.map((p, i) => (p + 1 < T ? head.target[i]! : NaN)),
-        topK: head.top,
-        hidden,
-      });
+      return results;
+    } finally {
+      if (options.weights) await this.device?.endCall(options.weights);
     }
-    return results;
   }
 
   async close(): Promise<void> {
@@ -352,6 +371,7 @@ export class Gemma3Engine {
       await session.release();
     if (this.headPartial) await (await this.headPartial).release();
     this.headPartial = undefined;
+    await this.device?.release();
   }
 
   private checkIds(ids: number[]): void {
@@ -412,10 +432,17 @@ export class Gemma3Engine {
       ),
       query_positions: tensor(chunk.positions, [B, T]),
     };
-    // A call's first chunk finds its cache empty: it attends to its own keys only, and the cache is not scored.
+    // A call's first chunk finds its cache empty: it attends to its own keys only, and the cache is not scored. On
+    // the device path it scores one never-attended slot instead (position −1, zeros; its weight is exp(−∞) = 0):
+    // onnxruntime's WebGPU provider crashes on a past of length 0 (measured on Mesa's lavapipe).
     const fresh = chunk.start === 0;
+    const neverSlot = fresh && this.device !== undefined;
     for (const type of types) {
-      const keys = fresh ? chunk.positions : cache.keyPositions(type, chunk.positions, T);
+      const keys = !fresh
+        ? cache.keyPositions(type, chunk.positions, T)
+        : neverSlot
+          ? withNeverSlot(chunk.positions, B, T)
+          : chunk.positions;
       positionFeeds[`key_positions_${type}`] = tensor(keys, [B, keys.length / B]);
     }
     const shared = await this.sessions.positions.run(positionFeeds);
@@ -431,8 +458,13 @@ export class Gemma3Engine {
       const q = await this.linear(weights, tile, n.q_proj, x, M, chunk);
       const k = await this.linear(weights, tile, n.k_proj, x, M, chunk);
       const v = await this.linear(weights, tile, n.v_proj, x, M, chunk);
+      const slots = neverSlot ? 1 : 0;
       const past = fresh
-        ? { key: new Float32Array(0), value: new Float32Array(0), dims: [B, nKV, 0, D] }
+        ? {
+            key: new Float32Array(B * nKV * slots * D),
+            value: new Float32Array(B * nKV * slots * D),
+            dims: [B, nKV, slots, D],
+          }
         : cache.past(layer);
       const attention = await this.sessions.attention[type]!.run({
         q: tensor(q, [B, T, nH * D]),
@@ -503,6 +535,7 @@ export class Gemma3Engine {
     M: number,
     chunk: Chunk,
   ): Promise<Float32Array> {
+    if (this.device) return this.device.project(weights, name, x, M);
     const [N, K] = this.checkpoint.info(name).shape as [number, number];
     const bits = weights.bf16(name);
     const kernel = (rows: Float32Array) => {
@@ -530,10 +563,17 @@ export class Gemma3Engine {
   }
 
   /** Logits [R, vocab] of final-normed rows through the tied head. */
-  private headLogits(weights: WeightSource, rows: Float32Array, R: number): Float32Array {
-    const { vocab_size: V, hidden_size: H } = this.config;
-    const out = new Float32Array(R * V);
-    matmulBf16(rows, weights.bf16(embedTokensName(this.config.tensor_prefix)), out, R, V, H);
+  private headLogits(weights: WeightSource, rows: Float32Array, R: number): Promise<Float32Array> {
+    return this.headBlock(weights, rows, R, 0, this.config.vocab_size);
+  }
+
+  /** Logits [R, n] of the vocabulary block n0…n0 + n − 1 for final-normed rows (the tied head's rows of it). */
+  private async headBlock(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number) {
+    const name = embedTokensName(this.config.tensor_prefix);
+    if (this.device) return this.device.project(weights, name, rows, R, { start: n0, count: n });
+    const H = this.config.hidden_size;
+    const out = new Float32Array(R * n);
+    matmulBf16(rows, weights.bf16(name).subarray(n0 * H, (n0 + n) * H), out, R, n, H);
     return out;
   }
 
@@ -547,20 +587,18 @@ export class Gemma3Engine {
     targets: number[],
     topK: number,
   ): Promise<{ target: number[]; top: { ids: number[]; logprobs: number[] }[] }> {
-    const { vocab_size: V, hidden_size: H } = this.config;
+    const V = this.config.vocab_size;
     const R = targets.length;
-    this.headPartial ??= ort.InferenceSession.create(buildHeadPartialGraph(), sessionOptions(this.options.threads));
+    this.headPartial ??= ort.InferenceSession.create(buildHeadPartialGraph(), graphOptions(this.options));
     const session = await this.headPartial;
     const max = new Float64Array(R).fill(-Infinity);
     const sum = new Float64Array(R);
     const targetLogit = new Float64Array(R);
     const candidates: { id: number; logit: number }[][] = Array.from({ length: R }, () => []);
-    const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
     const perBlock = Math.max(1, Math.min(V, Math.floor(BLOCK_ELEMENTS / R)));
     for (let n0 = 0; n0 < V; n0 += perBlock) {
       const n = Math.min(perBlock, V - n0);
-      const block = new Float32Array(R * n);
-      matmulBf16(rows, embedding.subarray(n0 * H, (n0 + n) * H), block, R, n, H);
+      const block = await this.headBlock(weights, rows, R, n0, n);
       const k = Math.min(Math.max(topK, 1), n);
       const target = Int32Array.from(targets, (id) => Math.min(Math.max(id - n0, 0), n - 1));
       const out = await session.run({
@@ -660,6 +698,18 @@ export function callMemoryBytes(
   return { cache, chunk, total: cache + chunk };
 }
 
+/** Options of the graphs between the projections: on the CPU, or on the device's provider. */
+function graphOptions(options: EngineOptions): ort.InferenceSession.SessionOptions {
+  const cpu = sessionOptions(options.threads);
+  const device = options.device ?? 'cpu';
+  return device === 'cpu' ? cpu : DeviceProjections.sessionOptions(device, cpu);
+}
+
+/** A projection session's: constant folding off, so that a BF16 weight's Cast is not folded into a float32 copy. */
+function projectionOptions(graph: ort.InferenceSession.SessionOptions): ort.InferenceSession.SessionOptions {
+  return { ...graph, extra: { ...graph.extra, optimization: { disable_specified_optimizers: 'ConstantFolding' } } };
+}
+
 function sessionOptions(threads?: number): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: ['cpu'],
@@ -689,6 +739,16 @@ function paddedChunk(prompts: number[][], pads: number[], start: number, T: numb
     }
   }
   return { ids, positions, start, T, gemm };
+}
+
+/** Key positions [B, 1 + T]: a never-attended slot (−1), then each sequence's chunk positions. */
+function withNeverSlot(positions: Int32Array, B: number, T: number): Int32Array {
+  const out = new Int32Array(B * (1 + T));
+  for (let b = 0; b < B; b++) {
+    out[b * (1 + T)] = -1;
+    out.set(positions.subarray(b * T, (b + 1) * T), b * (1 + T) + 1);
+  }
+  return out;
 }
 
 /** The rows [b·T, (b + 1)·T) of the sequences b with chunk.gemm[b] === gemm, back to back. */

@@ -5,7 +5,14 @@ import type { Checkpoint } from './checkpoint.ts';
 import { adviseHugePages } from './kernels.ts';
 
 /** BF16 bits of a text tensor by canonical checkpoint name: row-major, as in the safetensors file. Never write into it. */
-export type WeightSource = { bf16(name: string): Uint16Array };
+export type WeightSource = {
+  bf16(name: string): Uint16Array;
+  /**
+   * True where bf16(name) cannot change while the engine lives (the service's pristine weights), so that a device may
+   * keep its copy across calls (device.ts). Absent or false: only the engine's own source is taken as such.
+   */
+  stable?(name: string): boolean;
+};
 
 /**
  * BF16 storage for `length` values in shared memory, so that the service's engine worker (engine-host.ts) reads the
