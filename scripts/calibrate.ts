@@ -8,7 +8,13 @@ import { calibrate } from '../taskset/calibration.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import type { FamilyId } from '../taskset/types.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
-import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
+import {
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  locationFromFlags,
+  TARGET_FLAG_CHOICES,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   ...TARGET_FLAG_DEFAULTS,
@@ -16,7 +22,6 @@ const defaults = {
   'eligible-per-family': 3,
   families: undefined as string | undefined, // comma-separated subset, default all ten
   output: 'runs/calibration.json',
-  device: 'cpu',
 };
 
 export const command = defineCommand({
@@ -33,17 +38,16 @@ export const command = defineCommand({
     'eligible-per-family': 'distinct eligible parameter sets to select per family',
     families: 'comma-separated subset of the families; default all ten',
     output: 'the calibration file (every examined seed with its measurements and reasons)',
-    device: 'cpu',
   },
   integers: ['seeds', 'eligible-per-family'],
-  choices: { device: ['cpu'] },
+  choices: TARGET_FLAG_CHOICES,
   check: (flags) => familyProblems(flags.families),
 });
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const families = familyList(flags.families);
-  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: flags.device as 'cpu' });
+  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: deviceFromFlags(flags) });
   const started = Date.now();
   const result = await calibrate({
     evaluator,

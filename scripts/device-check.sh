@@ -2,16 +2,15 @@
 # The GPU check of issue 13, point 7, for a machine with a GPU: bash scripts/device-check.sh
 #
 # Installs and downloads nothing (run `npm ci` beforehand, as the README says) and ends within 8 minutes (each step
-# has its own timeout). Two steps, each reported as one JSON line on stdout:
+# has its own timeout: 90 + 150 + 220 s). Three steps, each reported as one JSON line on stdout:
 #   1. provider: a projection of the 1B shape (x [8, 1152] · Wᵀ, W [6912, 1152] holding BF16 values) on
 #      onnxruntime-node's GPU provider, against the CPU BF16 kernel. CUDA where its libraries are present beside
 #      the binding (they come from NuGet at install time, which these machines cannot reach), WebGPU (bundled: Dawn
 #      on Vulkan) otherwise or if CUDA fails. The line says which provider ran, or each one's error text.
-#   2. engine: the engine asked for that device (`iwibench logits --device …` on a tiny checkpoint). The golden
-#      logits test and `bench engine --preset gemma-3-1b-shape` need the engine on the device; this version has no
-#      device path (docs/engine.md, "GPU") and refuses it, and the script says so and stops.
-# Exit status: 1 no GPU provider ran, 2 a provider ran but the engine has no path for it (with this version, one of
-# the two: there is no success to report until the engine runs on a device).
+#   2. golden: test/service/model/golden.test.ts with IWIBENCH_TEST_DEVICE set to that provider: the engine's logits
+#      on the device (`--device`, docs/engine.md "GPU") against Hugging Face transformers' on both tiny presets.
+#   3. bench: `iwibench bench engine --preset gemma-3-1b-shape --device <provider>` (its JSON, on one line).
+# Exit status: 0 every step ran and passed, 1 no GPU provider ran, 2 the golden test failed, 3 the benchmark failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -80,7 +79,7 @@ for (const provider of cuda ? ['cuda', 'webgpu'] : ['webgpu']) {
 console.log(JSON.stringify({ step: 'provider', provider: null, ran: false, cuda_libraries: cuda, errors }));
 process.exit(1);
 EOF
-PROBE=$(timeout 180 node --import tsx "$WORK/probe.mts" 2>"$WORK/probe.err")
+PROBE=$(timeout 90 node --import tsx "$WORK/probe.mts" 2>"$WORK/probe.err")
 STATUS=$?
 [ -n "$PROBE" ] && echo "$PROBE"
 if [ $STATUS -ne 0 ]; then
@@ -91,16 +90,29 @@ if [ $STATUS -ne 0 ]; then
 fi
 PROVIDER=$(node -e 'console.log(JSON.parse(process.argv[1]).provider)' "$PROBE")
 
-# Step 2: the engine on that device (bin/iwibench.js itself: `npx iwibench` in the repository installs it into npx's
-# cache, which runs its install script and so rebuilds the addon).
-timeout 60 node bin/iwibench.js make-tiny-checkpoint --out "$WORK/tiny" --preset tiny --seed 7 >/dev/null 2>"$WORK/make.err" || { cat "$WORK/make.err" >&2; exit 1; }
-ENGINE_ERR=$(timeout 120 node bin/iwibench.js logits --model-dir "$WORK/tiny" --ids 2,105,2364 --out "$WORK/logits.npy" --device "$PROVIDER" 2>&1 >/dev/null)
-if [ $? -ne 0 ]; then
-  MESSAGE=$(printf '%s' "$ENGINE_ERR" | grep -v XDG_RUNTIME_DIR | tail -3 | tr '\n' ' ')
-  node -e 'console.log(JSON.stringify({ step: "engine", device: process.argv[1], accepted: false, refusal: process.argv[2].trim(),
-    golden_test: "not run", bench_engine: "not run" }))' "$PROVIDER" "$MESSAGE"
-  echo "device-check: $PROVIDER runs onnxruntime here, but the engine has no $PROVIDER path (docs/engine.md, \"GPU\"): the golden logits test and bench engine were not run on the GPU" >&2
+# Step 2: the golden logits on that device (vitest from node_modules: nothing is fetched).
+GOLDEN_LOG="$WORK/golden.log"
+IWIBENCH_TEST_DEVICE=$PROVIDER timeout 150 node_modules/.bin/vitest run test/service/model/golden.test.ts >"$GOLDEN_LOG" 2>&1
+GOLDEN=$?
+SUMMARY=$(sed 's/\x1b\[[0-9;]*m//g' "$GOLDEN_LOG" | grep -E '^ *Tests +[0-9]' | tr -s ' ' | tail -1)
+node -e 'console.log(JSON.stringify({ step: "golden", device: process.argv[1], passed: process.argv[2] === "0", exit: Number(process.argv[2]), summary: process.argv[3].trim() }))' "$PROVIDER" "$GOLDEN" "$SUMMARY"
+if [ $GOLDEN -ne 0 ]; then
+  grep -v XDG_RUNTIME_DIR "$GOLDEN_LOG" | tail -30 >&2
+  echo "device-check: the golden logits test failed on --device $PROVIDER" >&2
   exit 2
 fi
-echo "device-check: the engine accepted --device $PROVIDER; this script predates any device path: extend it to run test/service/model/golden.test.ts and bench engine on it" >&2
-exit 2
+
+# Step 3: bench engine on the 1B shape (bin/iwibench.js itself: `npx iwibench` in the repository installs it into
+# npx's cache, which runs its install script and so rebuilds the addon); it makes its checkpoint in the system temp
+# folder on first use (2 GB, kept for the next run, as `bench engine` does).
+BENCH=$(timeout 220 node bin/iwibench.js bench engine --preset gemma-3-1b-shape --device "$PROVIDER" 2>"$WORK/bench.err")
+STATUS=$?
+if [ $STATUS -ne 0 ]; then
+  node -e 'console.log(JSON.stringify({ step: "bench", device: process.argv[1], ran: false, exit: Number(process.argv[2]) }))' "$PROVIDER" "$STATUS"
+  grep -v XDG_RUNTIME_DIR "$WORK/bench.err" | tail -10 >&2
+  echo "device-check: bench engine failed on --device $PROVIDER" >&2
+  exit 3
+fi
+node -e 'console.log(JSON.stringify({ step: "bench", ...JSON.parse(process.argv[1]) }))' "$BENCH"
+echo "device-check: $PROVIDER ran the projection, passed the golden logits test and ran bench engine" >&2
+exit 0

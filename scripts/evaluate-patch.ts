@@ -1,4 +1,4 @@
-// npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT
+// npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT [--device D]
 // Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal
 // items and general controls generated on pristine and patched weights, each in a fresh process, then checked and
 // scored; writes OUT/results.json and prints its score as JSON. (The fresh process is service/evaluate-worker.ts.)
@@ -9,6 +9,7 @@ import { Tokenizer } from '../service/model/tokenizer.ts';
 import { evaluateEpisode } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -19,6 +20,7 @@ const defaults = {
   patch: undefined as string | undefined,
   'patch-id': undefined as string | undefined, // the id the patch folder must hold
   'output-dir': undefined as string | undefined,
+  device: TARGET_FLAG_DEFAULTS.device,
 };
 
 export const command = defineCommand({
@@ -38,8 +40,10 @@ export const command = defineCommand({
     patch: 'the patch folder (patch.json, patch.safetensors); none: pristine only',
     'patch-id': 'with --patch: the id the folder must hold (as submit reported it)',
     'output-dir': 'results.json',
+    device: TARGET_FLAG_HELP.device,
   },
   numbers: ['seed', 'control-seed'],
+  choices: TARGET_FLAG_CHOICES,
 });
 
 export async function main(argv: string[]): Promise<void> {
@@ -62,6 +66,7 @@ export async function main(argv: string[]): Promise<void> {
   mkdirSync(flags['output-dir']!, { recursive: true });
   const results = await evaluateEpisode({
     location,
+    device: deviceFromFlags(flags),
     task,
     outputDir: flags['output-dir']!,
     patch,

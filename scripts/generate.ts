@@ -4,6 +4,7 @@ import { Checkpoint } from '../service/model/checkpoint.ts';
 import type { Device } from '../service/model/device.ts';
 import { Gemma3Engine } from '../service/model/runtime.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
+import { DEVICE_CHOICES, DEVICE_HELP } from './target-flags.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
@@ -26,11 +27,11 @@ export const command = defineCommand({
     prompt: 'a user message',
     system: 'a system message before each prompt',
     'max-new-tokens': 'tokens to generate at most',
-    device: 'cpu or cuda',
+    device: DEVICE_HELP,
   },
   required: ['model-dir', 'prompt'],
   integers: ['max-new-tokens'],
-  choices: { device: ['cpu', 'cuda'] },
+  choices: { device: DEVICE_CHOICES },
 });
 
 export async function main(argv: string[]): Promise<void> {

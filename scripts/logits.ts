@@ -1,9 +1,10 @@
-// npx iwibench logits --model-dir DIR --ids 2,105,2364,... --out FILE.npy [--device cpu|cuda]
+// npx iwibench logits --model-dir DIR --ids 2,105,2364,... --out FILE.npy [--device cpu|cuda|webgpu|ort-cpu]
 // Float32 logits of every position, shape [T, vocab], for checks against independent implementations.
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { writeNpy } from '../service/model/npy.ts';
 import type { Device } from '../service/model/device.ts';
 import { Gemma3Engine } from '../service/model/runtime.ts';
+import { DEVICE_CHOICES, DEVICE_HELP } from './target-flags.ts';
 import { defineCommand, parseCommand, parseIntList } from './args.ts';
 
 const defaults = {
@@ -26,12 +27,12 @@ export const command = defineCommand({
     revision: 'snapshot revision, for a cache repo folder',
     ids: 'comma-separated token ids',
     out: 'the .npy file to write',
-    device: 'cpu or cuda',
+    device: DEVICE_HELP,
     chunk: 'positions per run through the KV cache',
   },
   required: ['model-dir', 'ids', 'out'],
   integers: ['chunk'],
-  choices: { device: ['cpu', 'cuda'] },
+  choices: { device: DEVICE_CHOICES },
   check: (flags) => {
     try {
       if (flags.ids !== undefined) parseIntList(flags.ids, '--ids');

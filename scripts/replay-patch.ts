@@ -8,7 +8,13 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { RESULTS_FORMAT, evaluateEpisode, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, openTarget } from './target-flags.ts';
+import {
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  openTarget,
+  TARGET_FLAG_CHOICES,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   'control-seed': undefined as number | undefined,
@@ -35,6 +41,7 @@ export const command = defineCommand({
   required: ['control-seed'],
   integers: ['control-seed', 'items-per-kind'],
   positionals: { names: 'RESULTS', min: 1, max: 1 },
+  choices: TARGET_FLAG_CHOICES,
 });
 
 /** Of the items the pristine model answered correctly, the share the patched model still answers correctly. */
@@ -80,6 +87,7 @@ export async function main(argv: string[]): Promise<void> {
   const patch = { dir: patchDir, id: original.patch.sha256 };
   const results = await evaluateEpisode({
     location,
+    device: deviceFromFlags(flags),
     task: merged,
     outputDir,
     patch,

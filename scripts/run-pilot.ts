@@ -9,7 +9,14 @@ import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
-import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
+import {
+  SERVICE_ENV_HELP,
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  serviceAndTarget,
+  TARGET_FLAG_CHOICES,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   'service-env': undefined as string | undefined,
@@ -39,7 +46,7 @@ export const command = defineCommand({
     ...EDITOR_FLAG_HELP,
   },
   integers: ['workers', 'attempts', 'items-per-kind'],
-  choices: EDITOR_FLAG_CHOICES,
+  choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
   positionals: { names: 'CALIBRATION', min: 1, max: 1 },
 });
 
@@ -58,6 +65,7 @@ export async function main(argv: string[]): Promise<void> {
     episodes: calibration.episodes,
     service,
     location: target.location,
+    device: deviceFromFlags(flags),
     taskset: new Taskset({ tokenizer: target.tokenizer }),
     editor: config,
     editorLabel: label,

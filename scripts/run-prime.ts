@@ -8,7 +8,14 @@ import { runAttempt } from '../taskset/attempt.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, familyProblems, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
-import { SERVICE_ENV_HELP, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, serviceAndTarget } from './target-flags.ts';
+import {
+  SERVICE_ENV_HELP,
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  serviceAndTarget,
+  TARGET_FLAG_CHOICES,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   family: undefined as string | undefined,
@@ -38,7 +45,7 @@ export const command = defineCommand({
   },
   required: ['family', 'seed'],
   integers: ['seed', 'control-seed', 'items-per-kind'],
-  choices: EDITOR_FLAG_CHOICES,
+  choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
   check: (flags) => familyProblems(flags.family),
 });
 
@@ -58,6 +65,7 @@ export async function main(argv: string[]): Promise<void> {
     task,
     service,
     location: target.location,
+    device: deviceFromFlags(flags),
     editor: config,
     editorLabel: label,
     dir: outputDir,

@@ -3,16 +3,20 @@
 // Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url", "model", "revision", …} on
 // stdout when ready (the model and revision of the checkpoint it loaded); stops on SIGINT or SIGTERM.
 import { startService } from '../service/server.ts';
-import type { Device } from '../service/model/device.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, locationFromFlags } from './target-flags.ts';
+import {
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  locationFromFlags,
+  TARGET_FLAG_CHOICES,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   ...TARGET_FLAG_DEFAULTS,
   'output-dir': 'runs/service',
   host: '127.0.0.1',
   port: 8768,
-  device: 'cpu',
   threads: 0, // 0: one per logical CPU
   'call-time-limit': 120, // seconds of running time one call may take (its own slices, not its waits)
   'log-level': 'info',
@@ -28,13 +32,12 @@ export const command = defineCommand({
     'output-dir': 'episodes (specs, states, write ops) and service.json',
     host: 'address to listen on',
     port: 'port to listen on (0: any free one)',
-    device: 'cpu: the engine runs its BF16 projections on the CPU (README, "GPU")',
     threads: 'engine threads; 0: one per logical CPU',
     'call-time-limit': 'seconds of running time one call may take (its own slices, not its waits)',
     'log-level': 'pino level of the request log on stderr',
   },
   integers: ['port', 'threads'],
-  choices: { device: ['cpu'], 'log-level': ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  choices: { ...TARGET_FLAG_CHOICES, 'log-level': ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
   check: (flags) => (flags['call-time-limit'] > 0 ? [] : ['--call-time-limit must be a positive number of seconds']),
 });
 
@@ -45,7 +48,7 @@ export async function main(argv: string[]): Promise<void> {
     outputDir: flags['output-dir'],
     host: flags.host,
     port: flags.port,
-    device: flags.device as Device,
+    device: deviceFromFlags(flags),
     threads: flags.threads || undefined,
     callTimeLimitSeconds: flags['call-time-limit'],
     logLevel: flags['log-level'],

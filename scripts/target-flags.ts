@@ -1,6 +1,7 @@
 // Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot).
 import path from 'node:path';
 import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../service/model/checkpoint.ts';
+import { DEVICES, type Device } from '../service/model/device.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { AdminClient } from '../taskset/service-client.ts';
 import type { ServiceEnv } from '../taskset/service-client.ts';
@@ -12,6 +13,7 @@ export const TARGET_FLAG_DEFAULTS = {
   'cache-dir': undefined as string | undefined,
   revision: undefined as string | undefined,
   'allow-unpinned-revision': false,
+  device: 'cpu',
 };
 
 const pinned = Object.keys(PINNED_REVISIONS).join(', ');
@@ -21,7 +23,19 @@ export const TARGET_FLAG_HELP = {
   'cache-dir': 'Hugging Face cache root; default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub',
   revision: "snapshot commit or ref name; default: a pinned id's pinned revision, else refs/main",
   'allow-unpinned-revision': 'accept a --revision of a pinned id other than the pinned one',
+  device:
+    'where the projections run: cpu (the BF16 kernel), cuda or webgpu (onnxruntime GPU providers, unverified on a GPU), ort-cpu (the GPU path on the CPU)',
 };
+
+/** `--device` (docs/engine.md, "GPU"): one definition for every command that runs the engine. */
+export const DEVICE_CHOICES: string[] = [...DEVICES];
+export const DEVICE_HELP = TARGET_FLAG_HELP.device;
+export const TARGET_FLAG_CHOICES = { device: DEVICE_CHOICES };
+
+/** --device as the engine takes it (parseCommand has checked it against DEVICE_CHOICES). */
+export function deviceFromFlags(flags: { device: string }): Device {
+  return flags.device as Device;
+}
 
 type TargetFlags = typeof TARGET_FLAG_DEFAULTS;
 
@@ -80,6 +94,7 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
       cacheDir,
       model,
       revision,
+      device: flags.device,
       outputDir: path.join(outputDir, 'service'),
     });
     service = started;
@@ -90,6 +105,13 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
     await stop();
     throw new Error(
       `the service serves ${health.model}@${health.revision}, but evaluation would use ${target.modelId}@${target.revision}`,
+    );
+  }
+  // The editor's run_target view must be what evaluation sees: both run the projections on the same device.
+  if ((health.device ?? 'cpu') !== flags.device) {
+    await stop();
+    throw new Error(
+      `the service runs its projections on --device ${health.device ?? 'cpu'}, but evaluation would use --device ${flags.device}`,
     );
   }
   return { target, service, stop };

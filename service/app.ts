@@ -67,6 +67,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     status: 'ok',
     model: options.target.modelId,
     revision: options.target.checkpoint.revision,
+    device: options.target.device,
     package_version: PACKAGE_VERSION,
     episodes: registry.list().length,
     queue: options.target.queue.pending,

@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
   const run = await evaluateItems(job.location, job.items, {
     patch: job.patch ?? undefined,
+    device: job.device,
     onProgress: (done, total) =>
       process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
   });

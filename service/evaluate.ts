@@ -172,7 +172,13 @@ export function evaluationProcessBytes(location: CheckpointLocation): number {
 }
 
 /** The job file of one evaluation process: the checkpoint, the items, and the patch to apply (null: pristine weights). */
-export type EvaluationJob = { location: CheckpointLocation; items: EvaluationItem[]; patch: PatchRef | null };
+export type EvaluationJob = {
+  location: CheckpointLocation;
+  items: EvaluationItem[];
+  patch: PatchRef | null;
+  /** Where the engine's projections run (absent: cpu); the service an editor used must have run on the same. */
+  device?: Device;
+};
 
 /** The fresh process's own file, run through tsx's loader as bin/iwibench.js runs the CLI. */
 export const EVALUATION_WORKER = fileURLToPath(new URL('./evaluate-worker.ts', import.meta.url));

@@ -28,6 +28,8 @@ export class Target {
     readonly tokenizer: Tokenizer,
     readonly store: WeightStore,
     readonly engine: EngineHost,
+    /** Where the engine runs its projections (/health says it: evaluation must use the same). */
+    readonly device: Device,
     callTimeLimitSeconds: number,
   ) {
     this.queue = new ExecutionQueue(256, callTimeLimitSeconds * 1000);
@@ -44,7 +46,14 @@ export class Target {
       threads: options.threads,
       device: options.device,
     });
-    return new Target(checkpoint, tokenizer, store, engine, options.callTimeLimitSeconds ?? DEFAULT_CALL_TIME_LIMIT_S);
+    return new Target(
+      checkpoint,
+      tokenizer,
+      store,
+      engine,
+      options.device ?? 'cpu',
+      options.callTimeLimitSeconds ?? DEFAULT_CALL_TIME_LIMIT_S,
+    );
   }
 
   get modelId(): string {

@@ -1,6 +1,7 @@
 // One attempt: an episode on the service, the editor driven through the harness until it submits, and the patch
 // evaluated in fresh processes. Everything lands in the attempt's folder; attempt.json, written last, marks it
 // complete, so an interrupted attempt is recognised and rerun from scratch.
+import type { Device } from '../service/model/device.ts';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -57,6 +58,8 @@ export type AttemptOptions = {
   task: Task;
   service: ServiceEnv;
   location: CheckpointLocation;
+  /** Where evaluation runs the projections: the device of the service the editor used (EvaluateOptions.device). */
+  device?: Device;
   editor: EditorConfig;
   editorLabel: string;
   dir: string;
@@ -89,6 +92,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const used = summary.budget.used;
   const results = await evaluateEpisode({
     location: options.location,
+    device: options.device,
     task: task.subset(options.itemsPerKind),
     pristineCacheDir: options.pristineCacheDir,
     outputDir: dir,

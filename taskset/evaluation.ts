@@ -2,6 +2,7 @@
 // generated on the pristine weights and on the patched weights, each in a fresh `node` process running the fixed
 // inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
 // output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
+import type { Device } from '../service/model/device.ts';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -74,7 +75,7 @@ export type ResultsFile = {
 
 /** Run one fresh evaluation process once the memory gate lets it start, and read back its outputs. */
 async function runWorker(
-  location: CheckpointLocation,
+  { location, device }: Pick<EvaluateOptions, 'location' | 'device'>,
   items: EvaluationItem[],
   outFile: string,
   patch?: PatchRef,
@@ -86,7 +87,7 @@ async function runWorker(
     `evaluation process (${patch ? 'patched' : 'pristine'})`,
   );
   try {
-    return await evaluateInFreshProcess({ location, items, patch: patch ?? null }, outFile, {
+    return await evaluateInFreshProcess({ location, items, patch: patch ?? null, device }, outFile, {
       onStart: (child) => {
         pid = child.pid;
         // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
@@ -105,6 +106,8 @@ export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
 
 export type EvaluateOptions = {
   location: CheckpointLocation;
+  /** Where the evaluation processes' engine runs its projections (absent: cpu): the service's device. */
+  device?: Device;
   task: Task;
   outputDir: string;
   /** The patch to evaluate and the id it must hold (from the submission's records): any other is refused. */
@@ -128,7 +131,7 @@ export async function evaluateEpisode(options: EvaluateOptions): Promise<Results
   const items = evaluationItems(task.spec);
   const base = await pristineRun(options, items);
   const edited = options.patch
-    ? await runWorker(options.location, items, path.join(outputDir, 'outputs-edited.json'), options.patch)
+    ? await runWorker(options, items, path.join(outputDir, 'outputs-edited.json'), options.patch)
     : base;
   const results = buildResults(options, base, edited);
   writeJsonAtomic(path.join(outputDir, 'results.json'), results);
@@ -137,17 +140,24 @@ export async function evaluateEpisode(options: EvaluateOptions): Promise<Results
 
 async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): Promise<EvaluationRun> {
   const file = path.join(options.outputDir, 'outputs-pristine.json');
-  if (!options.pristineCacheDir) return runWorker(options.location, items, file);
+  if (!options.pristineCacheDir) return runWorker(options, items, file);
   const model = targetModel(options.location);
   const key = createHash('sha256')
-    .update(JSON.stringify([model.id, model.revision, items]))
+    .update(
+      JSON.stringify([
+        model.id,
+        model.revision,
+        items,
+        ...(options.device && options.device !== 'cpu' ? [options.device] : []),
+      ]),
+    )
     .digest('hex');
   const cached = path.join(options.pristineCacheDir, `${key}.json`);
   if (existsSync(cached)) {
     copyFileSync(cached, file);
     return JSON.parse(readFileSync(cached, 'utf8')) as EvaluationRun;
   }
-  const run = await runWorker(options.location, items, file);
+  const run = await runWorker(options, items, file);
   writeJsonAtomic(cached, run);
   return run;
 }

@@ -1,6 +1,7 @@
 // A pilot: every selected episode of a calibration, attempted by one editor, with N editors running at once against
 // one service. Resumable: completed attempts are kept as they are, interrupted ones (no attempt.json) are rerun
 // after any evaluation process they left behind has ended; pilot.json lists every attempt.
+import type { Device } from '../service/model/device.ts';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
@@ -16,6 +17,8 @@ export type PilotOptions = {
   episodes: Calibration['episodes'];
   service: ServiceEnv;
   location: CheckpointLocation;
+  /** The service's device, for evaluation (AttemptOptions.device). */
+  device?: Device;
   taskset: Taskset;
   editor: EditorConfig;
   editorLabel: string;
@@ -80,6 +83,7 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
           task: options.taskset.task(attempt),
           service: options.service,
           location: options.location,
+          device: options.device,
           editor: options.editor,
           editorLabel: options.editorLabel,
           dir,

@@ -64,7 +64,7 @@ export class AdminClient {
     return { authorization: `Bearer ${this.token}` };
   }
 
-  health(): Promise<{ status: string; model: string; revision: string }> {
+  health(): Promise<{ status: string; model: string; revision: string; device?: string }> {
     return request(`${this.baseUrl}/health`, 'GET', {});
   }
 

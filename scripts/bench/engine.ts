@@ -1,4 +1,5 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
+//   [--device cpu|cuda|webgpu|ort-cpu]
 // Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS (read before the references allocate
 // their buffers), against references measured in the same run:
 // the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes per token ÷ bandwidth) and
@@ -12,6 +13,7 @@ import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { adviseHugePages, jsKernels, kernelInfo, matmulBf16, readBandwidth } from '../../service/model/kernels.ts';
 import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
+import { checkDevice } from '../../service/model/device.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { matMulPeak, median, timeMs } from './reference.ts';
@@ -21,11 +23,14 @@ const defaults = {
   'model-dir': undefined as string | undefined,
   'prompt-tokens': 512,
   'decode-tokens': 16,
+  device: 'cpu',
 };
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);
   if (!PRESETS.includes(flags.preset as Preset)) throw new Error(`--preset must be one of ${PRESETS.join(', ')}`);
+  const device = flags.device;
+  checkDevice(device);
   const dir = flags['model-dir'] ?? path.join(os.tmpdir(), `iwibench-bench-${flags.preset}`);
   if (!flags['model-dir'] && !existsSync(dir)) {
     process.stderr.write(`making ${flags.preset} checkpoint in ${dir} …\n`);
@@ -60,7 +65,7 @@ export async function main(argv: string[]): Promise<void> {
 
   process.stderr.write(`loading ${checkpoint.modelId} …\n`);
   const loadStart = Date.now();
-  const engine = await Gemma3Engine.create({ checkpoint });
+  const engine = await Gemma3Engine.create({ checkpoint, device });
   await engine.generate([prompt.slice(0, 4)], { maxNewTokens: 1 }); // reads every weight once
   const loadSeconds = (Date.now() - loadStart) / 1000;
 
@@ -81,6 +86,11 @@ export async function main(argv: string[]): Promise<void> {
   process.stderr.write('decode batch 1 and 8 …\n');
   const decode1 = await decode(engine, 1, flags['decode-tokens'], 3);
   const decode8 = await decode(engine, 8, flags['decode-tokens'], 3);
+  // On a device: how many tensors went to it, and the most times one did (1: each once, over every call above).
+  const uploads = engine.deviceUploads && {
+    tensors: engine.deviceUploads.size,
+    most_per_tensor: Math.max(...engine.deviceUploads.values()),
+  };
   await engine.close();
   // The engine's peak: the references below allocate their own buffers only after it is read.
   const peakRss = process.resourceUsage().maxRSS * 1024;
@@ -106,6 +116,8 @@ export async function main(argv: string[]): Promise<void> {
   const report = {
     ...benchHeader('engine', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
+    device,
+    ...(uploads ? { device_uploads: uploads } : {}),
     kernel: kernelInfo(),
     params,
     bf16_bytes_per_token: bytesPerToken,

@@ -107,3 +107,32 @@ describe('EngineHost (worker thread)', () => {
     expect(ticks).toBeGreaterThan(ms / 5 / 4);
   });
 });
+
+describe('EngineHost on the device path (--device ort-cpu)', () => {
+  it('gives what the device engine gives in-process, and sees an edit made in place between calls', async () => {
+    const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
+    const pristine = checkpointSource(checkpoint);
+    const engine = await Gemma3Engine.create({ checkpoint, source: pristine, device: 'ort-cpu' });
+    const host = await EngineHost.start(checkpoint, pristine, { device: 'ort-cpu' });
+    try {
+      const prompts = [IDS.slice(0, 12), IDS.slice(0, 5)];
+      expect(await host.generate(prompts, { maxNewTokens: 4 })).toEqual(
+        await engine.generate(prompts, { maxNewTokens: 4 }),
+      );
+      // The worker marks the pristine arrays stable (kept on the device) and the episode's copy not (sent per call).
+      const name = layerTensorNames(checkpoint.config.tensor_prefix, 3).up_proj;
+      const edited = copyBf16(pristine.bf16(name));
+      const weights = overlaySource(pristine, new Map([[name, edited]]));
+      const before = await host.logits(IDS, { weights });
+      expect(sameBits(before, await engine.logits(IDS, { weights }))).toBe(true);
+      for (let i = 0; i < edited.length; i += 5) edited[i] = 0x3f80; // 1.0
+      const after = await host.logits(IDS, { weights });
+      expect(sameBits(after, before)).toBe(false);
+      expect(sameBits(after, await engine.logits(IDS, { weights }))).toBe(true);
+    } finally {
+      await host.close();
+      await engine.close();
+      checkpoint.close();
+    }
+  });
+});
