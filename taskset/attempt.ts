@@ -1,10 +1,10 @@
 // One attempt: an episode on the service, the editor driven through the harness until it submits, and the patch
 // evaluated in fresh processes. Everything lands in the attempt's folder; attempt.json, written last, marks it
 // complete, so an interrupted attempt is recognised and rerun from scratch.
-import type { Device } from '../service/model/device.ts';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Device } from '../service/model/device.ts';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { evaluateEpisode, type ResultsFile } from './evaluation.ts';

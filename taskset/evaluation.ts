@@ -2,10 +2,10 @@
 // generated on the pristine weights and on the patched weights, each in a fresh `node` process running the fixed
 // inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
 // output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
-import type { Device } from '../service/model/device.ts';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Device } from '../service/model/device.ts';
 import {
   evaluateInFreshProcess,
   evaluationProcessBytes,

@@ -1,9 +1,9 @@
 // A pilot: every selected episode of a calibration, attempted by one editor, with N editors running at once against
 // one service. Resumable: completed attempts are kept as they are, interrupted ones (no attempt.json) are rerun
 // after any evaluation process they left behind has ended; pilot.json lists every attempt.
-import type { Device } from '../service/model/device.ts';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import type { Device } from '../service/model/device.ts';
 import type { CheckpointLocation } from '../service/model/checkpoint.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';

@@ -6,6 +6,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AdminClient, DEFAULT_SERVICE_URL } from '../../taskset/service-client.ts';
 import { readServiceEnv, serviceFromEnv } from '../../scripts/service-process.ts';
+import { serviceAndTarget, TARGET_FLAG_DEFAULTS } from '../../scripts/target-flags.ts';
+import { startService } from '../../service/server.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
 
 const tokens = { IWIBENCH_ADMIN_TOKEN: 'admin', IWIBENCH_EDITOR_TOKEN: 'editor' };
 
@@ -42,5 +45,31 @@ describe('the service a runner talks to', () => {
     expect(() => readServiceEnv(partial, {})).toThrow(
       /partial\.env lacks IWIBENCH_EDITOR_TOKEN \(and the environment does not set them\)/,
     );
+  });
+
+  it("refuses a service whose /health names another device than the runner's (run_target must see what evaluation sees)", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-env-'));
+    const saved = { ...process.env };
+    Object.assign(process.env, tokens);
+    const modelDir = fixtureCheckpoint('tiny');
+    const { app, url } = await startService({
+      modelDir,
+      outputDir: path.join(dir, 'service'),
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      const env = path.join(dir, 'service.env');
+      writeFileSync(env, `IWIBENCH_SERVICE_URL=${url}\n`);
+      const flags = { ...TARGET_FLAG_DEFAULTS, 'model-dir': modelDir };
+      await expect(serviceAndTarget(env, { ...flags, device: 'ort-cpu' }, dir)).rejects.toThrow(
+        'the service runs its projections on --device cpu, but evaluation would use --device ort-cpu',
+      );
+      const { target } = await serviceAndTarget(env, flags, dir);
+      expect(target.modelId).toBe('iwibench/tiny');
+    } finally {
+      await app.close();
+      process.env = saved;
+    }
   });
 });
