@@ -37,6 +37,8 @@ export type EvaluationRun = {
   /** The patch applied: `sha256` is its id, recomputed from the files and equal to the one asked for. */
   patch: (PatchSummary & { sha256_verified: boolean; touched_tensors: string[] }) | null;
   model: { id: string; revision: string };
+  /** Where the projections ran (--device). */
+  device: Device;
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
   seconds: number;
@@ -44,8 +46,8 @@ export type EvaluationRun = {
 
 /**
  * The fixed inference code of an evaluation: the pristine checkpoint, optionally with a patch applied (every digest
- * verified). Untouched weights are external initializers (fastest); a patch's touched tensors are fed from memory,
- * exactly as the service feeds an episode's edited tensors.
+ * verified): the checkpoint's BF16 tensors with the patch's touched ones over them, as the service overlays an
+ * episode's edits, on the device the service ran on.
  */
 export class ItemEvaluator {
   private constructor(
@@ -131,6 +133,7 @@ export async function evaluateItems(
     weights: options.patch ? 'patched' : 'pristine',
     patch: evaluator.patch,
     model: evaluator.model,
+    device: options.device ?? 'cpu',
     outputs,
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,

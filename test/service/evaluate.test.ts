@@ -105,6 +105,15 @@ describe('evaluateInFreshProcess', () => {
     expect(run.outputs).toEqual((await evaluateItems(location, items)).outputs);
   });
 
+  it('runs the job on its device: a patched run on --device ort-cpu is what the in-process evaluator gives there', async () => {
+    const run = await evaluateInFreshProcess(
+      { location, items, patch, device: 'ort-cpu' },
+      path.join(work, 'outputs-device.json'),
+    );
+    expect(run.device).toBe('ort-cpu');
+    expect(run.outputs).toEqual((await evaluateItems(location, items, { patch, device: 'ort-cpu' })).outputs);
+  });
+
   it("rejects with the child's exit code and last stderr line when it fails, and with the signal when it is killed", async () => {
     const swapped = { dir: other.dir, id: patch.id }; // the folder holds another patch than the id asked for
     await expect(
