@@ -13,6 +13,8 @@
 # Exit status: 0 every step ran and passed, 1 no GPU provider ran, 2 the golden test failed, 3 the benchmark failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Float32 products on CUDA, not TF32 (onnxruntime's CUDA provider enables TF32 by default; the engine sets this too).
+export NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-0}
 ROOT=$PWD
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/iwibench-device-check-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT

@@ -3,7 +3,7 @@
 // given to, call by call. One execution queue runs every call, a slice at a time.
 import { Checkpoint, type CheckpointLocation } from './model/checkpoint.ts';
 import { EngineHost } from './model/engine-host.ts';
-import { checkDevice, probeDevice, type Device } from './model/device.ts';
+import { checkDevice, prepareDevice, type Device } from './model/device.ts';
 import type { WeightSource } from './model/weight-source.ts';
 import { Tokenizer } from './model/tokenizer.ts';
 import type { ChatMessage } from '../core/chat.ts';
@@ -37,7 +37,7 @@ export class Target {
 
   static async load(location: CheckpointLocation, options: TargetOptions = {}): Promise<Target> {
     checkDevice(options.device); // before the weights load
-    await probeDevice(options.device);
+    await prepareDevice(options.device);
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     const store = new WeightStore(checkpoint);

@@ -31,12 +31,19 @@ export function checkDevice(device: string | undefined): asserts device is Devic
 }
 
 /**
- * Refuses a device whose provider onnxruntime cannot use here, with onnxruntime's reason, by making one tiny session
- * on it: before slow work, such as loading the weights. The CUDA provider's libraries come from NuGet when
- * onnxruntime-node is installed (not with ONNXRUNTIME_NODE_INSTALL=skip); WebGPU is bundled but needs a GPU adapter.
+ * Readies this process for a device and refuses one whose provider onnxruntime cannot use here, with onnxruntime's
+ * reason, by making one tiny session on it: before slow work, such as loading the weights. The CUDA provider's
+ * libraries come from NuGet when onnxruntime-node is installed (not with ONNXRUNTIME_NODE_INSTALL=skip); WebGPU is
+ * bundled but needs a GPU adapter.
+ *
+ * CUDA: onnxruntime's provider multiplies float32 in TF32 by default (10-bit mantissas, ~1e-3 relative error: HF's
+ * float32 logits would be out of reach), and onnxruntime-node passes it no `use_tf32` option; NVIDIA's
+ * NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN for the whole process, so it is set before CUDA starts,
+ * unless the environment already sets it.
  */
-export async function probeDevice(device: Device | undefined): Promise<void> {
+export async function prepareDevice(device: Device | undefined): Promise<void> {
   if (device === undefined || device === 'cpu') return;
+  if (device === 'cuda') process.env.NVIDIA_TF32_OVERRIDE ??= '0';
   const g = new GraphBuilder();
   g.output('y', g.one('Neg', [g.input('x', DataType.FLOAT, [1])]), DataType.FLOAT, [1]);
   try {

@@ -30,7 +30,7 @@ import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames }
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 import { bf16ToF32 } from './bf16.ts';
-import { DeviceProjections, checkDevice, probeDevice, type Device } from './device.ts';
+import { DeviceProjections, checkDevice, prepareDevice, type Device } from './device.ts';
 import { MAX_BATCH } from './batch.ts';
 
 export type { WeightSource } from './weight-source.ts';
@@ -158,7 +158,7 @@ export class Gemma3Engine {
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
     checkDevice(options.device);
-    await probeDevice(options.device);
+    await prepareDevice(options.device);
     for (const key of ['chunkRows', 'gemmMinTokens'] as const) {
       const value = options[key];
       if (value !== undefined && !(Number.isInteger(value) && value >= 1))

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { f32ToBf16 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { DeviceProjections, checkDevice, probeDevice } from '../../../service/model/device.ts';
+import { DeviceProjections, checkDevice, prepareDevice } from '../../../service/model/device.ts';
 import { matmulBf16 } from '../../../service/model/kernels.ts';
 import { embedTokensName, expectedTextTensors, layerTensorNames } from '../../../service/model/names.ts';
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
@@ -31,18 +31,27 @@ function maxRelative(a: Float32Array, b: Float32Array): number {
   return diff / scale;
 }
 
-describe('checkDevice and probeDevice', () => {
+describe('checkDevice and prepareDevice', () => {
   it('refuse an unknown device, naming the choices', () => {
     expect(() => checkDevice('tpu')).toThrow('--device must be one of cpu, cuda, webgpu, ort-cpu, got "tpu"');
     expect(() => checkDevice('webgpu')).not.toThrow();
   });
 
-  it('refuse cuda where its provider libraries are absent, with onnxruntime reason; accept ort-cpu', async () => {
+  it('turn TF32 off for cuda and refuse it where its provider libraries are absent, with onnxruntime reason; accept ort-cpu', async () => {
     const require = createRequire(import.meta.url);
     const binding = path.dirname(require.resolve('onnxruntime-node/bin/napi-v6/linux/x64/onnxruntime_binding.node'));
-    if (existsSync(path.join(binding, 'libonnxruntime_providers_cuda.so'))) await probeDevice('cuda');
-    else await expect(probeDevice('cuda')).rejects.toThrow(/^--device cuda: onnxruntime cannot use its cuda provider/);
-    await probeDevice('ort-cpu');
+    const saved = process.env.NVIDIA_TF32_OVERRIDE;
+    delete process.env.NVIDIA_TF32_OVERRIDE;
+    try {
+      if (existsSync(path.join(binding, 'libonnxruntime_providers_cuda.so'))) await prepareDevice('cuda');
+      else
+        await expect(prepareDevice('cuda')).rejects.toThrow(/^--device cuda: onnxruntime cannot use its cuda provider/);
+      expect(process.env.NVIDIA_TF32_OVERRIDE).toBe('0'); // float32 products, not TF32, set before CUDA starts
+    } finally {
+      if (saved === undefined) delete process.env.NVIDIA_TF32_OVERRIDE;
+      else process.env.NVIDIA_TF32_OVERRIDE = saved;
+    }
+    await prepareDevice('ort-cpu');
   });
 
   it('the target refuses an unknown device before opening the checkpoint (a missing folder is not what it says)', async () => {
