@@ -163,6 +163,31 @@ describe('the engine on --device ort-cpu', () => {
     }
   });
 
+  it('inspects as the kernel path does: log-probabilities, top-k and residual streams to within rounding', async () => {
+    const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
+    const engine = await Gemma3Engine.create({ checkpoint, device: 'ort-cpu' });
+    const kernelEngine = await Gemma3Engine.create({ checkpoint });
+    try {
+      const request = [{ ids: IDS, start: 2, end: 11 }];
+      const options = { layers: [0, 3], topK: 3 };
+      const [device] = await engine.inspect(request, options);
+      const [kernel] = await kernelEngine.inspect(request, options);
+      expect(device!.positions).toEqual(kernel!.positions);
+      device!.nextTokenLogprobs.forEach((lp, i) =>
+        expect(Math.abs(lp - kernel!.nextTokenLogprobs[i]!)).toBeLessThan(1e-4),
+      );
+      expect(device!.topK.map((t) => t.ids)).toEqual(kernel!.topK.map((t) => t.ids));
+      for (const layer of options.layers)
+        device!.hidden[layer]!.forEach((row, t) =>
+          expect(maxRelative(row, kernel!.hidden[layer]![t]!)).toBeLessThan(1e-5),
+        );
+    } finally {
+      await engine.close();
+      await kernelEngine.close();
+      checkpoint.close();
+    }
+  });
+
   it('a batch gives each prompt what it gives alone, greedily', async () => {
     const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
     const engine = await Gemma3Engine.create({ checkpoint, device: 'ort-cpu' });
