@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { f32ToBf16 } from '../../../service/model/bf16.ts';
+import { bf16ToF32, f32ToBf16 } from '../../../service/model/bf16.ts';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import { DeviceProjections, checkDevice, prepareDevice } from '../../../service/model/device.ts';
 import { matmulBf16 } from '../../../service/model/kernels.ts';
@@ -66,6 +66,7 @@ describe('DeviceProjections on the CPU provider', () => {
   const [N, K, M] = [37, 19, 3];
   const random = seeded(11);
   const bits = f32ToBf16(Float32Array.from({ length: N * K }, random));
+  const widened = bf16ToF32(bits);
   const source: WeightSource = { bf16: () => bits };
   const make = () =>
     new DeviceProjections('ort-cpu', {
@@ -92,10 +93,7 @@ describe('DeviceProjections on the CPU provider', () => {
       const y = await projections.project(source, 'head', x, M, { start, count });
       const expected = new Float32Array(M * count);
       [2, 0, 18].forEach((column, m) => {
-        for (let n = 0; n < count; n++)
-          expected[m * count + n] = new Float32Array(
-            new Uint32Array([bits[(start + n) * K + column]! << 16]).buffer,
-          )[0]!;
+        for (let n = 0; n < count; n++) expected[m * count + n] = widened[(start + n) * K + column]!;
       });
       expect(Array.from(y)).toEqual(Array.from(expected));
     }
