@@ -61,12 +61,11 @@ describe('the service a runner talks to', () => {
     try {
       const env = path.join(dir, 'service.env');
       writeFileSync(env, `IWIBENCH_SERVICE_URL=${url}\n`);
+      // (A service on the runner's own device is accepted: pipeline.test.ts runs run-pilot with --service-env.)
       const flags = { ...TARGET_FLAG_DEFAULTS, 'model-dir': modelDir };
       await expect(serviceAndTarget(env, { ...flags, device: 'ort-cpu' }, dir)).rejects.toThrow(
         'the service runs its projections on --device cpu, but evaluation would use --device ort-cpu',
       );
-      const { target } = await serviceAndTarget(env, flags, dir);
-      expect(target.modelId).toBe('iwibench/tiny');
     } finally {
       await app.close();
       process.env = saved;

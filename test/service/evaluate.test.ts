@@ -106,12 +106,13 @@ describe('evaluateInFreshProcess', () => {
   });
 
   it('runs the job on its device: a patched run on --device ort-cpu is what the in-process evaluator gives there', async () => {
+    const short = [{ ...items[0]!, max_new_tokens: 2 }]; // the device path on the CPU provider is slow
     const run = await evaluateInFreshProcess(
-      { location, items, patch, device: 'ort-cpu' },
+      { location, items: short, patch, device: 'ort-cpu' },
       path.join(work, 'outputs-device.json'),
     );
     expect(run.device).toBe('ort-cpu');
-    expect(run.outputs).toEqual((await evaluateItems(location, items, { patch, device: 'ort-cpu' })).outputs);
+    expect(run.outputs).toEqual((await evaluateItems(location, short, { patch, device: 'ort-cpu' })).outputs);
   });
 
   it("rejects with the child's exit code and last stderr line when it fails, and with the signal when it is killed", async () => {
