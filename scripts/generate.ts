@@ -1,10 +1,9 @@
 // npx iwibench generate --model-dir DIR --prompt "What is the capital of France?" [--prompt ...] [--max-new-tokens 64]
 // Greedy chat generation on pristine weights: a quick look at what a checkpoint says.
 import { Checkpoint } from '../service/model/checkpoint.ts';
-import type { Device } from '../service/model/device.ts';
 import { Gemma3Engine } from '../service/model/runtime.ts';
 import { Tokenizer } from '../service/model/tokenizer.ts';
-import { DEVICE_CHOICES, DEVICE_HELP } from './target-flags.ts';
+import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {
@@ -13,7 +12,7 @@ const defaults = {
   prompt: [] as string[],
   system: undefined as string | undefined,
   'max-new-tokens': 64,
-  device: 'cpu',
+  device: TARGET_FLAG_DEFAULTS.device,
 };
 
 export const command = defineCommand({
@@ -27,18 +26,18 @@ export const command = defineCommand({
     prompt: 'a user message',
     system: 'a system message before each prompt',
     'max-new-tokens': 'tokens to generate at most',
-    device: DEVICE_HELP,
+    device: TARGET_FLAG_HELP.device,
   },
   required: ['model-dir', 'prompt'],
   integers: ['max-new-tokens'],
-  choices: { device: DEVICE_CHOICES },
+  choices: TARGET_FLAG_CHOICES,
 });
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
   const tokenizer = await Tokenizer.load(checkpoint.dir);
-  const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });
+  const engine = await Gemma3Engine.create({ checkpoint, device: deviceFromFlags(flags) });
   const prompts = flags.prompt.map((content) =>
     tokenizer.chatIds([
       ...(flags.system ? [{ role: 'system' as const, content: flags.system }] : []),

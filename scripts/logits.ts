@@ -2,9 +2,8 @@
 // Float32 logits of every position, shape [T, vocab], for checks against independent implementations.
 import { Checkpoint } from '../service/model/checkpoint.ts';
 import { writeNpy } from '../service/model/npy.ts';
-import type { Device } from '../service/model/device.ts';
 import { Gemma3Engine } from '../service/model/runtime.ts';
-import { DEVICE_CHOICES, DEVICE_HELP } from './target-flags.ts';
+import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 import { defineCommand, parseCommand, parseIntList } from './args.ts';
 
 const defaults = {
@@ -12,7 +11,7 @@ const defaults = {
   revision: undefined as string | undefined,
   ids: undefined as string | undefined,
   out: undefined as string | undefined,
-  device: 'cpu',
+  device: TARGET_FLAG_DEFAULTS.device,
   // Positions per run through the KV cache; bounds the size of one logits output.
   chunk: 64,
 };
@@ -27,12 +26,12 @@ export const command = defineCommand({
     revision: 'snapshot revision, for a cache repo folder',
     ids: 'comma-separated token ids',
     out: 'the .npy file to write',
-    device: DEVICE_HELP,
+    device: TARGET_FLAG_HELP.device,
     chunk: 'positions per run through the KV cache',
   },
   required: ['model-dir', 'ids', 'out'],
   integers: ['chunk'],
-  choices: { device: DEVICE_CHOICES },
+  choices: TARGET_FLAG_CHOICES,
   check: (flags) => {
     try {
       if (flags.ids !== undefined) parseIntList(flags.ids, '--ids');
@@ -47,7 +46,7 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const ids = parseIntList(flags.ids!, '--ids');
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
-  const engine = await Gemma3Engine.create({ checkpoint, device: flags.device as Device });
+  const engine = await Gemma3Engine.create({ checkpoint, device: deviceFromFlags(flags) });
   const logits = await engine.logits(ids, { chunk: flags.chunk });
   writeNpy(flags.out!, logits, [ids.length, checkpoint.config.vocab_size]);
   await engine.close();

@@ -28,11 +28,9 @@ export const TARGET_FLAG_HELP = {
 };
 
 /** `--device` (docs/engine.md, "GPU"): one definition for every command that runs the engine. */
-export const DEVICE_CHOICES: string[] = [...DEVICES];
-export const DEVICE_HELP = TARGET_FLAG_HELP.device;
-export const TARGET_FLAG_CHOICES = { device: DEVICE_CHOICES };
+export const TARGET_FLAG_CHOICES = { device: [...DEVICES] as string[] };
 
-/** --device as the engine takes it (parseCommand has checked it against DEVICE_CHOICES). */
+/** --device as the engine takes it (parseCommand has checked it against TARGET_FLAG_CHOICES). */
 export function deviceFromFlags(flags: { device: string }): Device {
   return flags.device as Device;
 }

@@ -148,6 +148,7 @@ async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): P
         model.id,
         model.revision,
         items,
+        // A device's outputs are its own; the CPU's key is the one it had before devices existed (its cache stays).
         ...(options.device && options.device !== 'cpu' ? [options.device] : []),
       ]),
     )

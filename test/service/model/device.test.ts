@@ -13,23 +13,9 @@ import { embedTokensName, expectedTextTensors, layerTensorNames } from '../../..
 import { Gemma3Engine } from '../../../service/model/runtime.ts';
 import { checkpointSource, overlaySource, type WeightSource } from '../../../service/model/weight-source.ts';
 import { Target } from '../../../service/target.ts';
-import { fixtureCheckpoint } from '../../fixtures.ts';
+import { fixtureCheckpoint, relativeError, seededRandom } from '../../fixtures.ts';
 
 const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481];
-
-function seeded(seed: number): () => number {
-  return () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
-}
-
-function maxRelative(a: Float32Array, b: Float32Array): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(b[i]!));
-  }
-  return diff / scale;
-}
 
 describe('checkDevice and prepareDevice', () => {
   it('refuse an unknown device, naming the choices', () => {
@@ -64,7 +50,8 @@ describe('checkDevice and prepareDevice', () => {
 describe('DeviceProjections on the CPU provider', () => {
   // 37 rows of 19 in parts of 5 rows (95 elements): ranges inside one part, across parts, and every row.
   const [N, K, M] = [37, 19, 3];
-  const random = seeded(11);
+  const uniform = seededRandom(11);
+  const random = () => uniform() * 2 - 1;
   const bits = f32ToBf16(Float32Array.from({ length: N * K }, random));
   const widened = bf16ToF32(bits);
   const source: WeightSource = { bf16: () => bits };
@@ -107,7 +94,7 @@ describe('DeviceProjections on the CPU provider', () => {
     const kernel = new Float32Array(M * N);
     matmulBf16(x, bits, kernel, M, N, K);
     const all = await projections.project(source, 'w', x, M);
-    expect(maxRelative(all, kernel)).toBeLessThan(1e-6);
+    expect(relativeError(all, kernel)).toBeLessThan(1e-6);
     await expect(projections.project(source, 'w', x, M, { start: 0, count: 4 })).rejects.toThrow(
       '"w" is projected both with and without a row range',
     );
@@ -146,10 +133,10 @@ describe('the engine on --device ort-cpu', () => {
       expect(engine.deviceUploads!.get(edited)).toBe(3); // once per call
 
       // The edit is seen, and the device path agrees with the kernel path on the edited model.
-      expect(maxRelative(patched, base)).toBeGreaterThan(1e-3);
+      expect(relativeError(patched, base)).toBeGreaterThan(1e-3);
       const kernelPatched = await kernelEngine.logits(IDS, { weights: overlay });
-      expect(maxRelative(patched, kernelPatched)).toBeLessThan(1e-4);
-      expect(maxRelative(base, await kernelEngine.logits(IDS))).toBeLessThan(1e-4);
+      expect(relativeError(patched, kernelPatched)).toBeLessThan(1e-4);
+      expect(relativeError(base, await kernelEngine.logits(IDS))).toBeLessThan(1e-4);
 
       // A source that marks nothing stable (a patch given with one call) uploads what it serves for that call.
       await engine.logits(IDS, { weights: overlay });
@@ -177,7 +164,7 @@ describe('the engine on --device ort-cpu', () => {
       expect(device!.topK.map((t) => t.ids)).toEqual(kernel!.topK.map((t) => t.ids));
       for (const layer of options.layers)
         device!.hidden[layer]!.forEach((row, t) =>
-          expect(maxRelative(row, kernel!.hidden[layer]![t]!)).toBeLessThan(1e-5),
+          expect(relativeError(row, kernel!.hidden[layer]![t]!)).toBeLessThan(1e-5),
         );
     } finally {
       await engine.close();

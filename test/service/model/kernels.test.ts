@@ -20,23 +20,14 @@ import {
   widenBf16,
   type KernelImpl,
 } from '../../../service/model/kernels.ts';
+import { seededRandom } from '../../fixtures.ts';
 
 const exec = promisify(execFile);
 const nativeOff = process.env.IWIBENCH_NATIVE === '0';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 /** x [m×k] float32 and W [n×k] BF16 with magnitudes over a few decades, as activations and weights have. */
 function operands(m: number, n: number, k: number, seed: number): { x: Float32Array; w: Uint16Array } {
-  const random = rng(seed);
+  const random = seededRandom(seed);
   const value = () => (random() - 0.5) * 2 ** Math.floor(random() * 12 - 6);
   return { x: Float32Array.from({ length: m * k }, value), w: f32ToBf16(Float64Array.from({ length: n * k }, value)) };
 }
@@ -159,7 +150,7 @@ describe.each(implementations)('%s kernels', (name, impl) => {
           out[0x7f80] === Infinity &&
           Object.is(out[0x8000], -0),
       ).toBe(true);
-      const random = rng(3);
+      const random = seededRandom(3);
       const long = Uint16Array.from({ length: (1 << 20) + 3 }, () => Math.floor(random() * 65_536));
       const wide = new Float32Array(long.length);
       widenBf16(long, wide, impl());
@@ -215,7 +206,7 @@ describe.skipIf(nativeOff)('native addon', () => {
 
   it('equals the fallback on infinities, NaN, subnormals and signed zeros (any NaN for NaN)', () => {
     const specials = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38, 1, -1];
-    const random = rng(11);
+    const random = seededRandom(11);
     // Mostly values whose products are subnormal; a few specials, so some outputs are finite and some not.
     const pick = () =>
       random() < 0.03 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -70;

@@ -8,18 +8,7 @@ import { bf16ToF32, f32ToBf16Bits } from '../../../service/model/bf16.ts';
 import { Tokenizer } from '../../../service/model/tokenizer.ts';
 import { finalNormName, layerTensorNames } from '../../../service/model/names.ts';
 import { referenceForward } from '../../reference/gemma3-forward.ts';
-import { fixtureCheckpoint, sameBits, type FixturePreset } from '../../fixtures.ts';
-
-/** max |a − b| relative to max |b|. */
-function relativeError(a: Float32Array, b: Float32Array): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < b.length; i++) {
-    diff = Math.max(diff, Math.abs(a[i]! - b[i]!));
-    scale = Math.max(scale, Math.abs(b[i]!));
-  }
-  return diff / scale;
-}
+import { fixtureCheckpoint, relativeError, sameBits, type FixturePreset } from '../../fixtures.ts';
 
 function argmaxRow(logits: Float32Array, row: number, vocab: number): number {
   let best = 0;
