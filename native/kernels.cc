@@ -7,11 +7,14 @@
 // k mod 8 tail. Each output element is computed by one thread with this order whatever m, its row in the batch, the
 // tile it falls in or the thread count, so a batch gives bitwise the same rows as each row alone.
 //
-// Vectorisation: AVX2 + FMA intrinsics on 8-float lanes, chosen at compile time. The addon is built with -march=native
-// on the machine that runs it (npm ci), so the compiler's feature macros are the machine's features and no runtime
-// dispatch is needed. 256-bit lanes also on AVX-512 machines: a fixed lane count is what keeps the order (and the
-// fallback's results) the same everywhere, and decode is memory-bound. Elsewhere a portable loop with std::fma keeps
-// the same order.
+// Vectorisation, chosen at compile time: the addon is built with -march=native on the machine that runs it (npm ci),
+// so the compiler's feature macros are the machine's features and no runtime dispatch is needed. The order above
+// has 8 lanes whatever the vector width, so that it (and the fallback's results) is the same everywhere:
+// - AVX-512 (F + DQ): one 16-float register holds the 8 lane sums of two outputs (two rows of W against the same x
+//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work and each widening two rows';
+//   batch 8 runs in one block of 8 rows of x, every weight tile read once per call.
+// - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows.
+// - Elsewhere a portable loop with std::fma.
 #include <node_api.h>
 
 #include <algorithm>
@@ -31,12 +34,28 @@
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
+// GCC 12's AVX-512 intrinsics set their "undefined" operands from themselves, which -Wmaybe-uninitialized reports
+// at every use; the warning is about the header's code, not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #define IWI_AVX2 1
-static const char* const kIsa = "avx2+fma (8-float lanes)";
 #else
 #define IWI_AVX2 0
+#endif
+#if IWI_AVX2 && defined(__AVX512F__) && defined(__AVX512DQ__)
+#define IWI_AVX512 1
+static const char* const kIsa = "avx512 (8-float lanes, two outputs per register)";
+static const int kVectorBits = 512;
+#elif IWI_AVX2
+#define IWI_AVX512 0
+static const char* const kIsa = "avx2+fma (8-float lanes)";
+static const int kVectorBits = 256;
+#else
+#define IWI_AVX512 0
 static const char* const kIsa = "portable (8-float lanes, std::fma)";
+static const int kVectorBits = 0;
 #endif
 
 namespace {
@@ -222,11 +241,73 @@ void rowBlock(const float* x, const uint16_t* w, float* out, size_t n, size_t k,
   for (; j < j1; j++) tile<R, 1>(x, w + j * k, out + j, n, k);
 }
 
+#if IWI_AVX512
+// Rows a and b of W, 8 BF16 each, widened into one register: lanes 0–7 from a, 8–15 from b.
+inline __m512 widenPair(const uint16_t* a, const uint16_t* b) {
+  __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// A tile of R rows of x × 2P rows of W: acc[r][p] holds the lane sums of outputs (r, 2p) in its low half and (r, 2p+1)
+// in its high half, so every output's lanes see the same FMAs in the same order as in tile<R, 1>.
+template <int R, int P>
+void tilePairs(const float* x, const uint16_t* w, float* out, size_t n, size_t k) {
+  constexpr int J = 2 * P;
+  const size_t k8 = k - k % 8;
+  const char* next = reinterpret_cast<const char*>(w + J * k);
+  __m512 acc[R][P];
+  for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
+  for (size_t i = 0; i < k8; i += 8) {
+    prefetch(next, i, J);
+    __m512 wv[P];
+    for (int p = 0; p < P; p++) wv[p] = widenPair(w + 2 * p * k + i, w + (2 * p + 1) * k + i);
+    for (int r = 0; r < R; r++) {
+      __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + r * k + i));
+      for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(xv, wv[p], acc[r][p]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++)
+      for (int half = 0; half < 2; half++) {
+        const int j = 2 * p + half;
+        float s = reduce8(half ? _mm512_extractf32x8_ps(acc[r][p], 1) : _mm512_castps512_ps256(acc[r][p]));
+        for (size_t i = k8; i < k; i++) s = std::fma(x[r * k + i], widen1(w[j * k + i]), s);
+        out[r * n + j] = s;
+      }
+}
+
+// Rows [0, R) of x against W rows [j0, j1): tiles of 2P, the remainder one row at a time.
+template <int R, int P>
+void rowBlockPairs(const float* x, const uint16_t* w, float* out, size_t n, size_t k, size_t j0, size_t j1) {
+  size_t j = j0;
+  for (; j + 2 * P <= j1; j += 2 * P) tilePairs<R, P>(x, w + j * k, out + j, n, k);
+  for (; j < j1; j++) tile<R, 1>(x, w + j * k, out + j, n, k);
+}
+
+// Up to 8 rows of x in one block (R·2P ≤ 24 accumulators + P weights + x, within AVX-512's 32 registers); 2P = 6 or 4
+// divides every group size (12 and 24), so no group ends in one-row tiles.
+constexpr size_t kRowBlock = 8;
+void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t n, size_t k, size_t j0, size_t j1) {
+  switch (rowCount) {
+    case 1: return rowBlockPairs<1, 3>(x, w, out, n, k, j0, j1);
+    case 2: return rowBlockPairs<2, 3>(x, w, out, n, k, j0, j1);
+    case 3: return rowBlockPairs<3, 3>(x, w, out, n, k, j0, j1);
+    case 4: return rowBlockPairs<4, 3>(x, w, out, n, k, j0, j1);
+    case 5: return rowBlockPairs<5, 2>(x, w, out, n, k, j0, j1);
+    case 6: return rowBlockPairs<6, 2>(x, w, out, n, k, j0, j1);
+    case 7: return rowBlockPairs<7, 2>(x, w, out, n, k, j0, j1);
+    default: return rowBlockPairs<8, 2>(x, w, out, n, k, j0, j1);
+  }
+}
+#else
 // Tiles of R·J = 6–9 accumulators + J widened weights + x, within AVX2's 16 ymm registers with room to spare (2×6
 // and 4×3, which needed all 16 or more, ran up to 30 % slower from L2 in a standalone harness). J divides every group
 // size (12 and 24), so no group ends in one-row tiles, which have a single accumulator chain: with J = 8 a third of
 // every 12-row group went that way, and down_proj (and every 4B matrix) ran at ~0.6 of the read bandwidth at m = 1.
 // m = 8 runs as two blocks of 4, the second reading the group's weights from L1/L2.
+constexpr size_t kRowBlock = 4;
 void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t n, size_t k, size_t j0, size_t j1) {
   switch (rowCount) {
     case 1: return rowBlock<1, 6>(x, w, out, n, k, j0, j1);
@@ -235,11 +316,13 @@ void rows(const float* x, const uint16_t* w, float* out, size_t rowCount, size_t
     default: return rowBlock<4, 2>(x, w, out, n, k, j0, j1);
   }
 }
+#endif
 
-// W rows [j0, j1) (one group: their bytes stay in L2 across the row blocks) against all m rows in blocks of 4, so
-// every weight row comes from memory once per call.
+// W rows [j0, j1) (one group: their bytes stay in L2 across the row blocks) against all m rows in blocks of
+// kRowBlock, so every weight row comes from memory once per call.
 void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k, size_t j0, size_t j1) {
-  for (size_t r = 0; r < m; r += 4) rows(x + r * k, w, out + r * n, std::min<size_t>(4, m - r), n, k, j0, j1);
+  for (size_t r = 0; r < m; r += kRowBlock)
+    rows(x + r * k, w, out + r * n, std::min(kRowBlock, m - r), n, k, j0, j1);
 }
 
 void matmul(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k) {
@@ -277,24 +360,34 @@ void widen(const uint16_t* w, float* out, size_t count) {
   });
 }
 
-// Reads bytes [begin, end) with 256-bit loads into four independent accumulators; returns a value to keep the loads.
+// Reads bytes [begin, end) with the kernel's widest loads (512-bit with AVX-512, else 256-bit) into four independent
+// accumulators; returns a value to keep the loads.
 uint64_t readPart(const uint8_t* begin, const uint8_t* end) {
-#if IWI_AVX2
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   const uint8_t* p = begin;
+  uint64_t s = 0;
+#if IWI_AVX512
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (; p + 256 <= end; p += 256) {
+    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p));
+    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + 64));
+    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + 128));
+    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + 192));
+  }
+  uint64_t lanes[8];
+  _mm512_storeu_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
+  for (uint64_t lane : lanes) s ^= lane;
+#elif IWI_AVX2
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (; p + 128 <= end; p += 128) {
     a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
     a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64)));
     a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96)));
   }
-  __m256i a = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
   uint64_t lanes[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), a);
-  uint64_t s = lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3)));
+  for (uint64_t lane : lanes) s ^= lane;
 #else
-  const uint8_t* p = begin;
-  uint64_t s = 0;
   for (; p + 8 <= end; p += 8) {
     uint64_t v;
     std::memcpy(&v, p, 8);
@@ -506,6 +599,9 @@ NAPI_MODULE_INIT() {
   napi_value isa;
   napi_create_string_utf8(env, kIsa, NAPI_AUTO_LENGTH, &isa);
   napi_set_named_property(env, exports, "isa", isa);
+  napi_value vectorBits;
+  napi_create_int32(env, kVectorBits, &vectorBits);
+  napi_set_named_property(env, exports, "vectorBits", vectorBits);
   const struct {
     const char* name;
     napi_callback fn;

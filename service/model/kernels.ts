@@ -17,12 +17,14 @@ export type KernelImpl = {
 
 type NativeAddon = KernelImpl & {
   isa: string;
+  /** The kernel's vector width: 512 (AVX-512), 256 (AVX2 + FMA) or 0 (the portable loop). */
+  vectorBits: number;
   setThreads(threads: number): void;
   threads(): number;
   adviseHugePages(view: ArrayBufferView): number;
 };
 
-export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string };
+export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string; vectorBits?: number };
 
 const ADDON_PATH = path.join(
   path.dirname(fileURLToPath(import.meta.url)),
@@ -143,7 +145,7 @@ export const nativeKernels: KernelImpl | undefined = selection.addon;
 
 export function kernelInfo(): KernelInfo {
   const addon = selection.addon;
-  if (addon) return { native: true, threads: addon.threads(), isa: addon.isa };
+  if (addon) return { native: true, threads: addon.threads(), isa: addon.isa, vectorBits: addon.vectorBits };
   return { native: false, reason: selection.reason, threads: 1 };
 }
 

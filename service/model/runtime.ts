@@ -24,7 +24,7 @@ import {
   buildResidualNormGraph,
   embedScale,
 } from './gemma3-graph.ts';
-import { matmulBf16, widenBf16 } from './kernels.ts';
+import { kernelInfo, matmulBf16, widenBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from './names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
@@ -97,8 +97,12 @@ const SLICE_ROWS = 64;
 /** Float32 elements of one product's output block: the head is cut into vocabulary blocks beyond it. */
 const BLOCK_ELEMENTS = 1 << 24;
 
-/** Prompts of at least this many tokens are prefilled through onnxruntime's GEMM, shorter ones in our kernel. */
-export const GEMM_MIN_TOKENS = 64;
+/**
+ * Prompts of at least this many tokens are prefilled through onnxruntime's GEMM, shorter ones in our kernel: about
+ * where the two cross on a 1B layer's matrices (docs/engine.md, "Speed"), 128 tokens with the AVX-512 kernel and 64
+ * with AVX2 (and the fallback). One machine, one value, so the service and its evaluation processes agree.
+ */
+export const GEMM_MIN_TOKENS = kernelInfo().vectorBits === 512 ? 128 : 64;
 
 /**
  * One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. `gemm[b]`: sequence b's

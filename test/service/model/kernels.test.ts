@@ -1,7 +1,7 @@
 // The BF16 kernels: the native addon and the JavaScript fallback against a double-precision reference, exact widening,
 // bitwise determinism (batch vs alone, thread counts, addon vs fallback) and argument checks.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -76,6 +76,12 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
     expect(info.native, info.reason).toBe(true);
     expect(info.isa).toMatch(/lanes/);
     expect(info.threads).toBeGreaterThanOrEqual(1);
+    // Built with -march=native: the widest vectors this machine has (AVX-512 needs F and DQ).
+    if (existsSync('/proc/cpuinfo')) {
+      const flags = new Set(/^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))![1]!.trim().split(/\s+/));
+      const has = (...names: string[]) => names.every((name) => flags.has(name));
+      expect(info.vectorBits).toBe(has('avx512f', 'avx512dq') ? 512 : has('avx2', 'fma') ? 256 : 0);
+    }
   }
 });
 
