@@ -6,12 +6,14 @@
 // onnxruntime's float32 MatMul peak. The JavaScript fallback kernel's batch-1 rate is measured on a slice of one
 // decoder matrix, and the decode time it implies (BF16 bytes per token ÷ that rate) printed beside it: a whole
 // fallback decode step at 1B takes seconds.
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { adviseHugePages, jsKernels, kernelInfo, matmulBf16, readBandwidth } from '../../service/model/kernels.ts';
-import { makeTinyCheckpoint, PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
+import { PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
 import { checkDevice } from '../../service/model/device.ts';
 import { parseFlags } from '../args.ts';
@@ -34,7 +36,15 @@ export async function main(argv: string[]): Promise<void> {
   const dir = flags['model-dir'] ?? path.join(os.tmpdir(), `iwibench-bench-${flags.preset}`);
   if (!flags['model-dir'] && !existsSync(dir)) {
     process.stderr.write(`making ${flags.preset} checkpoint in ${dir} …\n`);
-    makeTinyCheckpoint({ out: dir, preset: flags.preset as Preset, seed: 0 });
+    // In a process of its own: making it holds the whole checkpoint in memory, which would be this process's peak RSS.
+    const cli = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
+    execFileSync(
+      process.execPath,
+      [cli, 'make-tiny-checkpoint', '--out', dir, '--preset', flags.preset, '--seed', '0'],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
   }
   const checkpoint = Checkpoint.open(dir);
   const c = checkpoint.config;
