@@ -14,6 +14,7 @@ import {
   setKernelThreads,
   widenBf16,
   type KernelImpl,
+  type KernelInfo,
 } from '../../service/model/kernels.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
@@ -158,7 +159,7 @@ export async function main(argv: string[]): Promise<void> {
     reference: {
       read_gb_per_s: readStart.gbPerSecond,
       read_gb_per_s_at_end: readEnd.gbPerSecond,
-      how: 'readBandwidth: 512 MiB, 256-bit loads on every pool thread, best of 5',
+      how: `readBandwidth: 512 MiB, ${readLoads(info)} loads on every pool thread, best of 5`,
     },
     models: results,
     widen_bf16: {
@@ -191,4 +192,10 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
     rates[name] = rate;
   }
   return rates;
+}
+
+/** The loads readBandwidth makes: the addon's widest (its kernel's vectors, or 64-bit words), the fallback's 32-bit. */
+function readLoads(info: KernelInfo): string {
+  if (!info.native) return '32-bit (JavaScript)';
+  return info.vectorBits ? `${info.vectorBits}-bit` : '64-bit scalar';
 }
