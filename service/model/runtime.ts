@@ -99,7 +99,7 @@ const BLOCK_ELEMENTS = 1 << 24;
 
 /**
  * Prompts of at least this many tokens are prefilled through onnxruntime's GEMM, shorter ones in our kernel: about
- * where the two cross on a 1B layer's matrices (docs/engine.md, "Speed"), 128 tokens with the AVX-512 kernel and 64
+ * where the two cross on a 1B layer's matrices (docs/engine.md, "Numerics"), 128 tokens with the AVX-512 kernel and 64
  * with AVX2 (and the fallback). One machine, one value, so the service and its evaluation processes agree.
  */
 export const GEMM_MIN_TOKENS = kernelInfo().vectorBits === 512 ? 128 : 64;
