@@ -325,24 +325,45 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
     rows(x + r * k, w, out + r * n, std::min(kRowBlock, m - r), n, k, j0, j1);
 }
 
-void matmul(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k) {
+// One product of a call: out [m × n] = x · Wᵀ for W [n × k].
+struct Part {
+  const uint16_t* w;
+  float* out;
+  size_t n;
+};
+
+// Every part against the same x [m × k] in one pass of the pool (a layer's q, k and v, or gate and up): their groups
+// are numbered one after another, so the threads stream all the parts' weights as one stretch, with one wake-up.
+void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
   // Groups of 24 rows (a multiple of every tile width), 12 for long rows so a group's weights and the x block stay in
   // L2 across the row blocks. Threads take runs of consecutive groups from a shared counter: on a busy machine a slow
   // thread takes fewer, and which thread computes an output never changes its value. A run is ~1/8 of a thread's
   // share, so that each thread mostly streams one long stretch of W with the next tile prefetched (one group at a
   // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process).
   const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
-  const size_t groups = (n + group - 1) / group;
+  std::vector<size_t> firstGroup{0};  // part p's groups are firstGroup[p] … firstGroup[p + 1] − 1
+  size_t weights = 0;
+  for (const Part& part : parts) {
+    firstGroup.push_back(firstGroup.back() + (part.n + group - 1) / group);
+    weights += part.n * k;
+  }
+  const size_t groups = firstGroup.back();
   const size_t minWeightsPerPart = 1 << 16;  // below this a thread's wake-up costs more than its share saves
-  size_t byWork = std::max<size_t>(1, (n * k) / minWeightsPerPart);
-  int parts = static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->threads()), groups, byWork}));
-  const size_t run = std::max<size_t>(1, groups / (static_cast<size_t>(parts) * 8));
+  size_t byWork = std::max<size_t>(1, weights / minWeightsPerPart);
+  int threads = static_cast<int>(std::min<size_t>({static_cast<size_t>(pool->threads()), groups, byWork}));
+  const size_t run = std::max<size_t>(1, groups / (static_cast<size_t>(threads) * 8));
   const size_t runs = (groups + run - 1) / run;
   std::atomic<size_t> next{0};
-  pool->run(parts - 1, [&] {
-    for (size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < runs;)
-      for (size_t g = r * run; g < std::min(groups, (r + 1) * run); g++)
-        matmulGroup(x, w, out, m, n, k, g * group, std::min(n, (g + 1) * group));
+  pool->run(threads - 1, [&] {
+    for (size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < runs;) {
+      size_t p = 0;
+      for (size_t g = r * run; g < std::min(groups, (r + 1) * run); g++) {
+        while (g >= firstGroup[p + 1]) p++;
+        const Part& part = parts[p];
+        const size_t j0 = (g - firstGroup[p]) * group;
+        matmulGroup(x, part.w, part.out, m, part.n, k, j0, std::min(part.n, j0 + group));
+      }
+    }
   });
 }
 
@@ -476,23 +497,45 @@ bool overlaps(const View& a, const View& b) {
   return a.byteLength && b.byteLength && a0 < b0 + b.byteLength && b0 < a0 + a.byteLength;
 }
 
-napi_value MatmulBf16(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+// matmulBf16Parts(x, ws, outs, m, k): outs[p] [m × n_p] = x [m × k] · ws[p]ᵀ with n_p = ws[p].length / k.
+napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 6) return throwError(env, false, "matmulBf16(x, w, out, m, n, k) takes 6 arguments");
-  View x, w, out;
-  if (!typedArray(env, argv[0], napi_float32_array, x)) return throwError(env, false, "matmulBf16: x must be a Float32Array");
-  if (!typedArray(env, argv[1], napi_uint16_array, w)) return throwError(env, false, "matmulBf16: w must be a Uint16Array of BF16 bits");
-  if (!typedArray(env, argv[2], napi_float32_array, out)) return throwError(env, false, "matmulBf16: out must be a Float32Array");
-  size_t m, n, k;
-  if (!dimension(env, argv[3], m) || !dimension(env, argv[4], n) || !dimension(env, argv[5], k))
-    return throwError(env, true, "matmulBf16: m, n and k must be integers in [1, 2^31)");
-  if (x.length != m * k) return throwError(env, true, "matmulBf16: x.length must be m·k");
-  if (w.length != n * k) return throwError(env, true, "matmulBf16: w.length must be n·k");
-  if (out.length != m * n) return throwError(env, true, "matmulBf16: out.length must be m·n");
-  if (overlaps(out, x) || overlaps(out, w)) return throwError(env, false, "matmulBf16: out must not share memory with x or w");
-  matmul(static_cast<const float*>(x.data), static_cast<const uint16_t*>(w.data), static_cast<float*>(out.data), m, n, k);
+  if (argc != 5) return throwError(env, false, "matmulBf16Parts(x, ws, outs, m, k) takes 5 arguments");
+  View x;
+  if (!typedArray(env, argv[0], napi_float32_array, x)) return throwError(env, false, "matmulBf16Parts: x must be a Float32Array");
+  bool wsArray = false, outsArray = false;
+  napi_is_array(env, argv[1], &wsArray);
+  napi_is_array(env, argv[2], &outsArray);
+  if (!wsArray || !outsArray) return throwError(env, false, "matmulBf16Parts: ws and outs must be arrays");
+  uint32_t count = 0, outCount = 0;
+  napi_get_array_length(env, argv[1], &count);
+  napi_get_array_length(env, argv[2], &outCount);
+  if (count == 0 || count != outCount) return throwError(env, true, "matmulBf16Parts: ws and outs must have the same length, at least 1");
+  size_t m, k;
+  if (!dimension(env, argv[3], m) || !dimension(env, argv[4], k))
+    return throwError(env, true, "matmulBf16Parts: m and k must be integers in [1, 2^31)");
+  if (x.length != m * k) return throwError(env, true, "matmulBf16Parts: x.length must be m·k");
+  std::vector<View> ws(count), outs(count);
+  std::vector<Part> parts;
+  for (uint32_t p = 0; p < count; p++) {
+    napi_value w, out;
+    napi_get_element(env, argv[1], p, &w);
+    napi_get_element(env, argv[2], p, &out);
+    if (!typedArray(env, w, napi_uint16_array, ws[p])) return throwError(env, false, "matmulBf16Parts: each w must be a Uint16Array of BF16 bits");
+    if (!typedArray(env, out, napi_float32_array, outs[p])) return throwError(env, false, "matmulBf16Parts: each out must be a Float32Array");
+    const size_t n = ws[p].length / k;
+    if (n == 0 || ws[p].length != n * k) return throwError(env, true, "matmulBf16Parts: each w.length must be n·k, n ≥ 1");
+    if (outs[p].length != m * n) return throwError(env, true, "matmulBf16Parts: each out.length must be m·n");
+    parts.push_back({static_cast<const uint16_t*>(ws[p].data), static_cast<float*>(outs[p].data), n});
+  }
+  for (uint32_t p = 0; p < count; p++) {
+    bool shared = overlaps(outs[p], x);
+    for (uint32_t q = 0; q < count; q++) shared = shared || overlaps(outs[p], ws[q]) || (q != p && overlaps(outs[p], outs[q]));
+    if (shared) return throwError(env, false, "matmulBf16Parts: an out must not share memory with x, a w or another out");
+  }
+  matmul(static_cast<const float*>(x.data), parts, m, k);
   return nullptr;
 }
 
@@ -605,7 +648,7 @@ NAPI_MODULE_INIT() {
   const struct {
     const char* name;
     napi_callback fn;
-  } functions[] = {{"matmulBf16", MatmulBf16}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
+  } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
                    {"adviseHugePages", AdviseHugePages},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {

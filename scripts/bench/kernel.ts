@@ -1,14 +1,17 @@
 // npx iwibench bench kernel [--models gemma-3-1b,gemma-3-4b] [--threads N] [--min-ms 150]
 // The BF16 matmul kernel (service/model/kernels.ts) on every decoder matrix shape and the tied head of Gemma 3 1B
-// and 4B: ms per call at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same
-// run with wide loads on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript
-// fallback's rates and widenBf16's rate. The decode-step sums add every layer's matrices and the head once.
+// and 4B, and on the calls that take several at once as the engine makes them (q, k and v; gate and up): ms per call
+// at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
+// on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
+// widenBf16's rate. The decode-step sums add every layer's calls and the head once: as the engine makes them, and
+// with one call per matrix.
 import os from 'node:os';
 import {
   adviseHugePages,
   jsKernels,
   kernelInfo,
   matmulBf16,
+  matmulBf16Parts,
   nativeKernels,
   readBandwidth,
   setKernelThreads,
@@ -21,7 +24,11 @@ import { benchHeader } from './header.ts';
 
 const defaults = { models: 'gemma-3-1b,gemma-3-4b', threads: os.availableParallelism(), 'min-ms': 150 };
 
-type Shape = { name: string; n: number; k: number; perLayer: boolean };
+/**
+ * One call: a matrix [n, k], or several of the same k taken in one call (`parts`: their n). `step`: the decode-step
+ * sums it counts in: the engine's calls, one call per matrix, or both.
+ */
+type Shape = { name: string; parts: number[]; k: number; perLayer: boolean; step: 'engine' | 'per-matrix' | 'both' };
 const VOCAB = 262_144;
 const MODELS: Record<string, { layers: number; shapes: Shape[] }> = {
   'gemma-3-1b': { layers: 26, shapes: shapes({ hidden: 1152, intermediate: 6912, q: 1024, kv: 256 }) },
@@ -31,15 +38,24 @@ const MODELS: Record<string, { layers: number; shapes: Shape[] }> = {
 const ROTATION_BYTES = 256 << 20;
 
 function shapes(d: { hidden: number; intermediate: number; q: number; kv: number }): Shape[] {
+  const layer = (name: string, parts: number[], k: number, step: Shape['step']): Shape => ({
+    name,
+    parts,
+    k,
+    perLayer: true,
+    step,
+  });
   return [
-    { name: 'q_proj', n: d.q, k: d.hidden, perLayer: true },
-    { name: 'k_proj', n: d.kv, k: d.hidden, perLayer: true },
-    { name: 'v_proj', n: d.kv, k: d.hidden, perLayer: true },
-    { name: 'o_proj', n: d.hidden, k: d.q, perLayer: true },
-    { name: 'gate_proj', n: d.intermediate, k: d.hidden, perLayer: true },
-    { name: 'up_proj', n: d.intermediate, k: d.hidden, perLayer: true },
-    { name: 'down_proj', n: d.hidden, k: d.intermediate, perLayer: true },
-    { name: 'lm_head', n: VOCAB, k: d.hidden, perLayer: false },
+    layer('q_proj', [d.q], d.hidden, 'per-matrix'),
+    layer('k_proj', [d.kv], d.hidden, 'per-matrix'),
+    layer('v_proj', [d.kv], d.hidden, 'per-matrix'),
+    layer('q_proj+k_proj+v_proj', [d.q, d.kv, d.kv], d.hidden, 'engine'),
+    layer('o_proj', [d.hidden], d.q, 'both'),
+    layer('gate_proj', [d.intermediate], d.hidden, 'per-matrix'),
+    layer('up_proj', [d.intermediate], d.hidden, 'per-matrix'),
+    layer('gate_proj+up_proj', [d.intermediate, d.intermediate], d.hidden, 'engine'),
+    layer('down_proj', [d.hidden], d.intermediate, 'both'),
+    { name: 'lm_head', parts: [VOCAB], k: d.hidden, perLayer: false, step: 'both' },
   ];
 }
 
@@ -103,19 +119,21 @@ export async function main(argv: string[]): Promise<void> {
   for (const model of models) {
     const { layers, shapes } = MODELS[model]!;
     const rows: Record<string, unknown>[] = [];
-    const tokenMs = { m1: 0, m8: 0 };
+    const stepMs = { engine: { m1: 0, m8: 0 }, 'per-matrix': { m1: 0, m8: 0 } };
     for (const shape of shapes) {
-      const bytes = shape.n * shape.k * 2;
+      const n = shape.parts.reduce((a, b) => a + b);
+      const bytes = n * shape.k * 2;
       const copies = Math.max(1, Math.ceil(ROTATION_BYTES / bytes));
       process.stderr.write(
-        `${model} ${shape.name} [${shape.n}, ${shape.k}] (${copies} cop${copies === 1 ? 'y' : 'ies'}) …\n`,
+        `${model} ${shape.name} [${shape.parts.join(' + ')}, ${shape.k}] (${copies} cop${copies === 1 ? 'y' : 'ies'}) …\n`,
       );
-      const ws = Array.from({ length: copies }, (_, c) => weights(shape.n * shape.k, c));
+      const ws = Array.from({ length: copies }, (_, c) => shape.parts.map((part, p) => weights(part * shape.k, c + p)));
       // The machine is shared: the bandwidth measured right before each shape is the fair reference for it.
       const readNow = readReference(readBuffer, 3);
       const row: Record<string, unknown> = {
         name: shape.name,
-        n: shape.n,
+        n,
+        ...(shape.parts.length > 1 ? { parts: shape.parts } : {}),
         k: shape.k,
         mib: bytes / 2 ** 20,
         read_gb_per_s: readNow.gbPerSecond,
@@ -123,8 +141,8 @@ export async function main(argv: string[]): Promise<void> {
       };
       for (const m of [1, 8]) {
         const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
-        const out = new Float32Array(m * shape.n);
-        const { ms, cpuMs } = msPerCall((c) => matmulBf16(x, ws[c]!, out, m, shape.n, shape.k), copies, minMs);
+        const outs = shape.parts.map((part) => new Float32Array(m * part));
+        const { ms, cpuMs } = msPerCall((c) => matmulBf16Parts(x, ws[c]!, outs, m, shape.k), copies, minMs);
         const gbPerSecond = bytes / (ms / 1000) / 1e9;
         const cpuGbPerSecond = bytes / (cpuMs / 1000) / 1e9;
         row[`m${m}`] = {
@@ -133,13 +151,20 @@ export async function main(argv: string[]): Promise<void> {
           gb_per_s: gbPerSecond,
           vs_read_bandwidth: gbPerSecond / readNow.gbPerSecond,
           vs_read_bandwidth_cpu: cpuGbPerSecond / readNow.cpuGbPerSecond,
-          ...(m === 8 ? { gflop_per_s: (2 * m * shape.n * shape.k) / (ms / 1000) / 1e9 } : {}),
+          ...(m === 8 ? { gflop_per_s: (2 * m * n * shape.k) / (ms / 1000) / 1e9 } : {}),
         };
-        tokenMs[m === 1 ? 'm1' : 'm8'] += ms * (shape.perLayer ? layers : 1);
+        for (const step of ['engine', 'per-matrix'] as const)
+          if (shape.step === step || shape.step === 'both')
+            stepMs[step][m === 1 ? 'm1' : 'm8'] += ms * (shape.perLayer ? layers : 1);
       }
       rows.push(row);
     }
-    results[model] = { layers, shapes: rows, matmul_ms_per_decode_step: { m1: tokenMs.m1, m8: tokenMs.m8 } };
+    results[model] = {
+      layers,
+      shapes: rows,
+      matmul_ms_per_decode_step: stepMs.engine,
+      matmul_ms_per_decode_step_one_call_per_matrix: stepMs['per-matrix'],
+    };
   }
 
   process.stderr.write('widenBf16 …\n');

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The functions the addon and the fallback both provide (arguments already checked by the exports below). */
 export type KernelImpl = {
-  matmulBf16(x: Float32Array, w: Uint16Array, out: Float32Array, m: number, n: number, k: number): void;
+  /** outs[p] [m × n_p] = x [m × k] · ws[p]ᵀ, n_p = ws[p].length / k: several products of one x in one call. */
+  matmulBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
   widenBf16(w: Uint16Array, out: Float32Array): void;
   readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number;
 };
@@ -87,6 +88,10 @@ function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number,
   }
 }
 
+function matmulPartsJs(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
+  ws.forEach((w, p) => matmulJs(x, w, outs[p]!, m, w.length / k, k));
+}
+
 function widenJs(w: Uint16Array, out: Float32Array): void {
   const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
   for (let i = 0; i < w.length; i++) bits[i] = w[i]! << 16;
@@ -111,7 +116,11 @@ function readBandwidthJs(buffer: ArrayBuffer | ArrayBufferView, repeats: number)
 }
 
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
-export const jsKernels: KernelImpl = { matmulBf16: matmulJs, widenBf16: widenJs, readBandwidth: readBandwidthJs };
+export const jsKernels: KernelImpl = {
+  matmulBf16Parts: matmulPartsJs,
+  widenBf16: widenJs,
+  readBandwidth: readBandwidthJs,
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Choosing the implementation.
@@ -169,18 +178,28 @@ function disjoint(a: ArrayBufferView, b: ArrayBufferView): boolean {
   return a.byteOffset + a.byteLength <= b.byteOffset || b.byteOffset + b.byteLength <= a.byteOffset;
 }
 
-/** Checks matmulBf16's arguments; throws TypeError/RangeError. */
-function checkMatmulArgs(x: unknown, w: unknown, out: unknown, m: number, n: number, k: number): void {
+/** Checks matmulBf16Parts' arguments; throws TypeError/RangeError. */
+function checkMatmulArgs(x: unknown, ws: unknown, outs: unknown, m: number, k: number): void {
   if (!(x instanceof Float32Array)) throw new TypeError('matmulBf16: x must be a Float32Array');
-  if (!(w instanceof Uint16Array)) throw new TypeError('matmulBf16: w must be a Uint16Array of BF16 bits');
-  if (!(out instanceof Float32Array)) throw new TypeError('matmulBf16: out must be a Float32Array');
+  if (!Array.isArray(ws) || !Array.isArray(outs) || ws.length === 0 || ws.length !== outs.length)
+    throw new TypeError('matmulBf16: ws and outs must be arrays of the same length, at least 1');
   dimension('matmulBf16: m', m);
-  dimension('matmulBf16: n', n);
   dimension('matmulBf16: k', k);
   if (x.length !== m * k) throw new RangeError(`matmulBf16: x.length ${x.length} ≠ m·k = ${m}·${k}`);
-  if (w.length !== n * k) throw new RangeError(`matmulBf16: w.length ${w.length} ≠ n·k = ${n}·${k}`);
-  if (out.length !== m * n) throw new RangeError(`matmulBf16: out.length ${out.length} ≠ m·n = ${m}·${n}`);
-  if (!disjoint(out, x) || !disjoint(out, w)) throw new TypeError('matmulBf16: out must not share memory with x or w');
+  for (const [p, w] of (ws as unknown[]).entries()) {
+    const out: unknown = outs[p];
+    if (!(w instanceof Uint16Array)) throw new TypeError('matmulBf16: w must be a Uint16Array of BF16 bits');
+    if (!(out instanceof Float32Array)) throw new TypeError('matmulBf16: out must be a Float32Array');
+    const n = w.length / k;
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`matmulBf16: w.length ${w.length} is not n·k for k = ${k}`);
+    if (out.length !== m * n) throw new RangeError(`matmulBf16: out.length ${out.length} ≠ m·n = ${m}·${n}`);
+  }
+  for (const [p, out] of (outs as Float32Array[]).entries()) {
+    if (!disjoint(out, x) || (ws as Uint16Array[]).some((w) => !disjoint(out, w)))
+      throw new TypeError('matmulBf16: out must not share memory with x or w');
+    if (outs.some((other: Float32Array, q) => q !== p && !disjoint(out, other)))
+      throw new TypeError('matmulBf16: outs must not share memory');
+  }
 }
 
 /**
@@ -196,8 +215,26 @@ export function matmulBf16(
   k: number,
   impl = selection.impl,
 ): void {
-  checkMatmulArgs(x, w, out, m, n, k);
-  impl.matmulBf16(x, w, out, m, n, k);
+  checkMatmulArgs(x, [w], [out], m, k);
+  dimension('matmulBf16: n', n);
+  if (w.length !== n * k) throw new RangeError(`matmulBf16: w.length ${w.length} ≠ n·k = ${n}·${k}`);
+  impl.matmulBf16Parts(x, [w], [out], m, k);
+}
+
+/**
+ * matmulBf16 for several weights of the same x in one call (a layer's q, k and v; gate and up): outs[p] = x · ws[p]ᵀ,
+ * bit for bit what one call per weight gives, with the threads woken once and every weight streamed as one stretch.
+ */
+export function matmulBf16Parts(
+  x: Float32Array,
+  ws: Uint16Array[],
+  outs: Float32Array[],
+  m: number,
+  k: number,
+  impl = selection.impl,
+): void {
+  checkMatmulArgs(x, ws, outs, m, k);
+  impl.matmulBf16Parts(x, ws, outs, m, k);
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

@@ -24,7 +24,7 @@ import {
   buildResidualNormGraph,
   embedScale,
 } from './gemma3-graph.ts';
-import { kernelInfo, matmulBf16, widenBf16 } from './kernels.ts';
+import { kernelInfo, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from './names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
@@ -459,9 +459,7 @@ export class Gemma3Engine {
     for (let layer = 0; layer < c.num_hidden_layers; layer++) {
       const n = layerTensorNames(c.tensor_prefix, layer);
       const type = c.layer_types[layer]!;
-      const q = await this.linear(weights, tile, n.q_proj, x, M, chunk);
-      const k = await this.linear(weights, tile, n.k_proj, x, M, chunk);
-      const v = await this.linear(weights, tile, n.v_proj, x, M, chunk);
+      const [q, k, v] = await this.linear(weights, tile, [n.q_proj, n.k_proj, n.v_proj], x, M, chunk);
       const slots = neverSlot ? 1 : 0;
       const past = fresh
         ? {
@@ -489,7 +487,7 @@ export class Gemma3Engine {
         chunk.start,
         T,
       );
-      const o = await this.linear(weights, tile, n.o_proj, attention.context!.data as Float32Array, M, chunk);
+      const [o] = await this.linear(weights, tile, [n.o_proj], attention.context!.data as Float32Array, M, chunk);
       const mid = await this.sessions.residualNorm.run({
         h: rows(h, H),
         a: rows(o, H),
@@ -498,10 +496,9 @@ export class Gemma3Engine {
       });
       const y = mid.y!.data as Float32Array;
       const I = c.intermediate_size;
-      const gate = await this.linear(weights, tile, n.gate_proj, y, M, chunk);
-      const up = await this.linear(weights, tile, n.up_proj, y, M, chunk);
+      const [gate, up] = await this.linear(weights, tile, [n.gate_proj, n.up_proj], y, M, chunk);
       const z = (await this.sessions.gatedGelu.run({ gate: rows(gate, I), up: rows(up, I) })).z!.data as Float32Array;
-      const down = await this.linear(weights, tile, n.down_proj, z, M, chunk);
+      const [down] = await this.linear(weights, tile, [n.down_proj], z, M, chunk);
       const nextNorm =
         layer + 1 < c.num_hidden_layers
           ? layerTensorNames(c.tensor_prefix, layer + 1).input_layernorm
@@ -523,47 +520,67 @@ export class Gemma3Engine {
   }
 
   /**
-   * y [M, N] = x [M, K] · Wᵀ for the BF16 weight W [N, K] (a Linear weight as stored), M = B·T rows, sequence b's
-   * rows b·T … b·T + T − 1. Decode steps and short prompts go through our kernel, which reads W's 2 bytes per weight
-   * where they lie. Prompts of GEMM_MIN_TOKENS or more (`chunk.gemm`) are compute-bound: W is widened into `tile`
-   * and their rows multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for
-   * few rows widening costs more than it saves. Both paths give a row bitwise the same result whatever the other
-   * rows are (MLAS's one-row special case is avoided by padding to two), and the path depends on the sequence's own
-   * length, so a batch equals each prompt alone and the service's run_target the evaluator however either batches.
+   * y [M, N] = x [M, K] · Wᵀ for each BF16 weight W [N, K] named (Linear weights as stored, of the same input), M = B·T
+   * rows, sequence b's rows b·T … b·T + T − 1. Decode steps and short prompts go through our kernel, which reads W's
+   * 2 bytes per weight where they lie, all the named weights in one call (a layer's q, k and v; gate and up). Prompts
+   * of GEMM_MIN_TOKENS or more (`chunk.gemm`) are compute-bound: each W is widened into `tile` and their rows
+   * multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for few rows widening
+   * costs more than it saves. Both paths give a row bitwise the same result whatever rows share the call (MLAS's
+   * one-row special case is avoided by padding to two), and the path depends on the sequence's own length, so a batch
+   * equals each prompt alone and the service's run_target the evaluator however either batches.
    */
   private async linear(
     weights: WeightSource,
     tile: Float32Array | undefined,
-    name: string,
+    names: string[],
     x: Float32Array,
     M: number,
     chunk: Chunk,
-  ): Promise<Float32Array> {
-    if (this.device) return this.device.project(weights, name, x, M);
-    const [N, K] = this.checkpoint.info(name).shape as [number, number];
-    const bits = weights.bf16(name);
+  ): Promise<Float32Array[]> {
+    if (this.device) {
+      const outs: Float32Array[] = [];
+      for (const name of names) outs.push(await this.device.project(weights, name, x, M));
+      return outs;
+    }
+    const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
+    const K = shapes[0]![1];
     const kernel = (rows: Float32Array) => {
-      const y = new Float32Array((rows.length / K) * N);
-      matmulBf16(rows, bits, y, rows.length / K, N, K);
-      return y;
+      const count = rows.length / K;
+      const outs = shapes.map(([N]) => new Float32Array(count * N));
+      matmulBf16Parts(
+        rows,
+        names.map((name) => weights.bf16(name)),
+        outs,
+        count,
+        K,
+      );
+      return outs;
     };
     const gemm = async (rows: Float32Array) => {
-      const w = tile!.subarray(0, N * K);
-      widenBf16(bits, w);
       const count = rows.length / K;
       const input = count > 1 ? rows : Float32Array.from({ length: 2 * K }, (_, i) => rows[i % K]!);
-      const { y } = await this.sessions.linear
-        .get(N)!
-        .run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
-      return (y!.data as Float32Array).subarray(0, count * N);
+      const outs: Float32Array[] = [];
+      for (const [p, [N]] of shapes.entries()) {
+        const w = tile!.subarray(0, N * K);
+        widenBf16(weights.bf16(names[p]!), w);
+        const { y } = await this.sessions.linear
+          .get(N)!
+          .run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
+        outs.push((y!.data as Float32Array).subarray(0, count * N));
+      }
+      return outs;
     };
     const gemmCount = chunk.gemm.filter(Boolean).length;
     if (gemmCount === 0) return kernel(x);
     if (gemmCount === chunk.gemm.length) return gemm(x);
-    const out = new Float32Array(M * N);
-    scatterSequences(kernel(gatherSequences(x, chunk, K, false)), out, chunk, N, false);
-    scatterSequences(await gemm(gatherSequences(x, chunk, K, true)), out, chunk, N, true);
-    return out;
+    const byKernel = kernel(gatherSequences(x, chunk, K, false));
+    const byGemm = await gemm(gatherSequences(x, chunk, K, true));
+    return shapes.map(([N], p) => {
+      const out = new Float32Array(M * N);
+      scatterSequences(byKernel[p]!, out, chunk, N, false);
+      scatterSequences(byGemm[p]!, out, chunk, N, true);
+      return out;
+    });
   }
 
   /** Logits [R, vocab] of final-normed rows through the tied head. */

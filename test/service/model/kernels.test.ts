@@ -13,6 +13,7 @@ import {
   jsKernels,
   kernelInfo,
   matmulBf16,
+  matmulBf16Parts,
   nativeKernels,
   readBandwidth,
   selectKernels,
@@ -145,6 +146,19 @@ describe.each(implementations)('%s kernels', (name, impl) => {
       }
     });
 
+    it('matmulBf16Parts gives each weight bitwise what a call of its own gives', () => {
+      // Parts of unequal widths whose groups straddle each other (k = 1153: 24-row groups), and a 1-row part.
+      for (const m of [1, 3, 8]) {
+        const k = 1153;
+        const widths = [50, 13, 1, 29];
+        const { x } = operands(m, 1, k, 40 + m);
+        const ws = widths.map((n, p) => operands(1, n, k, 50 + p).w);
+        const outs = widths.map((n) => new Float32Array(m * n).fill(NaN));
+        matmulBf16Parts(x, ws, outs, m, k, impl());
+        outs.forEach((out, p) => expect(bits(out)).toEqual(bits(run(impl(), x, ws[p]!, m, widths[p]!, k))));
+      }
+    });
+
     it('widenBf16 is exact on all 65,536 bit patterns (NaN payloads kept) and on a long multi-part array', () => {
       const all = Uint16Array.from({ length: 65_536 }, (_, i) => i);
       const out = new Float32Array(all.length);
@@ -187,6 +201,17 @@ describe.each(implementations)('%s kernels', (name, impl) => {
       expect(call(x, w, out, 0, 3, 5)).toThrow(RangeError);
       expect(call(x, w, new Float32Array(x.buffer, 0, 6), 2, 3, 5)).toThrow(/must not share memory/);
       expect(Array.from(out)).toEqual(Array(6).fill(42));
+      const parts =
+        (...args: unknown[]) =>
+        () =>
+          (matmulBf16Parts as (...a: unknown[]) => void)(...args, impl());
+      const other = new Float32Array(6).fill(42);
+      expect(parts(x, [w, w], [out], 2, 5)).toThrow(/same length/);
+      expect(parts(x, [], [], 2, 5)).toThrow(/at least 1/);
+      expect(parts(x, [w, w.subarray(1)], [out, other], 2, 5)).toThrow(/w.length 14 is not n·k/);
+      expect(parts(x, [w, w], [out, out], 2, 5)).toThrow(/outs must not share memory/);
+      expect(parts(x, [w, w], [out, other.subarray(2)], 2, 5)).toThrow(/out.length 4 ≠ m·n/);
+      expect(Array.from(other)).toEqual(Array(6).fill(42));
       expect(() => widenBf16(w, new Float32Array(w.length + 1), impl())).toThrow(RangeError);
       expect(() => readBandwidth(new Uint8Array(1024), 1, impl())).toThrow(/at least 1 MiB/);
       expect(() => readBandwidth(new Uint8Array(1 << 20), 0, impl())).toThrow(/repeats/);
@@ -208,6 +233,19 @@ describe.skipIf(nativeOff)('native addon', () => {
       const { x, w } = operands(m, n, k, 100 + k);
       expect(bits(run(native(), x, w, m, n, k))).toEqual(bits(run(jsKernels, x, w, m, n, k)));
     }
+  });
+
+  it('equals the fallback bit for bit on several parts at once, groups taken across the parts by two threads', () => {
+    const [m, k] = [5, 2561];
+    const widths = [611, 37, 256];
+    const { x } = operands(m, 1, k, 7);
+    const ws = widths.map((n, p) => operands(1, n, k, 70 + p).w);
+    const outs = (impl: KernelImpl) => {
+      const result = widths.map((n) => new Float32Array(m * n));
+      matmulBf16Parts(x, ws, result, m, k, impl);
+      return result.map(bits);
+    };
+    expect(outs(native())).toEqual(outs(jsKernels));
   });
 
   it('equals the fallback on infinities, NaN, subnormals and signed zeros (any NaN for NaN)', () => {
@@ -269,13 +307,17 @@ describe.skipIf(nativeOff)('native addon', () => {
   it('checks its arguments itself, below the TypeScript wrapper', () => {
     const addon = native();
     const out = new Float32Array(4).fill(7);
-    expect(() => addon.matmulBf16(new Float32Array(4), new Uint16Array(4), out, 2, 2, 3)).toThrow(
+    expect(() => addon.matmulBf16Parts(new Float32Array(4), [new Uint16Array(4)], [out], 2, 3)).toThrow(
       /x.length must be m·k/,
     );
-    expect(() => addon.matmulBf16(new Float32Array(6), new Uint16Array(6), out, 2, 2, 1e10)).toThrow(RangeError);
+    expect(() => addon.matmulBf16Parts(new Float32Array(6), [new Uint16Array(6)], [out], 2, 1e10)).toThrow(RangeError);
     expect(() =>
-      addon.matmulBf16(new Float32Array(6), new Int16Array(6) as unknown as Uint16Array, out, 2, 2, 3),
+      addon.matmulBf16Parts(new Float32Array(6), [new Int16Array(6) as unknown as Uint16Array], [out], 2, 3),
     ).toThrow(TypeError);
+    expect(() => addon.matmulBf16Parts(new Float32Array(6), [new Uint16Array(6)], [], 2, 3)).toThrow(/same length/);
+    expect(() =>
+      addon.matmulBf16Parts(new Float32Array(6), [new Uint16Array(6), new Uint16Array(6)], [out, out], 2, 3),
+    ).toThrow(/share memory/);
     expect(() => addon.widenBf16(new Uint16Array(5), out)).toThrow(RangeError);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
