@@ -53,7 +53,7 @@ export const commands: Record<string, Command> = {
     load: () => import('./report-token-efficiency.ts'),
   },
   bench: {
-    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel',
+    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel | machine',
     load: () => import('./bench.ts'),
   },
   'export-patched': {

@@ -1,24 +1,26 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
 //   [--device cpu|cuda|webgpu|ort-cpu]
-// Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS (read before the references allocate
-// their buffers), against references measured in the same run:
-// the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes per token ÷ bandwidth) and
-// onnxruntime's float32 MatMul peak. The JavaScript fallback kernel's batch-1 rate is measured on a slice of one
-// decoder matrix, and the decode time it implies (BF16 bytes per token ÷ that rate) printed beside it: a whole
-// fallback decode step at 1B takes seconds.
+// Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS, against references measured in the
+// same run, right before and right after each figure (`bench machine`, in a child process, so that its buffers are
+// not in this process's peak): the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes
+// per token ÷ bandwidth) and onnxruntime's float32 MatMul peak. Each figure's bound uses the mean of its two
+// references, and `reference_moved` says how far they moved apart while it ran. The JavaScript fallback kernel's
+// batch-1 rate is measured on a slice of one decoder matrix, and the decode time it implies (BF16 bytes per token ÷
+// that rate) printed beside it: a whole fallback decode step at 1B takes seconds.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
-import { adviseHugePages, jsKernels, kernelInfo, matmulBf16, readBandwidth } from '../../service/model/kernels.ts';
+import { jsKernels, kernelInfo, matmulBf16 } from '../../service/model/kernels.ts';
 import { PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
 import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
 import { checkDevice } from '../../service/model/device.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
-import { matMulPeak, median, timeMs } from './reference.ts';
+import type { MachineReferences } from './machine.ts';
+import { median, timeMs } from './reference.ts';
 
 const defaults = {
   preset: 'gemma-3-1b-shape',
@@ -27,6 +29,24 @@ const defaults = {
   'decode-tokens': 16,
   device: 'cpu',
 };
+
+const CLI = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
+
+/** `bench machine` in a child process: the machine's references now, none of their memory in this process. */
+function machineNow(): MachineReferences {
+  return JSON.parse(
+    execFileSync(process.execPath, [CLI, 'bench', 'machine'], { encoding: 'utf8' }),
+  ) as MachineReferences;
+}
+
+/** A figure measured between two probes of the machine: the figure, and the references before and after it. */
+async function bracketed<T>(
+  measure: () => Promise<T>,
+): Promise<{ value: T; before: MachineReferences; after: MachineReferences }> {
+  const before = machineNow();
+  const value = await measure();
+  return { value, before, after: machineNow() };
+}
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);
@@ -37,10 +57,9 @@ export async function main(argv: string[]): Promise<void> {
   if (!flags['model-dir'] && !existsSync(dir)) {
     process.stderr.write(`making ${flags.preset} checkpoint in ${dir} …\n`);
     // In a process of its own: making it holds the whole checkpoint in memory, which would be this process's peak RSS.
-    const cli = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
     execFileSync(
       process.execPath,
-      [cli, 'make-tiny-checkpoint', '--out', dir, '--preset', flags.preset, '--seed', '0'],
+      [CLI, 'make-tiny-checkpoint', '--out', dir, '--preset', flags.preset, '--seed', '0'],
       {
         stdio: ['ignore', 'ignore', 'inherit'],
       },
@@ -84,7 +103,8 @@ export async function main(argv: string[]): Promise<void> {
   const params = bytesPerToken / 2;
   const T = prompt.length;
   process.stderr.write(`prefill ${T} tokens …\n`);
-  const prefillMs = await timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 3);
+  const prefill = await bracketed(() => timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 3));
+  const prefillMs = prefill.value;
   // Prefill FLOPs: every decoder matrix for every token, attention over the average context T/2, the tied head once.
   const embeddingParams = c.vocab_size * c.hidden_size;
   const decoderParams = params - embeddingParams;
@@ -94,24 +114,15 @@ export async function main(argv: string[]): Promise<void> {
   const prefillGflops = prefillFlop / (prefillMs / 1000) / 1e9;
 
   process.stderr.write('decode batch 1 and 8 …\n');
-  const decode1 = await decode(engine, 1, flags['decode-tokens'], 3);
-  const decode8 = await decode(engine, 8, flags['decode-tokens'], 3);
+  const decode1 = await bracketed(() => decode(engine, 1, flags['decode-tokens'], 3));
+  const decode8 = await bracketed(() => decode(engine, 8, flags['decode-tokens'], 3));
   // On a device: how many tensors went to it, and the most times one did (1: each once, over every call above).
   const uploads = engine.deviceUploads && {
     tensors: engine.deviceUploads.size,
     most_per_tensor: Math.max(...engine.deviceUploads.values()),
   };
   await engine.close();
-  // The engine's peak: the references below allocate their own buffers only after it is read.
-  const peakRss = process.resourceUsage().maxRSS * 1024;
-
-  process.stderr.write('measuring references …\n');
-  // 256 MiB (far beyond any cache), wide loads on every thread, on huge pages where the engine's weights get them
-  // (weight-source.ts), so that the bound is like for like.
-  const reference = new Float32Array(2 ** 26);
-  const hugePages = adviseHugePages(reference) > 0;
-  const gbPerSecond = readBandwidth(reference.fill(1), 20); // the best of 20 passes: the machine at its quietest
-  const matmul = await matMulPeak();
+  const peakRss = process.resourceUsage().maxRSS * 1024; // this process's: the references ran in their own
 
   process.stderr.write('fallback kernel, batch 1 …\n');
   const rows = Math.min(256, c.intermediate_size);
@@ -121,8 +132,18 @@ export async function main(argv: string[]): Promise<void> {
   const fallbackMs = await timeMs(async () => matmulBf16(x, slice, out, 1, rows, c.hidden_size, jsKernels), 3);
   const fallbackGbPerSecond = slice.byteLength / (fallbackMs / 1000) / 1e9;
 
-  const boundMs = (bytesPerToken / (gbPerSecond * 1e9)) * 1000;
-  const batch8BoundMs = Math.max(boundMs, ((8 * 2 * params) / (matmul.gflopPerSecond * 1e9)) * 1000);
+  type Bracket = { before: MachineReferences; after: MachineReferences };
+  const mean = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') => (b.before[key] + b.after[key]) / 2;
+  /** How far the two references of a figure moved apart: |after − before| ÷ their mean. */
+  const moved = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') =>
+    Math.abs(b.after[key] - b.before[key]) / mean(b, key);
+  const pair = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') => [b.before[key], b.after[key]];
+  const boundMs = (bytesPerToken / (mean(decode1, 'read_gb_per_s') * 1e9)) * 1000;
+  const batch8BoundMs = Math.max(
+    (bytesPerToken / (mean(decode8, 'read_gb_per_s') * 1e9)) * 1000,
+    ((8 * 2 * params) / (mean(decode8, 'matmul_gflop_per_s') * 1e9)) * 1000,
+  );
+  const probe = decode1.before;
   const report = {
     ...benchHeader('engine', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
@@ -138,23 +159,39 @@ export async function main(argv: string[]): Promise<void> {
       tokens_per_second: T / (prefillMs / 1000),
       gflop_per_second: prefillGflops,
     },
-    decode_ms_per_token: { batch_1: decode1, batch_8: decode8, batch_8_tokens_per_second: (8 / decode8) * 1000 },
+    decode_ms_per_token: {
+      batch_1: decode1.value,
+      batch_8: decode8.value,
+      batch_8_tokens_per_second: (8 / decode8.value) * 1000,
+    },
     fallback: {
       batch_1_gb_per_s: fallbackGbPerSecond,
       implied_decode_batch_1_ms: (bytesPerToken / (fallbackGbPerSecond * 1e9)) * 1000,
     },
     peak_rss_gib: peakRss / 2 ** 30,
+    // Before and after each figure (`bench machine`): read with the kernel's widest loads on every thread, best of
+    // 20 passes over 256 MiB; onnxruntime's [n, n]² MatMul, median of 5.
     reference: {
-      read_bandwidth_gb_per_s: gbPerSecond,
-      read_on_huge_pages: hugePages,
-      matmul_gflop_per_s: matmul.gflopPerSecond,
-      matmul_n: matmul.n,
+      read_loads: probe.read_loads,
+      read_on_huge_pages: probe.read_on_huge_pages,
+      matmul_n: probe.matmul_n,
+      prefill: { matmul_gflop_per_s: pair(prefill, 'matmul_gflop_per_s') },
+      decode_batch_1: { read_gb_per_s: pair(decode1, 'read_gb_per_s') },
+      decode_batch_8: {
+        read_gb_per_s: pair(decode8, 'read_gb_per_s'),
+        matmul_gflop_per_s: pair(decode8, 'matmul_gflop_per_s'),
+      },
+    },
+    reference_moved: {
+      prefill: moved(prefill, 'matmul_gflop_per_s'),
+      decode_batch_1: moved(decode1, 'read_gb_per_s'),
+      decode_batch_8: Math.max(moved(decode8, 'read_gb_per_s'), moved(decode8, 'matmul_gflop_per_s')),
     },
     bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs },
     ratios: {
-      decode_batch_1_vs_bf16_bound: decode1 / boundMs,
-      decode_batch_8_vs_bound: decode8 / batch8BoundMs,
-      prefill_vs_matmul_peak: prefillGflops / matmul.gflopPerSecond,
+      decode_batch_1_vs_bf16_bound: decode1.value / boundMs,
+      decode_batch_8_vs_bound: decode8.value / batch8BoundMs,
+      prefill_vs_matmul_peak: prefillGflops / mean(prefill, 'matmul_gflop_per_s'),
     },
   };
   process.stdout.write(JSON.stringify(report, null, 2) + '\n');

@@ -17,10 +17,10 @@ import {
   setKernelThreads,
   widenBf16,
   type KernelImpl,
-  type KernelInfo,
 } from '../../service/model/kernels.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
+import { readLoads } from './reference.ts';
 
 const defaults = { models: 'gemma-3-1b,gemma-3-4b', threads: os.availableParallelism(), 'min-ms': 150 };
 
@@ -217,10 +217,4 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
     rates[name] = rate;
   }
   return rates;
-}
-
-/** The loads readBandwidth makes: the addon's widest (its kernel's vectors, or 64-bit words), the fallback's 32-bit. */
-function readLoads(info: KernelInfo): string {
-  if (!info.native) return '32-bit (JavaScript)';
-  return info.vectorBits ? `${info.vectorBits}-bit` : '64-bit scalar';
 }

@@ -1,6 +1,7 @@
 // Machine references measured in the same run as a benchmark: memory read bandwidth and onnxruntime's MatMul peak.
 import * as ort from 'onnxruntime-node';
 import { DataType, GraphBuilder } from '../../service/model/onnx-builder.ts';
+import { adviseHugePages, readBandwidth, type KernelInfo } from '../../service/model/kernels.ts';
 import { defaultThreads } from '../../service/model/runtime.ts';
 
 /** The references run with the engine's thread count, so the ratios compare like with like. */
@@ -24,22 +25,18 @@ export async function timeMs(fn: () => Promise<unknown>, repeats = 5): Promise<n
   return median(times);
 }
 
+/** Bytes of the read reference's buffer: 256 MiB, far beyond any cache. */
+const READ_BYTES = 256 << 20;
+
 /**
- * Read bandwidth as onnxruntime sees it: ReduceSum over a 1 GiB float32 initializer (every byte read once,
- * with onnxruntime's own threads), the same access pattern as a decode step streaming its weights.
+ * The read reference: the best of `repeats` passes over 256 MiB with the kernel's widest loads on every pool thread
+ * (readBandwidth), on huge pages where the engine's weights get them (weight-source.ts), so that a bound made from it
+ * is like for like. The best pass: the machine at its quietest.
  */
-export async function memoryReadBandwidth(bytes = 1 << 30): Promise<{ gbPerSecond: number; bytes: number }> {
-  const g = new GraphBuilder();
-  const elements = bytes / 4;
-  const rows = 8192;
-  const x = g.input('x', DataType.FLOAT, [rows, elements / rows]);
-  g.output('y', g.one('ReduceSum', [x], { keepdims: { i: 0 } }), DataType.FLOAT, []);
-  const session = await ort.InferenceSession.create(g.toBytes('bandwidth'), sessionOptions);
-  const data = new Float32Array(elements).fill(1);
-  const feeds = { x: new ort.Tensor('float32', data, [rows, elements / rows]) };
-  const ms = await timeMs(() => session.run(feeds));
-  await session.release();
-  return { gbPerSecond: bytes / (ms / 1000) / 1e9, bytes };
+export function readReference(repeats = 20): { gbPerSecond: number; hugePages: boolean } {
+  const buffer = new Float32Array(READ_BYTES / 4);
+  const hugePages = adviseHugePages(buffer) > 0;
+  return { gbPerSecond: readBandwidth(buffer.fill(1), repeats), hugePages };
 }
 
 /** onnxruntime's large float32 MatMul throughput: [n, n] × [n, n] with the right operand an initializer. */
@@ -53,4 +50,10 @@ export async function matMulPeak(n = 2048): Promise<{ gflopPerSecond: number; n:
   const ms = await timeMs(() => session.run(feeds));
   await session.release();
   return { gflopPerSecond: (2 * n ** 3) / (ms / 1000) / 1e9, n };
+}
+
+/** The loads readBandwidth makes: the addon's widest (its kernel's vectors, or 64-bit words), the fallback's 32-bit. */
+export function readLoads(info: KernelInfo): string {
+  if (!info.native) return '32-bit (JavaScript)';
+  return info.vectorBits ? `${info.vectorBits}-bit` : '64-bit scalar';
 }
