@@ -90,7 +90,7 @@ function msPerCall(call: (copy: number) => void, copies: number, minMs: number):
 }
 
 /** The read reference in GB/s of wall time and of CPU time (readBandwidth makes repeats + 1 passes). */
-function readReference(buffer: Uint16Array, repeats: number): { gbPerSecond: number; cpuGbPerSecond: number } {
+function readRates(buffer: Uint16Array, repeats: number): { gbPerSecond: number; cpuGbPerSecond: number } {
   const cpu = process.cpuUsage();
   const gbPerSecond = readBandwidth(buffer, repeats);
   const used = process.cpuUsage(cpu);
@@ -113,7 +113,7 @@ export async function main(argv: string[]): Promise<void> {
 
   process.stderr.write('read bandwidth reference …\n');
   const readBuffer = weights(256 << 20, 1); // 512 MiB, 16× the largest L3 here; measured again at the end
-  const readStart = readReference(readBuffer, 5);
+  const readStart = readRates(readBuffer, 5);
 
   const results: Record<string, unknown> = {};
   for (const model of models) {
@@ -129,7 +129,7 @@ export async function main(argv: string[]): Promise<void> {
       );
       const ws = Array.from({ length: copies }, (_, c) => shape.parts.map((part, p) => weights(part * shape.k, c + p)));
       // The machine is shared: the bandwidth measured right before each shape is the fair reference for it.
-      const readNow = readReference(readBuffer, 3);
+      const readNow = readRates(readBuffer, 3);
       const row: Record<string, unknown> = {
         name: shape.name,
         n,
@@ -177,7 +177,7 @@ export async function main(argv: string[]): Promise<void> {
   const fallback = fallbackRates(jsKernels, minMs);
 
   process.stderr.write('read bandwidth reference again …\n');
-  const readEnd = readReference(readBuffer, 5);
+  const readEnd = readRates(readBuffer, 5);
   const report = {
     ...benchHeader('kernel', { ...flags, threads: info.threads }),
     kernel: info,
