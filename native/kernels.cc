@@ -15,6 +15,13 @@
 //   batch 8 runs in one block of 8 rows of x, every weight tile read once per call.
 // - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows.
 // - Elsewhere a portable loop with std::fma.
+//
+// gemmBf16Parts, prefill's GEMM where the CPU has AMX (Intel's tile unit: BF16 tiles, float32 accumulators), is
+// outside that contract: each x is split exactly into three BF16 parts, x = hi + mid + lo (hi = x rounded to BF16,
+// mid = the rest rounded, lo = what remains, exact for normal floats), and W·x = W·hi + W·mid + W·lo with every
+// product exact (8-bit × 8-bit significands) and the sums in float32 accumulators, as in matmulBf16 but in the tile
+// unit's order. So its results equal matmulBf16's within float32 rounding, not bit for bit; every output still
+// depends only on its own row of x and of W (a batch gives each row alone). Denormal inputs count as zero there.
 #include <node_api.h>
 
 #include <algorithm>
@@ -24,13 +31,18 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
+#include <memory>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -56,6 +68,11 @@ static const int kVectorBits = 256;
 #define IWI_AVX512 0
 static const char* const kIsa = "portable (8-float lanes, std::fma)";
 static const int kVectorBits = 0;
+#endif
+#if IWI_AVX512 && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && defined(__linux__)
+#define IWI_AMX 1
+#else
+#define IWI_AMX 0
 #endif
 
 namespace {
@@ -367,6 +384,194 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
   });
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// gemm: prefill's products on AMX (see the top). C' [16 W rows × 16 columns] += A [16 W rows × 32 k] · B [32 k × 16
+// columns], where A is read straight from W (row-major [n × k]: 16 rows of 64 bytes at W's stride) and B holds, for
+// 32 rows of x at a time (a "superblock"), the three BF16 parts of each row as columns 3r, 3r + 1, 3r + 2, in the
+// tile unit's pair layout (row p of a B tile: the 16 columns' values at k = 2p and 2p + 1). A superblock's 96 columns
+// are six B tiles against six accumulators: tile registers 0 (A), 1 (B) and 2–7 (C) hold all eight.
+
+bool amxReady = false;  // the OS granted this process the tile data state (Linux ≥ 5.16 wants processes to ask)
+
+#if IWI_AMX
+
+void requestAmx() {
+  const long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+  amxReady = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+constexpr size_t kSuperRows = 32, kColumnTiles = 6, kTileElements = 512;  // BF16 per 1 KiB tile
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, startRow = 0, reserved[14] = {};
+  uint16_t bytesPerRow[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Every tile 16 rows × 64 bytes; loaded at the start of each thread's part of a call, released at its end (so the
+// OS need not save 8 KiB of tile state when it switches threads between calls).
+void configureTiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; t++) config.bytesPerRow[t] = 64, config.rows[t] = 16;
+  _tile_loadconfig(&config);
+}
+
+inline __m512 widenLow(__m512i bf16) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bf16)), 16));
+}
+inline __m512 widenHigh(__m512i bf16) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bf16, 1)), 16));
+}
+
+// The 16 × 16 32-bit transpose: out[p] lane c = in[c] lane p.
+void transpose16(const __m512i in[16], __m512i out[16]) {
+  __m512i a[16], b[16];
+  // a[i], a[i + 1] (i even), 128-bit lane l: in[i] and in[i + 1] interleaved at columns 4l, 4l + 1 and 4l + 2, 4l + 3.
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_epi32(in[i], in[i + 1]);
+    a[i + 1] = _mm512_unpackhi_epi32(in[i], in[i + 1]);
+  }
+  // b[4q + x], lane l: rows 4q … 4q + 3 at column 4l + offset[x].
+  const int offset[4] = {0, 2, 1, 3};
+  for (int q = 0; q < 16; q += 4)
+    for (int j = 0; j < 2; j++) {
+      b[q + j] = _mm512_unpacklo_epi64(a[q + j], a[q + j + 2]);
+      b[q + j + 2] = _mm512_unpackhi_epi64(a[q + j], a[q + j + 2]);
+    }
+  // Gather lane l of b[x], b[4 + x], b[8 + x], b[12 + x] into out[4l + offset[x]] (0x88: lanes 0, 2; 0xdd: 1, 3).
+  for (int x = 0; x < 4; x++) {
+    const __m512i even01 = _mm512_shuffle_i32x4(b[x], b[4 + x], 0x88), odd01 = _mm512_shuffle_i32x4(b[x], b[4 + x], 0xdd);
+    const __m512i even23 = _mm512_shuffle_i32x4(b[8 + x], b[12 + x], 0x88), odd23 = _mm512_shuffle_i32x4(b[8 + x], b[12 + x], 0xdd);
+    out[0 + offset[x]] = _mm512_shuffle_i32x4(even01, even23, 0x88);
+    out[8 + offset[x]] = _mm512_shuffle_i32x4(even01, even23, 0xdd);
+    out[4 + offset[x]] = _mm512_shuffle_i32x4(odd01, odd23, 0x88);
+    out[12 + offset[x]] = _mm512_shuffle_i32x4(odd01, odd23, 0xdd);
+  }
+}
+
+// Column tile `ct` of a superblock (x rows r0 … r0 + rows − 1, row-major, k floats each): for every 32 k, the three
+// parts of the ≤ 6 rows whose columns fall in the tile, 16 pairs each, transposed into the tile's 16 rows (pairs) of
+// 16 columns. Columns past the superblock's rows and k past its end are zeros.
+void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, uint16_t* tiles, size_t tilesK) {
+  const size_t firstRow = ct * 16 / 3, lastRow = std::min(rows, (ct * 16 + 15) / 3 + 1);
+  for (size_t kb = 0; kb < tilesK; kb++) {
+    const size_t i = kb * 32;
+    const __mmask16 m0 = i + 16 <= k ? 0xffff : i >= k ? 0 : static_cast<__mmask16>((1u << (k - i)) - 1);
+    const __mmask16 m1 = i + 32 <= k ? 0xffff : i + 16 >= k ? 0 : static_cast<__mmask16>((1u << (k - i - 16)) - 1);
+    __m512i parts[6][3];
+    for (size_t r = firstRow; r < lastRow; r++) {
+      __m512 x0 = _mm512_maskz_loadu_ps(m0, x + r * k + i), x1 = _mm512_maskz_loadu_ps(m1, x + r * k + i + 16);
+      for (int part = 0; part < 3; part++) {
+        const __m512i bf16 = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);  // k = i … i + 31 in order: 16 pairs
+        parts[r - firstRow][part] = bf16;
+        x0 = _mm512_sub_ps(x0, widenLow(bf16));  // exact: what this part did not hold
+        x1 = _mm512_sub_ps(x1, widenHigh(bf16));
+      }
+    }
+    __m512i columns[16], pairs[16];
+    for (size_t c = 0; c < 16; c++) {
+      const size_t column = ct * 16 + c, r = column / 3;
+      columns[c] = r < lastRow ? parts[r - firstRow][column % 3] : _mm512_setzero_si512();
+    }
+    transpose16(columns, pairs);
+    uint16_t* tile = tiles + kb * kTileElements;
+    for (int p = 0; p < 16; p++) _mm512_store_si512(tile + p * 32, pairs[p]);
+  }
+}
+
+// C tiles 2 … 1 + T of 16 W rows (A at `a`, `strideBytes` between rows) against a superblock's first T column tiles.
+template <int T>
+void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size_t tilesK, float* c) {
+  _tile_zero(2);
+  if constexpr (T > 1) _tile_zero(3);
+  if constexpr (T > 2) _tile_zero(4);
+  if constexpr (T > 3) _tile_zero(5);
+  if constexpr (T > 4) _tile_zero(6);
+  if constexpr (T > 5) _tile_zero(7);
+  for (size_t kb = 0; kb < tilesK; kb++) {
+    _tile_loadd(0, a + kb * 32, strideBytes);
+    // _tile_dpbf16ps takes register numbers as literals.
+    _tile_loadd(1, b + (0 * tilesK + kb) * kTileElements, 64);
+    _tile_dpbf16ps(2, 0, 1);
+    if constexpr (T > 1) { _tile_loadd(1, b + (1 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
+    if constexpr (T > 2) { _tile_loadd(1, b + (2 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
+    if constexpr (T > 3) { _tile_loadd(1, b + (3 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
+    if constexpr (T > 4) { _tile_loadd(1, b + (4 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(6, 0, 1); }
+    if constexpr (T > 5) { _tile_loadd(1, b + (5 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(7, 0, 1); }
+  }
+  _tile_stored(2, c, 64);
+  if constexpr (T > 1) _tile_stored(3, c + 256, 64);
+  if constexpr (T > 2) _tile_stored(4, c + 512, 64);
+  if constexpr (T > 3) _tile_stored(5, c + 768, 64);
+  if constexpr (T > 4) _tile_stored(6, c + 1024, 64);
+  if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
+}
+
+// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX.
+void gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
+  const size_t tilesK = (k + 31) / 32, paddedK = tilesK * 32;
+  const size_t superblocks = (m + kSuperRows - 1) / kSuperRows;
+  const size_t superblockElements = kColumnTiles * tilesK * kTileElements;
+  // B for the whole call, 3 · 2 bytes per element of x, freed at its end; 64-byte aligned for the tile rows' stores.
+  std::unique_ptr<uint16_t[], void (*)(void*)> b(
+      static_cast<uint16_t*>(std::aligned_alloc(64, superblocks * superblockElements * 2)), std::free);
+  auto columnTiles = [&](size_t s) { return (3 * std::min(kSuperRows, m - s * kSuperRows) + 15) / 16; };
+  std::atomic<size_t> nextTile{0};
+  pool->run(pool->threads() - 1, [&] {
+    for (size_t t; (t = nextTile.fetch_add(1, std::memory_order_relaxed)) < superblocks * kColumnTiles;) {
+      const size_t s = t / kColumnTiles, ct = t % kColumnTiles;
+      if (ct >= columnTiles(s)) continue;
+      splitColumnTile(x + s * kSuperRows * k, k, std::min(kSuperRows, m - s * kSuperRows), ct,
+                      b.get() + s * superblockElements + ct * tilesK * kTileElements, tilesK);
+    }
+  });
+
+  // Work items: runs of 4 blocks of 16 W rows, all parts' blocks numbered one after another, superblock by
+  // superblock (the threads share one superblock's B while they stream W past it).
+  constexpr size_t kRun = 4;
+  std::vector<size_t> firstBlock{0};
+  for (const Part& part : parts) firstBlock.push_back(firstBlock.back() + (part.n + 15) / 16);
+  const size_t blocks = firstBlock.back(), runs = (blocks + kRun - 1) / kRun;
+  std::atomic<size_t> next{0};
+  pool->run(pool->threads() - 1, [&] {
+    configureTiles();
+    alignas(64) float c[kColumnTiles * 256];
+    std::vector<uint16_t> padded;  // 16 W rows with k padded to whole tiles, for a last partial block or k % 32 ≠ 0
+    for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < superblocks * runs;) {
+      const size_t s = item / runs, m0 = s * kSuperRows, rows = std::min(kSuperRows, m - m0);
+      const uint16_t* bs = b.get() + s * superblockElements;
+      for (size_t block = (item % runs) * kRun; block < std::min(blocks, (item % runs + 1) * kRun); block++) {
+        size_t p = 0;
+        while (block >= firstBlock[p + 1]) p++;
+        const Part& part = parts[p];
+        const size_t j0 = (block - firstBlock[p]) * 16, valid = std::min<size_t>(16, part.n - j0);
+        const uint16_t* a = part.w + j0 * k;
+        size_t stride = k * 2;
+        if (valid < 16 || paddedK != k) {
+          padded.assign(16 * paddedK, 0);
+          for (size_t i = 0; i < valid; i++) std::memcpy(padded.data() + i * paddedK, a + i * k, k * 2);
+          a = padded.data(), stride = paddedK * 2;
+        }
+        switch (columnTiles(s)) {
+          case 1: tileProducts<1>(a, stride, bs, tilesK, c); break;
+          case 2: tileProducts<2>(a, stride, bs, tilesK, c); break;
+          case 3: tileProducts<3>(a, stride, bs, tilesK, c); break;
+          case 4: tileProducts<4>(a, stride, bs, tilesK, c); break;
+          case 5: tileProducts<5>(a, stride, bs, tilesK, c); break;
+          default: tileProducts<6>(a, stride, bs, tilesK, c); break;
+        }
+        // Row r's output: (lo + mid) + hi, smallest first.
+        auto at = [&](size_t column, size_t i) { return c[(column / 16) * 256 + i * 16 + column % 16]; };
+        for (size_t r = 0; r < rows; r++)
+          for (size_t i = 0; i < valid; i++)
+            part.out[(m0 + r) * part.n + j0 + i] = (at(3 * r + 2, i) + at(3 * r + 1, i)) + at(3 * r, i);
+      }
+    }
+    _tile_release();
+  });
+}
+#endif
+
 void widen(const uint16_t* w, float* out, size_t count) {
   const size_t block = 1 << 16;
   const size_t blocks = (count + block - 1) / block;
@@ -497,47 +702,72 @@ bool overlaps(const View& a, const View& b) {
   return a.byteLength && b.byteLength && a0 < b0 + b.byteLength && b0 < a0 + a.byteLength;
 }
 
-// matmulBf16Parts(x, ws, outs, m, k): outs[p] [m × n_p] = x [m × k] · ws[p]ᵀ with n_p = ws[p].length / k.
-napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
+// The arguments (x, ws, outs, m, k) of matmulBf16Parts and gemmBf16Parts, checked: outs[p] [m × n_p] = x [m × k] ·
+// ws[p]ᵀ with n_p = ws[p].length / k. Returns false with an exception pending if any check fails.
+struct PartsCall {
+  const float* x;
+  std::vector<Part> parts;
+  size_t m, k;
+};
+
+bool partsCall(napi_env env, napi_callback_info info, const char* name, PartsCall& call) {
+  auto fail = [&](bool range, const char* what) {
+    std::string message = std::string(name) + what;
+    throwError(env, range, message.c_str());
+    return false;
+  };
   size_t argc = 5;
   napi_value argv[5];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 5) return throwError(env, false, "matmulBf16Parts(x, ws, outs, m, k) takes 5 arguments");
+  if (argc != 5) return fail(false, "(x, ws, outs, m, k) takes 5 arguments");
   View x;
-  if (!typedArray(env, argv[0], napi_float32_array, x)) return throwError(env, false, "matmulBf16Parts: x must be a Float32Array");
+  if (!typedArray(env, argv[0], napi_float32_array, x)) return fail(false, ": x must be a Float32Array");
   bool wsArray = false, outsArray = false;
   napi_is_array(env, argv[1], &wsArray);
   napi_is_array(env, argv[2], &outsArray);
-  if (!wsArray || !outsArray) return throwError(env, false, "matmulBf16Parts: ws and outs must be arrays");
+  if (!wsArray || !outsArray) return fail(false, ": ws and outs must be arrays");
   uint32_t count = 0, outCount = 0;
   napi_get_array_length(env, argv[1], &count);
   napi_get_array_length(env, argv[2], &outCount);
-  if (count == 0 || count != outCount) return throwError(env, true, "matmulBf16Parts: ws and outs must have the same length, at least 1");
-  size_t m, k;
-  if (!dimension(env, argv[3], m) || !dimension(env, argv[4], k))
-    return throwError(env, true, "matmulBf16Parts: m and k must be integers in [1, 2^31)");
-  if (x.length != m * k) return throwError(env, true, "matmulBf16Parts: x.length must be m·k");
+  if (count == 0 || count != outCount) return fail(true, ": ws and outs must have the same length, at least 1");
+  if (!dimension(env, argv[3], call.m) || !dimension(env, argv[4], call.k)) return fail(true, ": m and k must be integers in [1, 2^31)");
+  const size_t m = call.m, k = call.k;
+  if (x.length != m * k) return fail(true, ": x.length must be m·k");
   std::vector<View> ws(count), outs(count);
-  std::vector<Part> parts;
   for (uint32_t p = 0; p < count; p++) {
     napi_value w, out;
     napi_get_element(env, argv[1], p, &w);
     napi_get_element(env, argv[2], p, &out);
-    if (!typedArray(env, w, napi_uint16_array, ws[p])) return throwError(env, false, "matmulBf16Parts: each w must be a Uint16Array of BF16 bits");
-    if (!typedArray(env, out, napi_float32_array, outs[p])) return throwError(env, false, "matmulBf16Parts: each out must be a Float32Array");
+    if (!typedArray(env, w, napi_uint16_array, ws[p])) return fail(false, ": each w must be a Uint16Array of BF16 bits");
+    if (!typedArray(env, out, napi_float32_array, outs[p])) return fail(false, ": each out must be a Float32Array");
     const size_t n = ws[p].length / k;
-    if (n == 0 || ws[p].length != n * k) return throwError(env, true, "matmulBf16Parts: each w.length must be n·k, n ≥ 1");
-    if (outs[p].length != m * n) return throwError(env, true, "matmulBf16Parts: each out.length must be m·n");
-    parts.push_back({static_cast<const uint16_t*>(ws[p].data), static_cast<float*>(outs[p].data), n});
+    if (n == 0 || ws[p].length != n * k) return fail(true, ": each w.length must be n·k, n ≥ 1");
+    if (outs[p].length != m * n) return fail(true, ": each out.length must be m·n");
+    call.parts.push_back({static_cast<const uint16_t*>(ws[p].data), static_cast<float*>(outs[p].data), n});
   }
   for (uint32_t p = 0; p < count; p++) {
     bool shared = overlaps(outs[p], x);
     for (uint32_t q = 0; q < count; q++) shared = shared || overlaps(outs[p], ws[q]) || (q != p && overlaps(outs[p], outs[q]));
-    if (shared) return throwError(env, false, "matmulBf16Parts: an out must not share memory with x, a w or another out");
+    if (shared) return fail(false, ": an out must not share memory with x, a w or another out");
   }
-  matmul(static_cast<const float*>(x.data), parts, m, k);
+  call.x = static_cast<const float*>(x.data);
+  return true;
+}
+
+napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
+  PartsCall call;
+  if (partsCall(env, info, "matmulBf16Parts", call)) matmul(call.x, call.parts, call.m, call.k);
   return nullptr;
 }
+
+#if IWI_AMX
+napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
+  if (!amxReady) return throwError(env, false, "gemmBf16Parts: the OS did not grant this process AMX's tile state");
+  PartsCall call;
+  if (partsCall(env, info, "gemmBf16Parts", call)) gemm(call.x, call.parts, call.m, call.k);
+  return nullptr;
+}
+#endif
 
 napi_value WidenBf16(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -638,13 +868,21 @@ napi_value Threads(napi_env env, napi_callback_info) {
 NAPI_MODULE_INIT() {
   // Started with one thread; the TypeScript wrapper sets the count it wants at load. Worker threads that load the
   // addon too share the pool (one call at a time).
-  std::call_once(poolOnce, [] { pool = new Pool(1); });
+  std::call_once(poolOnce, [] {
+    pool = new Pool(1);
+#if IWI_AMX
+    requestAmx();
+#endif
+  });
   napi_value isa;
   napi_create_string_utf8(env, kIsa, NAPI_AUTO_LENGTH, &isa);
   napi_set_named_property(env, exports, "isa", isa);
   napi_value vectorBits;
   napi_create_int32(env, kVectorBits, &vectorBits);
   napi_set_named_property(env, exports, "vectorBits", vectorBits);
+  napi_value amx;
+  napi_get_boolean(env, amxReady, &amx);  // gemmBf16Parts is there and usable
+  napi_set_named_property(env, exports, "amx", amx);
   const struct {
     const char* name;
     napi_callback fn;
@@ -656,5 +894,10 @@ NAPI_MODULE_INIT() {
     napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &value);
     napi_set_named_property(env, exports, f.name, value);
   }
+#if IWI_AMX
+  napi_value gemmFn;
+  napi_create_function(env, "gemmBf16Parts", NAPI_AUTO_LENGTH, GemmBf16Parts, nullptr, &gemmFn);
+  napi_set_named_property(env, exports, "gemmBf16Parts", gemmFn);
+#endif
   return exports;
 }

@@ -6,7 +6,8 @@
 // per token ÷ bandwidth) and onnxruntime's float32 MatMul peak. Each figure's bound uses the mean of its two
 // references, and `reference_moved` says how far they moved apart while it ran. The JavaScript fallback kernel's
 // batch-1 rate is measured on a slice of one decoder matrix, and the decode time it implies (BF16 bytes per token ÷
-// that rate) printed beside it: a whole fallback decode step at 1B takes seconds.
+// that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The prefill takes the prefill GEMM
+// of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
@@ -15,11 +16,11 @@ import { fileURLToPath } from 'node:url';
 import { Checkpoint } from '../../service/model/checkpoint.ts';
 import { jsKernels, kernelInfo, matmulBf16 } from '../../service/model/kernels.ts';
 import { PRESETS, type Preset } from '../../service/model/tiny-checkpoint.ts';
-import { Gemma3Engine, textWeightBytes } from '../../service/model/runtime.ts';
+import { Gemma3Engine, GEMM_MIN_TOKENS, PREFILL_GEMM, textWeightBytes } from '../../service/model/runtime.ts';
 import { checkDevice } from '../../service/model/device.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
-import type { MachineReferences } from './machine.ts';
+import { machineNow, type MachineReferences } from './machine.ts';
 import { median, timeMs } from './reference.ts';
 
 const defaults = {
@@ -31,13 +32,6 @@ const defaults = {
 };
 
 const CLI = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
-
-/** `bench machine` in a child process: the machine's references now, none of their memory in this process. */
-function machineNow(): MachineReferences {
-  return JSON.parse(
-    execFileSync(process.execPath, [CLI, 'bench', 'machine'], { encoding: 'utf8' }),
-  ) as MachineReferences;
-}
 
 /** A figure measured between two probes of the machine: the figure, and the references before and after it. */
 async function bracketed<T>(
@@ -154,6 +148,9 @@ export async function main(argv: string[]): Promise<void> {
     bf16_bytes_per_token: bytesPerToken,
     load_seconds: loadSeconds,
     prefill: {
+      // Which GEMM prompts of gemm_min_tokens or more take (IWIBENCH_PREFILL_GEMM=onnxruntime measures the other).
+      gemm: device === 'cpu' ? PREFILL_GEMM : device,
+      gemm_min_tokens: GEMM_MIN_TOKENS,
       prompt_tokens: T,
       ms: prefillMs,
       tokens_per_second: T / (prefillMs / 1000),

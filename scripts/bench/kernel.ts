@@ -4,10 +4,12 @@
 // at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
 // on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
 // widenBf16's rate. The decode-step sums add every layer's calls and the head once: as the engine makes them, and
-// with one call per matrix.
+// with one call per matrix. Where the CPU has AMX, prefill's calls too: GFLOP/s at 16, 128 and 512 rows in the kernel
+// and in gemmBf16Parts, beside onnxruntime's float32 MatMul reference (`bench machine`) at start and end.
 import os from 'node:os';
 import {
   adviseHugePages,
+  gemmBf16Parts,
   jsKernels,
   kernelInfo,
   matmulBf16,
@@ -21,6 +23,7 @@ import {
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { readLoads } from './reference.ts';
+import { machineNow } from './machine.ts';
 
 const defaults = { models: 'gemma-3-1b,gemma-3-4b', threads: os.availableParallelism(), 'min-ms': 150 };
 
@@ -111,6 +114,7 @@ export async function main(argv: string[]): Promise<void> {
     );
   const minMs = flags['min-ms'];
 
+  const matmulStart = info.amx ? machineNow().matmul_gflop_per_s : undefined;
   process.stderr.write('read bandwidth reference …\n');
   const readBuffer = weights(256 << 20, 1); // 512 MiB, 16× the largest L3 here; measured again at the end
   const readStart = readRates(readBuffer, 5);
@@ -162,6 +166,7 @@ export async function main(argv: string[]): Promise<void> {
     results[model] = {
       layers,
       shapes: rows,
+      ...(info.amx ? { prefill_gflop_per_s: prefillRates(shapes, minMs) } : {}),
       matmul_ms_per_decode_step: stepMs.engine,
       matmul_ms_per_decode_step_one_call_per_matrix: stepMs['per-matrix'],
     };
@@ -178,12 +183,14 @@ export async function main(argv: string[]): Promise<void> {
 
   process.stderr.write('read bandwidth reference again …\n');
   const readEnd = readRates(readBuffer, 5);
+  const matmulEnd = info.amx ? machineNow().matmul_gflop_per_s : undefined;
   const report = {
     ...benchHeader('kernel', { ...flags, threads: info.threads }),
     kernel: info,
     reference: {
       read_gb_per_s: readStart.gbPerSecond,
       read_gb_per_s_at_end: readEnd.gbPerSecond,
+      ...(info.amx ? { matmul_gflop_per_s: matmulStart, matmul_gflop_per_s_at_end: matmulEnd } : {}),
       how: `readBandwidth: 512 MiB, ${readLoads(info)} loads on every pool thread, best of 5`,
     },
     models: results,
@@ -215,6 +222,30 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
       if (m === 8) rate.m8_gflop_per_s = (2 * m * n * k) / (ms / 1000) / 1e9;
     }
     rates[name] = rate;
+  }
+  return rates;
+}
+
+/**
+ * Prefill's products as the engine makes them (a layer's calls, not the head): GFLOP/s at 16, 128 and 512 rows in the
+ * kernel and on AMX (gemmBf16Parts), weights rotated as for decode.
+ */
+function prefillRates(shapes: Shape[], minMs: number): Record<string, Record<string, { kernel: number; amx: number }>> {
+  const rates: Record<string, Record<string, { kernel: number; amx: number }>> = {};
+  for (const shape of shapes.filter((s) => s.perLayer && s.step !== 'per-matrix')) {
+    const n = shape.parts.reduce((a, b) => a + b);
+    const copies = Math.max(1, Math.ceil(ROTATION_BYTES / (n * shape.k * 2)));
+    process.stderr.write(`prefill ${shape.name} …\n`);
+    const ws = Array.from({ length: copies }, (_, c) => shape.parts.map((part, p) => weights(part * shape.k, c + p)));
+    rates[shape.name] = {};
+    for (const m of [16, 128, 512]) {
+      const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
+      const outs = shape.parts.map((part) => new Float32Array(m * part));
+      const gflops = (ms: number) => (2 * m * n * shape.k) / (ms / 1000) / 1e9;
+      const kernel = msPerCall((c) => matmulBf16Parts(x, ws[c]!, outs, m, shape.k), copies, minMs).ms;
+      const amx = msPerCall((c) => gemmBf16Parts(x, ws[c]!, outs, m, shape.k), copies, minMs).ms;
+      rates[shape.name]![`m${m}`] = { kernel: gflops(kernel), amx: gflops(amx) };
+    }
   }
   return rates;
 }

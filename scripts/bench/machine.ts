@@ -2,6 +2,8 @@
 // bandwidth with the kernel's widest loads on every thread (best of 20 passes over 256 MiB) and onnxruntime's float32
 // MatMul peak ([2048, 2048]², median of 5). `bench engine` runs it right before and right after each figure it
 // measures, so that each figure has references from its own minute on a machine whose neighbours come and go.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { kernelInfo } from '../../service/model/kernels.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
@@ -17,6 +19,15 @@ export type MachineReferences = {
   matmul_gflop_per_s: number;
   matmul_n: number;
 };
+
+const CLI = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
+
+/** `bench machine` in a child process: the machine's references now, none of their memory in this process. */
+export function machineNow(): MachineReferences {
+  return JSON.parse(
+    execFileSync(process.execPath, [CLI, 'bench', 'machine'], { encoding: 'utf8' }),
+  ) as MachineReferences;
+}
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);

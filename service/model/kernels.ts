@@ -1,7 +1,8 @@
 // The engine's BF16 matrix kernels (issue 13): the native addon built from native/ at npm ci, or, where it was not
 // built (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results.
 // Both compute every output element in the summation order described in native/kernels.cc, so the fallback equals
-// the addon bit for bit, and a batch equals each of its rows alone whatever the thread count.
+// the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
+// the addon also has gemmBf16Parts, prefill's GEMM on the tile unit (equal to matmulBf16 within float32 rounding).
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -18,6 +19,9 @@ export type KernelImpl = {
 
 type NativeAddon = KernelImpl & {
   isa: string;
+  /** Built with AMX (BF16 tiles) and granted its tile state by the OS: gemmBf16Parts is there. */
+  amx: boolean;
+  gemmBf16Parts?: KernelImpl['matmulBf16Parts'];
   /** The kernel's vector width: 512 (AVX-512), 256 (AVX2 + FMA) or 0 (the portable loop). */
   vectorBits: number;
   setThreads(threads: number): void;
@@ -25,7 +29,15 @@ type NativeAddon = KernelImpl & {
   adviseHugePages(view: ArrayBufferView): number;
 };
 
-export type KernelInfo = { native: boolean; reason?: string; threads: number; isa?: string; vectorBits?: number };
+export type KernelInfo = {
+  native: boolean;
+  reason?: string;
+  threads: number;
+  isa?: string;
+  vectorBits?: number;
+  /** gemmBf16Parts is available (the addon only). */
+  amx?: boolean;
+};
 
 const ADDON_PATH = path.join(
   path.dirname(fileURLToPath(import.meta.url)),
@@ -154,7 +166,8 @@ export const nativeKernels: KernelImpl | undefined = selection.addon;
 
 export function kernelInfo(): KernelInfo {
   const addon = selection.addon;
-  if (addon) return { native: true, threads: addon.threads(), isa: addon.isa, vectorBits: addon.vectorBits };
+  if (addon)
+    return { native: true, threads: addon.threads(), isa: addon.isa, vectorBits: addon.vectorBits, amx: addon.amx };
   return { native: false, reason: selection.reason, threads: 1 };
 }
 
@@ -178,27 +191,27 @@ function disjoint(a: ArrayBufferView, b: ArrayBufferView): boolean {
   return a.byteOffset + a.byteLength <= b.byteOffset || b.byteOffset + b.byteLength <= a.byteOffset;
 }
 
-/** Checks matmulBf16Parts' arguments; throws TypeError/RangeError. */
-function checkMatmulArgs(x: unknown, ws: unknown, outs: unknown, m: number, k: number): void {
-  if (!(x instanceof Float32Array)) throw new TypeError('matmulBf16: x must be a Float32Array');
+/** Checks the arguments of matmulBf16Parts (and gemmBf16Parts, named `fn`); throws TypeError/RangeError. */
+function checkMatmulArgs(x: unknown, ws: unknown, outs: unknown, m: number, k: number, fn = 'matmulBf16'): void {
+  if (!(x instanceof Float32Array)) throw new TypeError(`${fn}: x must be a Float32Array`);
   if (!Array.isArray(ws) || !Array.isArray(outs) || ws.length === 0 || ws.length !== outs.length)
-    throw new TypeError('matmulBf16: ws and outs must be arrays of the same length, at least 1');
-  dimension('matmulBf16: m', m);
-  dimension('matmulBf16: k', k);
-  if (x.length !== m * k) throw new RangeError(`matmulBf16: x.length ${x.length} ≠ m·k = ${m}·${k}`);
+    throw new TypeError(`${fn}: ws and outs must be arrays of the same length, at least 1`);
+  dimension(`${fn}: m`, m);
+  dimension(`${fn}: k`, k);
+  if (x.length !== m * k) throw new RangeError(`${fn}: x.length ${x.length} ≠ m·k = ${m}·${k}`);
   for (const [p, w] of (ws as unknown[]).entries()) {
     const out: unknown = outs[p];
-    if (!(w instanceof Uint16Array)) throw new TypeError('matmulBf16: w must be a Uint16Array of BF16 bits');
-    if (!(out instanceof Float32Array)) throw new TypeError('matmulBf16: out must be a Float32Array');
+    if (!(w instanceof Uint16Array)) throw new TypeError(`${fn}: w must be a Uint16Array of BF16 bits`);
+    if (!(out instanceof Float32Array)) throw new TypeError(`${fn}: out must be a Float32Array`);
     const n = w.length / k;
-    if (!Number.isInteger(n) || n < 1) throw new RangeError(`matmulBf16: w.length ${w.length} is not n·k for k = ${k}`);
-    if (out.length !== m * n) throw new RangeError(`matmulBf16: out.length ${out.length} ≠ m·n = ${m}·${n}`);
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`${fn}: w.length ${w.length} is not n·k for k = ${k}`);
+    if (out.length !== m * n) throw new RangeError(`${fn}: out.length ${out.length} ≠ m·n = ${m}·${n}`);
   }
   for (const [p, out] of (outs as Float32Array[]).entries()) {
     if (!disjoint(out, x) || (ws as Uint16Array[]).some((w) => !disjoint(out, w)))
-      throw new TypeError('matmulBf16: out must not share memory with x or w');
+      throw new TypeError(`${fn}: out must not share memory with x or w`);
     if (outs.some((other: Float32Array, q) => q !== p && !disjoint(out, other)))
-      throw new TypeError('matmulBf16: outs must not share memory');
+      throw new TypeError(`${fn}: outs must not share memory`);
   }
 }
 
@@ -235,6 +248,25 @@ export function matmulBf16Parts(
 ): void {
   checkMatmulArgs(x, ws, outs, m, k);
   impl.matmulBf16Parts(x, ws, outs, m, k);
+}
+
+/**
+ * matmulBf16Parts on AMX's tile unit (the addon, where kernelInfo().amx): each row of x split exactly into three BF16
+ * parts, every product exact, float32 accumulators, so within float32 rounding of matmulBf16 (not bit for bit), and
+ * out[r, j] still depends only on x's row r and W's row j. ~2× onnxruntime's float32 GEMM on many rows (README).
+ */
+export function gemmBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
+  checkMatmulArgs(x, ws, outs, m, k, 'gemmBf16Parts');
+  const gemm = selection.addon?.gemmBf16Parts;
+  if (!selection.addon?.amx || !gemm) throw new Error(`gemmBf16Parts: not available here (${amxAbsence()})`);
+  gemm(x, ws, outs, m, k);
+}
+
+/** Why gemmBf16Parts is not available (for errors). */
+function amxAbsence(): string {
+  if (!selection.addon) return `the native addon is not loaded: ${selection.reason}`;
+  if (!selection.addon.gemmBf16Parts) return 'the addon was built without AMX (the CPU or the compiler lacks it)';
+  return 'the OS did not grant this process the AMX tile state';
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

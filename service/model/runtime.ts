@@ -3,8 +3,9 @@
 //
 // A forward pass runs layer by layer over one chunk of tokens. Decode steps and short prompts multiply the BF16
 // weights where they lie, in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read
-// per weight); prompts of GEMM_MIN_TOKENS or more, compute-bound, go through onnxruntime's GEMM on a float32 tile
-// widened from one weight at a time (Gemma3Engine.linear). Each path gives a row bitwise the same result whatever
+// per weight); prompts of GEMM_MIN_TOKENS or more, compute-bound, go through the prefill GEMM (PREFILL_GEMM): AMX's
+// tile unit where the CPU has it (kernels.ts, gemmBf16Parts), else onnxruntime's on a float32 tile widened from one
+// weight at a time (Gemma3Engine.linear). Each path gives a row bitwise the same result whatever
 // rows share the call, and the path depends on the sequence's own length, so a batch gives bitwise what each prompt
 // gives alone, and the service's run_target what the evaluator sees. Norms, RoPE, attention and GELU run in small
 // onnxruntime graphs (gemma3-graph.ts). Prompts are prefilled in chunks through the KV cache (kv-cache.ts), so no
@@ -24,7 +25,7 @@ import {
   buildResidualNormGraph,
   embedScale,
 } from './gemma3-graph.ts';
-import { kernelInfo, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
+import { gemmBf16Parts, kernelInfo, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from './names.ts';
 import { PAD_ID, STOP_IDS } from './tokenizer.ts';
@@ -44,8 +45,10 @@ export type EngineOptions = {
   threads?: number;
   /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
   chunkRows?: number;
-  /** Prompts of at least this many tokens prefill through onnxruntime's GEMM (default GEMM_MIN_TOKENS). */
+  /** Prompts of at least this many tokens prefill through the GEMM (default GEMM_MIN_TOKENS). */
   gemmMinTokens?: number;
+  /** The prefill GEMM (default PREFILL_GEMM); tests compare both. */
+  prefillGemm?: PrefillGemm;
 };
 
 /** How a long call shares the target: awaited between slices (prefill chunks, decode steps); abort stops it there. */
@@ -98,11 +101,39 @@ const SLICE_ROWS = 64;
 const BLOCK_ELEMENTS = 1 << 24;
 
 /**
- * Prompts of at least this many tokens are prefilled through onnxruntime's GEMM, shorter ones in our kernel: about
- * where the two cross on a 1B layer's matrices (docs/engine.md, "Numerics"), 128 tokens with the AVX-512 kernel and 64
- * with AVX2 (and the fallback). One machine, one value, so the service and its evaluation processes agree.
+ * The prefill GEMM: 'amx', the addon's gemmBf16Parts on AMX's tile unit (BF16 weights where they lie, activations split
+ * exactly into three BF16 parts: ~2× onnxruntime's float32 GEMM here), or 'onnxruntime', its MLAS GEMM on a float32
+ * tile widened from each weight. One machine, one value, so the service and its evaluation processes agree: 'amx'
+ * where the addon has it, unless IWIBENCH_PREFILL_GEMM says otherwise (read at start, inherited by child processes).
  */
-export const GEMM_MIN_TOKENS = kernelInfo().vectorBits === 512 ? 128 : 64;
+export type PrefillGemm = 'amx' | 'onnxruntime';
+export const PREFILL_GEMM: PrefillGemm = prefillGemmFrom(process.env.IWIBENCH_PREFILL_GEMM, kernelInfo().amx === true);
+
+/** The prefill GEMM a setting asks for (unset: the best here); throws if it names none or one not available. */
+export function prefillGemmFrom(
+  setting: string | undefined,
+  amx: boolean,
+  name = 'IWIBENCH_PREFILL_GEMM',
+): PrefillGemm {
+  if (setting === undefined || setting === '') return amx ? 'amx' : 'onnxruntime';
+  if (setting !== 'amx' && setting !== 'onnxruntime')
+    throw new Error(`${name} must be amx or onnxruntime, got "${setting}"`);
+  if (setting === 'amx' && !amx)
+    throw new Error(`${name} is amx, but AMX is not available here (kernelInfo().amx is false)`);
+  return setting;
+}
+
+/**
+ * Prompts of at least this many tokens are prefilled through the GEMM, shorter ones in our kernel: about where the
+ * two cross on a 1B layer's matrices (docs/engine.md, "Numerics"): 16 tokens on AMX, else 128 with the AVX-512
+ * kernel and 64 with AVX2 (and the fallback). One machine, one value, like PREFILL_GEMM.
+ */
+export const GEMM_MIN_TOKENS = minTokensFor(PREFILL_GEMM);
+
+function minTokensFor(gemm: PrefillGemm): number {
+  if (gemm === 'amx') return 16;
+  return kernelInfo().vectorBits === 512 ? 128 : 64;
+}
 
 /**
  * One chunk of a left-padded batch: T padded times from `start`; positions −1 are padding. `gemm[b]`: sequence b's
@@ -132,7 +163,9 @@ export class Gemma3Engine {
   /** The device path's projections; undefined on 'cpu' (our kernel and onnxruntime's GEMM). */
   private readonly device: DeviceProjections | undefined;
   private readonly chunkRows: number;
-  /** Elements of prefill's float32 tile: the largest decoder matrix. */
+  private readonly prefillGemm: PrefillGemm;
+  private readonly gemmMinTokens: number;
+  /** Elements of the onnxruntime prefill GEMM's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
 
   private constructor(
@@ -152,6 +185,8 @@ export class Gemma3Engine {
             sessionOptions: projectionOptions(graphOptions(options)),
           });
     this.chunkRows = options.chunkRows ?? CHUNK_ROWS;
+    this.prefillGemm = options.prefillGemm ?? PREFILL_GEMM;
+    this.gemmMinTokens = options.gemmMinTokens ?? minTokensFor(this.prefillGemm);
     this.tileElements = largestMatrix(config);
   }
 
@@ -168,6 +203,8 @@ export class Gemma3Engine {
       if (value !== undefined && !(Number.isInteger(value) && value >= 1))
         throw new Error(`${key} must be a positive integer, got ${value}`);
     }
+    if (options.prefillGemm !== undefined)
+      prefillGemmFrom(options.prefillGemm, kernelInfo().amx === true, 'prefillGemm');
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, graphOptions(options));
     const attention: Sessions['attention'] = {};
@@ -181,7 +218,8 @@ export class Gemma3Engine {
       attention,
     };
     const byThreads = new Map<number, ort.InferenceSession>();
-    for (const [n] of (options.device ?? 'cpu') === 'cpu' ? decoderMatrixShapes(config) : []) {
+    const onnxGemm = (options.device ?? 'cpu') === 'cpu' && (options.prefillGemm ?? PREFILL_GEMM) === 'onnxruntime';
+    for (const [n] of onnxGemm ? decoderMatrixShapes(config) : []) {
       const threads = gemmThreads(n, options.threads ?? defaultThreads());
       if (!byThreads.has(threads))
         byThreads.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
@@ -213,7 +251,7 @@ export class Gemma3Engine {
       const perChunk = Math.max(1, Math.floor(this.chunkRows / B));
       const gemm = gemmSequences(
         prompts.map((p) => p.length),
-        this.options.gemmMinTokens,
+        this.gemmMinTokens,
       );
       let last: Float32Array = new Float32Array(0);
       for (let start = 0; start < T; start += perChunk) {
@@ -285,7 +323,7 @@ export class Gemma3Engine {
       const V = this.config.vocab_size;
       const cache = new KvCache(this.config, 1, T);
       const result = new Float32Array(T * V);
-      const gemm = gemmSequences([T], this.options.gemmMinTokens);
+      const gemm = gemmSequences([T], this.gemmMinTokens);
       for (let start = 0; start < T; start += chunkTokens) {
         await this.between(options);
         const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
@@ -335,7 +373,7 @@ export class Gemma3Engine {
           layers.map((layer) => [layer, [] as Float32Array[]]),
         );
         const cache = new KvCache(this.config, 1, request.end);
-        const gemm = gemmSequences([request.end], this.options.gemmMinTokens);
+        const gemm = gemmSequences([request.end], this.gemmMinTokens);
         for (let start = 0; start < request.end; start += this.chunkRows) {
           await this.between(options);
           const chunk = paddedChunk([request.ids], [0], start, Math.min(this.chunkRows, request.end - start), gemm);
@@ -451,8 +489,9 @@ export class Gemma3Engine {
     }
     const shared = await this.sessions.positions.run(positionFeeds);
 
-    // The float32 tile prefill widens each weight into (the largest decoder matrix), returned when the chunk ends.
-    const tile = chunk.gemm.some(Boolean) ? new Float32Array(this.tileElements) : undefined;
+    // The float32 tile onnxruntime's GEMM widens each weight into (the largest decoder matrix), freed after the chunk.
+    const onnxGemm = this.prefillGemm === 'onnxruntime' && chunk.gemm.some(Boolean);
+    const tile = onnxGemm ? new Float32Array(this.tileElements) : undefined;
     const first = layerTensorNames(c.tensor_prefix, 0);
     let x = (await this.sessions.norm.run({ x: rows(h, H), scale: scale(first.input_layernorm) })).y!
       .data as Float32Array;
@@ -523,11 +562,12 @@ export class Gemma3Engine {
    * y [M, N] = x [M, K] · Wᵀ for each BF16 weight W [N, K] named (Linear weights as stored, of the same input), M = B·T
    * rows, sequence b's rows b·T … b·T + T − 1. Decode steps and short prompts go through our kernel, which reads W's
    * 2 bytes per weight where they lie, all the named weights in one call (a layer's q, k and v; gate and up). Prompts
-   * of GEMM_MIN_TOKENS or more (`chunk.gemm`) are compute-bound: each W is widened into `tile` and their rows
-   * multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for few rows widening
-   * costs more than it saves. Both paths give a row bitwise the same result whatever rows share the call (MLAS's
-   * one-row special case is avoided by padding to two), and the path depends on the sequence's own length, so a batch
-   * equals each prompt alone and the service's run_target the evaluator however either batches.
+   * of gemmMinTokens or more (`chunk.gemm`) are compute-bound and take the prefill GEMM: on AMX, all the named
+   * weights in one gemmBf16Parts call (~2.5× our kernel's rate from 32 rows); else each W is widened into `tile` and
+   * their rows multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md), for few
+   * rows widening costs more than it saves. Every path gives a row bitwise the same result whatever rows share the
+   * call (MLAS's one-row special case is avoided by padding to two), and the path depends on the sequence's own
+   * length, so a batch equals each prompt alone and the service's run_target the evaluator however either batches.
    */
   private async linear(
     weights: WeightSource,
@@ -544,10 +584,10 @@ export class Gemma3Engine {
     }
     const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
     const K = shapes[0]![1];
-    const kernel = (rows: Float32Array) => {
+    const inOneCall = (product: typeof matmulBf16Parts) => (rows: Float32Array) => {
       const count = rows.length / K;
       const outs = shapes.map(([N]) => new Float32Array(count * N));
-      matmulBf16Parts(
+      product(
         rows,
         names.map((name) => weights.bf16(name)),
         outs,
@@ -556,7 +596,8 @@ export class Gemma3Engine {
       );
       return outs;
     };
-    const gemm = async (rows: Float32Array) => {
+    const kernel = inOneCall(matmulBf16Parts);
+    const onnxGemm = async (rows: Float32Array) => {
       const count = rows.length / K;
       const input = count > 1 ? rows : Float32Array.from({ length: 2 * K }, (_, i) => rows[i % K]!);
       const outs: Float32Array[] = [];
@@ -570,6 +611,7 @@ export class Gemma3Engine {
       }
       return outs;
     };
+    const gemm = this.prefillGemm === 'amx' ? inOneCall(gemmBf16Parts) : onnxGemm;
     const gemmCount = chunk.gemm.filter(Boolean).length;
     if (gemmCount === 0) return kernel(x);
     if (gemmCount === chunk.gemm.length) return gemm(x);
@@ -690,7 +732,7 @@ export function textWeightBytes(config: Gemma3TextConfig): number {
 
 /**
  * The most memory one call adds (README, "Memory"): its KV cache, one chunk's activations (the projections' inputs
- * and outputs, attention scores, masks and probabilities over the cache), prefill's weight tile and one head block.
+ * and outputs, attention scores, masks and probabilities over the cache), the prefill GEMM's scratch and one head block.
  */
 export function callMemoryBytes(
   config: Gemma3TextConfig,
@@ -714,8 +756,11 @@ export function callMemoryBytes(
   // Scores of the cache and of the chunk, joined, masked, softmax and its two parts; the masks of both layer types.
   const attention = 4 * B * nH * T * S * 7;
   const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
-  const tile = 4 * largestMatrix(config); // prefill's float32 weight tile
-  const chunk = rows + attention + head + tile;
+  // The prefill GEMM's scratch, either one's: onnxruntime's float32 weight tile, or AMX's three BF16 parts of the
+  // widest input, in superblocks of 32 rows × 6 tiles of 1 KiB per 32 columns (native/kernels.cc, gemm).
+  const amxParts = Math.ceil(M / 32) * 6 * Math.ceil(Math.max(H, I, nH * D) / 32) * 1024;
+  const gemm = Math.max(4 * largestMatrix(config), amxParts);
+  const chunk = rows + attention + head + gemm;
   return { cache, chunk, total: cache + chunk };
 }
 

@@ -10,6 +10,7 @@ import { f32ToBf16 } from '../../../service/model/bf16.ts';
 import {
   adviseHugePages,
   fmaF32,
+  gemmBf16Parts,
   jsKernels,
   kernelInfo,
   matmulBf16,
@@ -360,5 +361,101 @@ describe.skipIf(nativeOff)('native addon', () => {
     const x = Float32Array.from({ length: 3 * 77 }, (_, i) => Math.sin(i));
     const w = f32ToBf16(Float32Array.from({ length: 5 * 77 }, (_, i) => Math.cos(i * 0.3)));
     expect(child.bits).toEqual(Array.from(bits(run(native(), x, w, 3, 5, 77))));
+  });
+});
+
+/** gemmBf16Parts into fresh outputs (NaN, so a missed element shows), one per weight. */
+function gemm(x: Float32Array, ws: Uint16Array[], m: number, k: number): Float32Array[] {
+  const outs = ws.map((w) => new Float32Array((m * w.length) / k).fill(NaN));
+  gemmBf16Parts(x, ws, outs, m, k);
+  return outs;
+}
+
+const amx = kernelInfo().amx === true;
+
+it('has gemmBf16Parts exactly where kernelInfo().amx says (the CPU has AMX with BF16 and the OS grants it)', () => {
+  const { x, w } = operands(2, 3, 40, 1);
+  if (amx) {
+    expect(gemm(x, [w], 2, 40)[0]!.some(Number.isNaN)).toBe(false);
+    const flags = readFileSync('/proc/cpuinfo', 'utf8');
+    for (const flag of ['amx_tile', 'amx_bf16', 'avx512_bf16']) expect(flags).toMatch(new RegExp(`\\b${flag}\\b`));
+  } else {
+    expect(() => gemm(x, [w], 2, 40)).toThrow(/gemmBf16Parts: not available here/);
+  }
+});
+
+describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
+  it('matches a double-precision reference: rows across superblocks of 32, remainders in n and k', () => {
+    for (const m of [1, 5, 16, 17, 33, 70])
+      for (const n of [1, 16, 50])
+        for (const k of [7, 32, 33, 1153]) {
+          const { x, w } = operands(m, n, k, m * 10_000 + n * 100 + k);
+          const out = gemm(x, [w], m, k)[0]!;
+          const wide = new Float32Array(Uint32Array.from(w, (b) => b << 16).buffer);
+          // x = hi + mid + lo exactly and every BF16 product is exact, so only the float32 additions round: at most
+          // the three parts' k products each and the two additions joining them (recursive summation's bound).
+          const tolerance = (3 * k + 2) * 2 ** -24;
+          for (let r = 0; r < m; r++)
+            for (let j = 0; j < n; j++) {
+              let sum = 0;
+              let magnitude = 0;
+              for (let i = 0; i < k; i++) {
+                const product = x[r * k + i]! * wide[j * k + i]!;
+                sum += product;
+                magnitude += Math.abs(product);
+              }
+              const error = Math.abs(out[r * n + j]! - sum);
+              if (!(error <= tolerance * magnitude))
+                throw new Error(`m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+            }
+        }
+  });
+
+  it('keeps more than BF16 of x: a product with x = 1 + 2^-20 is not that of 1', () => {
+    const k = 64;
+    const x = new Float32Array(k).fill(1 + 2 ** -20);
+    const w = new Uint16Array(k).fill(0x3f80); // 1.0
+    expect(gemm(x, [w], 1, k)[0]![0]).toBe(Math.fround(k * (1 + 2 ** -20)));
+  });
+
+  it('gives each row bitwise the value of that row alone, at any place in a superblock, with 1, 2 or 3 threads', () => {
+    const [m, n, k] = [70, 50, 1153];
+    const { x, w } = operands(m, n, k, 3);
+    try {
+      const results = [1, 2, 3].map((threads) => {
+        setKernelThreads(threads);
+        return gemm(x, [w], m, k)[0]!;
+      });
+      for (const result of results.slice(1)) expect(bits(result)).toEqual(bits(results[0]!));
+      for (const r of [0, 1, 15, 31, 32, 47, 69]) {
+        const alone = gemm(x.slice(r * k, (r + 1) * k), [w], 1, k)[0]!;
+        expect(bits(results[0]!.subarray(r * n, (r + 1) * n))).toEqual(bits(alone));
+      }
+    } finally {
+      setKernelThreads(os.availableParallelism());
+    }
+  });
+
+  it('gives each of several weights bitwise what a call of its own gives', () => {
+    const [m, k] = [40, 1153];
+    const widths = [50, 13, 1, 29];
+    const { x } = operands(m, 1, k, 41);
+    const ws = widths.map((n, p) => operands(1, n, k, 60 + p).w);
+    const together = gemm(x, ws, m, k);
+    ws.forEach((w, p) => expect(bits(together[p]!)).toEqual(bits(gemm(x, [w], m, k)[0]!)));
+  });
+
+  it('rejects bad arguments with a clear error and writes nothing, in the wrapper and in the addon', () => {
+    const out = new Float32Array(4).fill(7);
+    const w = new Uint16Array(6);
+    expect(() => gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/gemmBf16Parts: x.length 4 ≠ m·k/);
+    expect(() => gemmBf16Parts(new Float32Array(6), [w], [out, out], 2, 3)).toThrow(/same length/);
+    expect(() => gemmBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
+    const addon = nativeKernels as KernelImpl & { gemmBf16Parts: KernelImpl['matmulBf16Parts'] };
+    expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(
+      /gemmBf16Parts: x.length must be m·k/,
+    );
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0)).toThrow(RangeError);
+    expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
 });

@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
 import * as ort from 'onnxruntime-node';
 import { buildLinearGraph } from '../../../service/model/gemma3-graph.ts';
-import { Gemma3Engine, gemmSequences, gemmThreads, GEMM_MIN_TOKENS } from '../../../service/model/runtime.ts';
+import {
+  Gemma3Engine,
+  gemmSequences,
+  gemmThreads,
+  GEMM_MIN_TOKENS,
+  PREFILL_GEMM,
+  prefillGemmFrom,
+  type PrefillGemm,
+} from '../../../service/model/runtime.ts';
+import { kernelInfo } from '../../../service/model/kernels.ts';
 import { checkpointSource, overlaySource } from '../../../service/model/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../../service/model/bf16.ts';
 import { Tokenizer } from '../../../service/model/tokenizer.ts';
@@ -48,6 +57,22 @@ async function decodeAgainstRecomputation(
     return { prompt, outputIds, recomputed };
   });
 }
+
+/** The prefill GEMMs this machine has: onnxruntime's everywhere, AMX's where the addon has it. */
+const PREFILL_GEMMS: PrefillGemm[] = kernelInfo().amx ? ['amx', 'onnxruntime'] : ['onnxruntime'];
+
+describe('the prefill GEMM chosen', () => {
+  it('is AMX where the addon has it, unless IWIBENCH_PREFILL_GEMM names onnxruntime', () => {
+    expect(PREFILL_GEMM).toBe(process.env.IWIBENCH_PREFILL_GEMM || (kernelInfo().amx ? 'amx' : 'onnxruntime'));
+    expect(GEMM_MIN_TOKENS).toBe(PREFILL_GEMM === 'amx' ? 16 : kernelInfo().vectorBits === 512 ? 128 : 64);
+    expect(prefillGemmFrom(undefined, true)).toBe('amx');
+    expect(prefillGemmFrom('', false)).toBe('onnxruntime');
+    expect(prefillGemmFrom('onnxruntime', true)).toBe('onnxruntime');
+    expect(prefillGemmFrom('amx', true)).toBe('amx');
+    expect(() => prefillGemmFrom('amx', false)).toThrow(/IWIBENCH_PREFILL_GEMM is amx, but AMX is not available here/);
+    expect(() => prefillGemmFrom('mlas', true, 'prefillGemm')).toThrow(/prefillGemm must be amx or onnxruntime/);
+  });
+});
 
 // The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
 describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
@@ -224,12 +249,12 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       expect(result!.hidden[0]![2]).not.toEqual(h);
     });
 
-    describe('with prompts prefilled through the GEMM (gemmMinTokens)', () => {
+    describe.each(PREFILL_GEMMS)('with prompts prefilled through the GEMM (gemmMinTokens), on %s', (prefillGemm) => {
       let gemm: Gemma3Engine; // every prompt through the GEMM
       let split: Gemma3Engine; // prompts of 10 tokens or more through the GEMM, shorter ones in the kernel
       beforeAll(async () => {
-        gemm = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1 });
-        split = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 10 });
+        gemm = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1, prefillGemm });
+        split = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 10, prefillGemm });
       });
       afterAll(async () => {
         await gemm.close();
@@ -271,6 +296,9 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     it('refuses bad requests clearly', async () => {
       await expect(Gemma3Engine.create({ checkpoint, gemmMinTokens: 0 })).rejects.toThrow(
         /gemmMinTokens must be a positive integer, got 0/,
+      );
+      await expect(Gemma3Engine.create({ checkpoint, prefillGemm: 'mlas' as PrefillGemm })).rejects.toThrow(
+        /prefillGemm must be amx or onnxruntime, got "mlas"/,
       );
       await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
       await expect(
