@@ -30,12 +30,12 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -449,7 +449,7 @@ void transpose16(const __m512i in[16], __m512i out[16]) {
   }
 }
 
-// Column tile `ct` of a superblock (x rows r0 … r0 + rows − 1, row-major, k floats each): for every 32 k, the three
+// Column tile `ct` of a superblock (x: its first row; `rows` rows of k floats): for every 32 k, the three
 // parts of the ≤ 6 rows whose columns fall in the tile, 16 pairs each, transposed into the tile's 16 rows (pairs) of
 // 16 columns. Columns past the superblock's rows and k past its end are zeros.
 void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, uint16_t* tiles, size_t tilesK) {
@@ -507,14 +507,15 @@ void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size
   if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
 }
 
-// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX.
-void gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
+// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX. False, with nothing written, if its scratch cannot be allocated.
+bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
   const size_t tilesK = (k + 31) / 32, paddedK = tilesK * 32;
   const size_t superblocks = (m + kSuperRows - 1) / kSuperRows;
   const size_t superblockElements = kColumnTiles * tilesK * kTileElements;
   // B for the whole call, 3 · 2 bytes per element of x, freed at its end; 64-byte aligned for the tile rows' stores.
   std::unique_ptr<uint16_t[], void (*)(void*)> b(
       static_cast<uint16_t*>(std::aligned_alloc(64, superblocks * superblockElements * 2)), std::free);
+  if (!b) return false;
   auto columnTiles = [&](size_t s) { return (3 * std::min(kSuperRows, m - s * kSuperRows) + 15) / 16; };
   std::atomic<size_t> nextTile{0};
   pool->run(pool->threads() - 1, [&] {
@@ -569,6 +570,7 @@ void gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
     }
     _tile_release();
   });
+  return true;
 }
 #endif
 
@@ -764,7 +766,8 @@ napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
 napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
   if (!amxReady) return throwError(env, false, "gemmBf16Parts: the OS did not grant this process AMX's tile state");
   PartsCall call;
-  if (partsCall(env, info, "gemmBf16Parts", call)) gemm(call.x, call.parts, call.m, call.k);
+  if (partsCall(env, info, "gemmBf16Parts", call) && !gemm(call.x, call.parts, call.m, call.k))
+    return throwError(env, true, "gemmBf16Parts: out of memory for the split of x (6 bytes per element)");
   return nullptr;
 }
 #endif

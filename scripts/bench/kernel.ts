@@ -4,8 +4,9 @@
 // at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
 // on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
 // widenBf16's rate. The decode-step sums add every layer's calls and the head once: as the engine makes them, and
-// with one call per matrix. Where the CPU has AMX, prefill's calls too: GFLOP/s at 16, 128 and 512 rows in the kernel
-// and in gemmBf16Parts, beside onnxruntime's float32 MatMul reference (`bench machine`) at start and end.
+// with one call per matrix. Where the CPU has AMX, a layer's calls in the kernel and in gemmBf16Parts too, GFLOP/s at
+// 1, 8, 16, 128 and 512 rows (AMX is prefill's GEMM; 1 and 8 show why decode stays in the kernel), beside
+// onnxruntime's float32 MatMul reference (`bench machine`) at start and end.
 import os from 'node:os';
 import {
   adviseHugePages,
@@ -166,7 +167,7 @@ export async function main(argv: string[]): Promise<void> {
     results[model] = {
       layers,
       shapes: rows,
-      ...(info.amx ? { prefill_gflop_per_s: prefillRates(shapes, minMs) } : {}),
+      ...(info.amx ? { kernel_and_amx_gflop_per_s: amxRates(shapes, minMs) } : {}),
       matmul_ms_per_decode_step: stepMs.engine,
       matmul_ms_per_decode_step_one_call_per_matrix: stepMs['per-matrix'],
     };
@@ -227,18 +228,18 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
 }
 
 /**
- * Prefill's products as the engine makes them (a layer's calls, not the head): GFLOP/s at 16, 128 and 512 rows in the
- * kernel and on AMX (gemmBf16Parts), weights rotated as for decode.
+ * A layer's calls as the engine makes them (not the head): GFLOP/s at 1, 8, 16, 128 and 512 rows in the kernel and on
+ * AMX (gemmBf16Parts), weights rotated as for decode.
  */
-function prefillRates(shapes: Shape[], minMs: number): Record<string, Record<string, { kernel: number; amx: number }>> {
+function amxRates(shapes: Shape[], minMs: number): Record<string, Record<string, { kernel: number; amx: number }>> {
   const rates: Record<string, Record<string, { kernel: number; amx: number }>> = {};
   for (const shape of shapes.filter((s) => s.perLayer && s.step !== 'per-matrix')) {
     const n = shape.parts.reduce((a, b) => a + b);
     const copies = Math.max(1, Math.ceil(ROTATION_BYTES / (n * shape.k * 2)));
-    process.stderr.write(`prefill ${shape.name} …\n`);
+    process.stderr.write(`${shape.name}, kernel and AMX …\n`);
     const ws = Array.from({ length: copies }, (_, c) => shape.parts.map((part, p) => weights(part * shape.k, c + p)));
     rates[shape.name] = {};
-    for (const m of [16, 128, 512]) {
+    for (const m of [1, 8, 16, 128, 512]) {
       const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
       const outs = shape.parts.map((part) => new Float32Array(m * part));
       const gflops = (ms: number) => (2 * m * n * shape.k) / (ms / 1000) / 1e9;

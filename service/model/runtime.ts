@@ -102,7 +102,7 @@ const BLOCK_ELEMENTS = 1 << 24;
 
 /**
  * The prefill GEMM: 'amx', the addon's gemmBf16Parts on AMX's tile unit (BF16 weights where they lie, activations split
- * exactly into three BF16 parts: ~2× onnxruntime's float32 GEMM here), or 'onnxruntime', its MLAS GEMM on a float32
+ * exactly into three BF16 parts: 1.4–1.8× onnxruntime's float32 MatMul peak here), or 'onnxruntime', its MLAS GEMM on a float32
  * tile widened from each weight. One machine, one value, so the service and its evaluation processes agree: 'amx'
  * where the addon has it, unless IWIBENCH_PREFILL_GEMM says otherwise (read at start, inherited by child processes).
  */
@@ -160,7 +160,7 @@ export class Gemma3Engine {
   /** head_partial, made on the first inspection. */
   private headPartial: Promise<ort.InferenceSession> | undefined;
   private readonly source: WeightSource;
-  /** The device path's projections; undefined on 'cpu' (our kernel and onnxruntime's GEMM). */
+  /** The device path's projections; undefined on 'cpu' (our kernel and the prefill GEMM). */
   private readonly device: DeviceProjections | undefined;
   private readonly chunkRows: number;
   private readonly prefillGemm: PrefillGemm;
@@ -563,7 +563,7 @@ export class Gemma3Engine {
    * rows, sequence b's rows b·T … b·T + T − 1. Decode steps and short prompts go through our kernel, which reads W's
    * 2 bytes per weight where they lie, all the named weights in one call (a layer's q, k and v; gate and up). Prompts
    * of gemmMinTokens or more (`chunk.gemm`) are compute-bound and take the prefill GEMM: on AMX, all the named
-   * weights in one gemmBf16Parts call (~2.5× our kernel's rate from 32 rows); else each W is widened into `tile` and
+   * weights in one gemmBf16Parts call (2–3× our kernel's rate at 128–512 rows); else each W is widened into `tile` and
    * their rows multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md), for few
    * rows widening costs more than it saves. Every path gives a row bitwise the same result whatever rows share the
    * call (MLAS's one-row special case is avoided by padding to two), and the path depends on the sequence's own

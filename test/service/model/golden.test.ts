@@ -1,13 +1,15 @@
 // Our engine against Hugging Face transformers (Gemma3ForCausalLM / Gemma3ForConditionalGeneration, float32, eager)
 // on the same tiny checkpoints: golden logits made by test/golden/make_golden.py (the command is in its header).
-// On the CPU kernel path and on the device path (device.ts) run by onnxruntime's CPU provider; IWIBENCH_TEST_DEVICE
-// adds a device (scripts/device-check.sh sets it to the GPU provider that runs).
+// On the CPU, each product path (the kernel, and every prefill GEMM the machine has), and on the device path
+// (device.ts) run by onnxruntime's CPU provider; IWIBENCH_TEST_DEVICE adds a device (scripts/device-check.sh sets it to
+// the GPU provider that runs).
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { Gemma3Engine } from '../../../service/model/runtime.ts';
+import { Gemma3Engine, type EngineOptions } from '../../../service/model/runtime.ts';
+import { kernelInfo } from '../../../service/model/kernels.ts';
 import { checkDevice, type Device } from '../../../service/model/device.ts';
 import { FIXTURE_SEED, REPO_ROOT, fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
 
@@ -34,10 +36,23 @@ const extra = process.env.IWIBENCH_TEST_DEVICE;
 checkDevice(extra);
 const devices: Device[] = ['cpu', 'ort-cpu', ...(extra && extra !== 'cpu' && extra !== 'ort-cpu' ? [extra] : [])];
 
-for (const [preset, device] of (['tiny', 'tiny-4b'] as FixturePreset[]).flatMap((p) =>
-  devices.map((d) => [p, d] as const),
+/** The product paths of a device: on the CPU the kernel alone, and each prefill GEMM for every prompt. */
+type Path = { name: string; options: Partial<EngineOptions> };
+const paths = (device: Device): Path[] =>
+  device !== 'cpu'
+    ? [{ name: '', options: {} }]
+    : [
+        { name: ', kernel', options: { gemmMinTokens: 1_000_000 } },
+        { name: ', onnxruntime GEMM', options: { prefillGemm: 'onnxruntime', gemmMinTokens: 1 } },
+        ...(kernelInfo().amx
+          ? [{ name: ', AMX GEMM', options: { prefillGemm: 'amx', gemmMinTokens: 1 } } as Path]
+          : []),
+      ];
+
+for (const [preset, device, { name, options }] of (['tiny', 'tiny-4b'] as FixturePreset[]).flatMap((p) =>
+  devices.flatMap((d) => paths(d).map((path) => [p, d, path] as const)),
 )) {
-  describe(`golden logits from Hugging Face transformers: ${preset}, --device ${device}`, () => {
+  describe(`golden logits from Hugging Face transformers: ${preset}, --device ${device}${name}`, () => {
     it('matches every position to 1e-4 of the largest logit, with the same argmax and log-sum-exp', async () => {
       const golden = JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/golden', `${preset}.json`), 'utf8')) as Golden;
       const dir = fixtureCheckpoint(preset);
@@ -47,7 +62,7 @@ for (const [preset, device] of (['tiny', 'tiny-4b'] as FixturePreset[]).flatMap(
         golden.checkpoint_sha256,
       );
       const checkpoint = Checkpoint.open(dir);
-      const engine = await Gemma3Engine.create({ checkpoint, device });
+      const engine = await Gemma3Engine.create({ checkpoint, device, ...options });
       const logits = await engine.logits(golden.ids, { chunk: 7 });
       const V = checkpoint.config.vocab_size;
       let diff = 0;
