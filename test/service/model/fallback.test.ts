@@ -1,5 +1,6 @@
 // The engine on the JavaScript fallback kernel (IWIBENCH_NATIVE=0, as on a machine where the addon cannot build)
-// gives the very outputs of the native kernel: same summation order, same bits.
+// gives the very outputs of the native kernel: same summation order, same bits. The prompts (13 and 10 tokens with
+// the chat template) are under every GEMM_MIN_TOKENS, so both prefill in the kernel, not in a prefill GEMM.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
