@@ -21,7 +21,8 @@
 // mid = the rest rounded, lo = what remains, exact for normal floats), and W·x = W·hi + W·mid + W·lo with every
 // product exact (8-bit × 8-bit significands) and the sums in float32 accumulators, as in matmulBf16 but in the tile
 // unit's order. So its results equal matmulBf16's within float32 rounding, not bit for bit; every output still
-// depends only on its own row of x and of W (a batch gives each row alone). Denormal inputs count as zero there.
+// depends only on its own row of x and of W (a batch gives each row alone). Denormal inputs count as zero there, and
+// an infinite x gives NaN (∞ − ∞ in the split).
 #include <node_api.h>
 
 #include <algorithm>

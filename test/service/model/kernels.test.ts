@@ -436,6 +436,18 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     }
   });
 
+  it('keeps a non-finite x to its own row: NaN for ±∞ and NaN (the split of ∞ leaves ∞ − ∞), others untouched', () => {
+    const [m, n, k] = [5, 16, 64];
+    const { x, w } = operands(m, n, k, 9);
+    const clean = gemm(x, [w], m, k)[0]!;
+    x[1 * k + 3] = Infinity;
+    x[2 * k + 5] = NaN;
+    const out = gemm(x, [w], m, k)[0]!;
+    for (const r of [1, 2]) expect(out.subarray(r * n, (r + 1) * n).every(Number.isNaN)).toBe(true);
+    for (const r of [0, 3, 4])
+      expect(bits(out.subarray(r * n, (r + 1) * n))).toEqual(bits(clean.subarray(r * n, (r + 1) * n)));
+  });
+
   it('gives each of several weights bitwise what a call of its own gives', () => {
     const [m, k] = [40, 1153];
     const widths = [50, 13, 1, 29];
