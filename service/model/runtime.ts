@@ -163,7 +163,6 @@ export class Gemma3Engine {
   /** The device path's projections; undefined on 'cpu' (our kernel and the prefill GEMM). */
   private readonly device: DeviceProjections | undefined;
   private readonly chunkRows: number;
-  private readonly prefillGemm: PrefillGemm;
   private readonly gemmMinTokens: number;
   /** Elements of the onnxruntime prefill GEMM's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
@@ -173,6 +172,7 @@ export class Gemma3Engine {
     readonly config: Gemma3TextConfig,
     private readonly sessions: Sessions,
     private readonly options: EngineOptions,
+    private readonly prefillGemm: PrefillGemm,
   ) {
     this.source = options.source ?? checkpointSource(checkpoint);
     const device = options.device ?? 'cpu';
@@ -185,7 +185,6 @@ export class Gemma3Engine {
             sessionOptions: projectionOptions(graphOptions(options)),
           });
     this.chunkRows = options.chunkRows ?? CHUNK_ROWS;
-    this.prefillGemm = options.prefillGemm ?? PREFILL_GEMM;
     this.gemmMinTokens = options.gemmMinTokens ?? minTokensFor(this.prefillGemm);
     this.tileElements = largestMatrix(config);
   }
@@ -203,8 +202,10 @@ export class Gemma3Engine {
       if (value !== undefined && !(Number.isInteger(value) && value >= 1))
         throw new Error(`${key} must be a positive integer, got ${value}`);
     }
-    if (options.prefillGemm !== undefined)
-      prefillGemmFrom(options.prefillGemm, kernelInfo().amx === true, 'prefillGemm');
+    const prefillGemm =
+      options.prefillGemm === undefined
+        ? PREFILL_GEMM
+        : prefillGemmFrom(options.prefillGemm, kernelInfo().amx === true, 'prefillGemm');
     const config = options.checkpoint.config;
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, graphOptions(options));
     const attention: Sessions['attention'] = {};
@@ -218,14 +219,14 @@ export class Gemma3Engine {
       attention,
     };
     const byThreads = new Map<number, ort.InferenceSession>();
-    const onnxGemm = (options.device ?? 'cpu') === 'cpu' && (options.prefillGemm ?? PREFILL_GEMM) === 'onnxruntime';
-    for (const [n] of onnxGemm ? decoderMatrixShapes(config) : []) {
+    const onCpu = (options.device ?? 'cpu') === 'cpu';
+    for (const [n] of onCpu && prefillGemm === 'onnxruntime' ? decoderMatrixShapes(config) : []) {
       const threads = gemmThreads(n, options.threads ?? defaultThreads());
       if (!byThreads.has(threads))
         byThreads.set(threads, await ort.InferenceSession.create(buildLinearGraph(), sessionOptions(threads)));
       sessions.linear.set(n, byThreads.get(threads)!);
     }
-    return new Gemma3Engine(options.checkpoint, config, sessions, options);
+    return new Gemma3Engine(options.checkpoint, config, sessions, options, prefillGemm);
   }
 
   /**
@@ -490,8 +491,8 @@ export class Gemma3Engine {
     const shared = await this.sessions.positions.run(positionFeeds);
 
     // The float32 tile onnxruntime's GEMM widens each weight into (the largest decoder matrix), freed after the chunk.
-    const onnxGemm = this.prefillGemm === 'onnxruntime' && chunk.gemm.some(Boolean);
-    const tile = onnxGemm ? new Float32Array(this.tileElements) : undefined;
+    const tile =
+      this.prefillGemm === 'onnxruntime' && chunk.gemm.some(Boolean) ? new Float32Array(this.tileElements) : undefined;
     const first = layerTensorNames(c.tensor_prefix, 0);
     let x = (await this.sessions.norm.run({ x: rows(h, H), scale: scale(first.input_layernorm) })).y!
       .data as Float32Array;

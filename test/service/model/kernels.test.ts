@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { f32ToBf16 } from '../../../service/model/bf16.ts';
+import { bf16Value, f32ToBf16 } from '../../../service/model/bf16.ts';
 import {
   adviseHugePages,
   fmaF32,
@@ -32,10 +32,6 @@ function operands(m: number, n: number, k: number, seed: number): { x: Float32Ar
   const random = seededRandom(seed);
   const value = () => (random() - 0.5) * 2 ** Math.floor(random() * 12 - 6);
   return { x: Float32Array.from({ length: m * k }, value), w: f32ToBf16(Float64Array.from({ length: n * k }, value)) };
-}
-
-function widenOne(bits: number): number {
-  return new Float32Array(new Uint32Array([bits << 16]).buffer)[0]!;
 }
 
 function run(impl: KernelImpl, x: Float32Array, w: Uint16Array, m: number, n: number, k: number): Float32Array {
@@ -117,7 +113,7 @@ describe.each(implementations)('%s kernels', (name, impl) => {
             let sum = 0;
             let magnitude = 0;
             for (let i = 0; i < k; i++) {
-              const product = x[r * k + i]! * widenOne(w[j * k + i]!);
+              const product = x[r * k + i]! * bf16Value(w[j * k + i]!);
               sum += product;
               magnitude += Math.abs(product);
             }
@@ -391,7 +387,6 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
         for (const k of [7, 32, 33, 1153]) {
           const { x, w } = operands(m, n, k, m * 10_000 + n * 100 + k);
           const out = gemm(x, [w], m, k)[0]!;
-          const wide = new Float32Array(Uint32Array.from(w, (b) => b << 16).buffer);
           // x = hi + mid + lo exactly and every BF16 product is exact, so only the float32 additions round: at most
           // the three parts' k products each and the two additions joining them (recursive summation's bound).
           const tolerance = (3 * k + 2) * 2 ** -24;
@@ -400,7 +395,7 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
               let sum = 0;
               let magnitude = 0;
               for (let i = 0; i < k; i++) {
-                const product = x[r * k + i]! * wide[j * k + i]!;
+                const product = x[r * k + i]! * bf16Value(w[j * k + i]!);
                 sum += product;
                 magnitude += Math.abs(product);
               }
