@@ -1,10 +1,12 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
-//   [--device cpu|cuda|webgpu|ort-cpu]
+//   [--device cpu|cuda|webgpu|ort-cpu] [--rounds 1]
 // Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS, against references measured in the
 // same run, right before and right after each figure (`bench machine`, in a child process, so that its buffers are
 // not in this process's peak): the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes
 // per token ÷ bandwidth) and onnxruntime's float32 MatMul peak. Each figure's bound uses the mean of its two
-// references, and `reference_moved` says how far they moved apart while it ran. The JavaScript fallback kernel's
+// references, and `reference_moved` says how far they moved apart while it ran. `--rounds N` measures the three
+// figures N times in turn, each with its own references (`rounds`), and prints the medians: on a machine whose
+// neighbours come and go within minutes, one round can be another machine's. The JavaScript fallback kernel's
 // batch-1 rate is measured on a slice of one decoder matrix, and the decode time it implies (BF16 bytes per token ÷
 // that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The prefill takes the prefill GEMM
 // of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
@@ -29,6 +31,7 @@ const defaults = {
   'prompt-tokens': 512,
   'decode-tokens': 16,
   device: 'cpu',
+  rounds: 1,
 };
 
 const CLI = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
@@ -42,9 +45,26 @@ async function bracketed<T>(
   return { value, before, after: machineNow() };
 }
 
+type Figures = { [key: string]: number | Figures };
+
+/** The median of each number over objects of the same shape (the rounds' figures). */
+export function medianLeaves<T extends Figures>(objects: T[]): T {
+  const [first] = objects;
+  if (!first) throw new Error('no rounds to take the median of');
+  const out: Figures = {};
+  for (const [key, value] of Object.entries(first)) {
+    out[key] =
+      typeof value === 'number'
+        ? median(objects.map((o) => o[key] as number))
+        : medianLeaves(objects.map((o) => o[key] as Figures));
+  }
+  return out as T;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);
   if (!PRESETS.includes(flags.preset as Preset)) throw new Error(`--preset must be one of ${PRESETS.join(', ')}`);
+  if (!Number.isInteger(flags.rounds) || flags.rounds < 1) throw new Error('--rounds must be a whole number ≥ 1');
   const device = flags.device;
   checkDevice(device);
   const dir = flags['model-dir'] ?? path.join(os.tmpdir(), `iwibench-bench-${flags.preset}`);
@@ -96,20 +116,69 @@ export async function main(argv: string[]): Promise<void> {
   const bytesPerToken = textWeightBytes(c);
   const params = bytesPerToken / 2;
   const T = prompt.length;
-  process.stderr.write(`prefill ${T} tokens …\n`);
-  const prefill = await bracketed(() => timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 3));
-  const prefillMs = prefill.value;
   // Prefill FLOPs: every decoder matrix for every token, attention over the average context T/2, the tied head once.
   const embeddingParams = c.vocab_size * c.hidden_size;
   const decoderParams = params - embeddingParams;
   const prefillFlop =
     T * (2 * decoderParams + 4 * c.num_hidden_layers * c.num_attention_heads * c.head_dim * (T / 2)) +
     2 * embeddingParams;
-  const prefillGflops = prefillFlop / (prefillMs / 1000) / 1e9;
 
-  process.stderr.write('decode batch 1 and 8 …\n');
-  const decode1 = await bracketed(() => decode(engine, 1, flags['decode-tokens'], 3));
-  const decode8 = await bracketed(() => decode(engine, 8, flags['decode-tokens'], 3));
+  type Bracket = { before: MachineReferences; after: MachineReferences };
+  type Reference = 'read_gb_per_s' | 'matmul_gflop_per_s';
+  const mean = (b: Bracket, key: Reference) => (b.before[key] + b.after[key]) / 2;
+  /** How far the two references of a figure moved apart: |after − before| ÷ their mean. */
+  const moved = (b: Bracket, key: Reference) => Math.abs(b.after[key] - b.before[key]) / mean(b, key);
+  const pair = (b: Bracket, key: Reference) => [b.before[key], b.after[key]];
+
+  /** One round: the prefill, then decode at batch 1 and 8, each between two probes of the machine. */
+  const measureRound = async (round: number) => {
+    const of = flags.rounds > 1 ? ` (round ${round + 1} of ${flags.rounds})` : '';
+    process.stderr.write(`prefill ${T} tokens${of} …\n`);
+    const prefill = await bracketed(() => timeMs(() => engine.generate([prompt], { maxNewTokens: 1 }), 3));
+    process.stderr.write(`decode batch 1 and 8${of} …\n`);
+    const decode1 = await bracketed(() => decode(engine, 1, flags['decode-tokens'], 3));
+    const decode8 = await bracketed(() => decode(engine, 8, flags['decode-tokens'], 3));
+    const prefillGflops = prefillFlop / (prefill.value / 1000) / 1e9;
+    const boundMs = (bytesPerToken / (mean(decode1, 'read_gb_per_s') * 1e9)) * 1000;
+    const batch8BoundMs = Math.max(
+      (bytesPerToken / (mean(decode8, 'read_gb_per_s') * 1e9)) * 1000,
+      ((8 * 2 * params) / (mean(decode8, 'matmul_gflop_per_s') * 1e9)) * 1000,
+    );
+    const figures = {
+      prefill: { ms: prefill.value, tokens_per_second: T / (prefill.value / 1000), gflop_per_second: prefillGflops },
+      decode_ms_per_token: {
+        batch_1: decode1.value,
+        batch_8: decode8.value,
+        batch_8_tokens_per_second: (8 / decode8.value) * 1000,
+      },
+      bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs },
+      ratios: {
+        decode_batch_1_vs_bf16_bound: decode1.value / boundMs,
+        decode_batch_8_vs_bound: decode8.value / batch8BoundMs,
+        prefill_vs_matmul_peak: prefillGflops / mean(prefill, 'matmul_gflop_per_s'),
+      },
+    };
+    // Before and after each figure (`bench machine`): read with the kernel's widest loads on every thread, best of
+    // 20 passes over 256 MiB; onnxruntime's [n, n]² MatMul, median of 5.
+    const reference = {
+      prefill: { matmul_gflop_per_s: pair(prefill, 'matmul_gflop_per_s') },
+      decode_batch_1: { read_gb_per_s: pair(decode1, 'read_gb_per_s') },
+      decode_batch_8: {
+        read_gb_per_s: pair(decode8, 'read_gb_per_s'),
+        matmul_gflop_per_s: pair(decode8, 'matmul_gflop_per_s'),
+      },
+    };
+    const referenceMoved = {
+      prefill: moved(prefill, 'matmul_gflop_per_s'),
+      decode_batch_1: moved(decode1, 'read_gb_per_s'),
+      decode_batch_8: Math.max(moved(decode8, 'read_gb_per_s'), moved(decode8, 'matmul_gflop_per_s')),
+    };
+    return { figures, reference, referenceMoved, probe: decode1.before };
+  };
+  const rounds = [];
+  for (let round = 0; round < flags.rounds; round++) rounds.push(await measureRound(round));
+  const figures = medianLeaves(rounds.map((r) => r.figures));
+
   // On a device: how many tensors went to it, and the most times one did (1: each once, over every call above).
   const uploads = engine.deviceUploads && {
     tensors: engine.deviceUploads.size,
@@ -126,18 +195,7 @@ export async function main(argv: string[]): Promise<void> {
   const fallbackMs = await timeMs(async () => matmulBf16(x, slice, out, 1, rows, c.hidden_size, jsKernels), 3);
   const fallbackGbPerSecond = slice.byteLength / (fallbackMs / 1000) / 1e9;
 
-  type Bracket = { before: MachineReferences; after: MachineReferences };
-  const mean = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') => (b.before[key] + b.after[key]) / 2;
-  /** How far the two references of a figure moved apart: |after − before| ÷ their mean. */
-  const moved = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') =>
-    Math.abs(b.after[key] - b.before[key]) / mean(b, key);
-  const pair = (b: Bracket, key: 'read_gb_per_s' | 'matmul_gflop_per_s') => [b.before[key], b.after[key]];
-  const boundMs = (bytesPerToken / (mean(decode1, 'read_gb_per_s') * 1e9)) * 1000;
-  const batch8BoundMs = Math.max(
-    (bytesPerToken / (mean(decode8, 'read_gb_per_s') * 1e9)) * 1000,
-    ((8 * 2 * params) / (mean(decode8, 'matmul_gflop_per_s') * 1e9)) * 1000,
-  );
-  const probe = decode1.before;
+  const probe = rounds[0]!.probe;
   const report = {
     ...benchHeader('engine', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
@@ -152,44 +210,29 @@ export async function main(argv: string[]): Promise<void> {
       gemm: device === 'cpu' ? PREFILL_GEMM : device,
       gemm_min_tokens: GEMM_MIN_TOKENS,
       prompt_tokens: T,
-      ms: prefillMs,
-      tokens_per_second: T / (prefillMs / 1000),
-      gflop_per_second: prefillGflops,
+      ...figures.prefill,
     },
-    decode_ms_per_token: {
-      batch_1: decode1.value,
-      batch_8: decode8.value,
-      batch_8_tokens_per_second: (8 / decode8.value) * 1000,
-    },
+    decode_ms_per_token: figures.decode_ms_per_token,
     fallback: {
       batch_1_gb_per_s: fallbackGbPerSecond,
       implied_decode_batch_1_ms: (bytesPerToken / (fallbackGbPerSecond * 1e9)) * 1000,
     },
     peak_rss_gib: peakRss / 2 ** 30,
-    // Before and after each figure (`bench machine`): read with the kernel's widest loads on every thread, best of
-    // 20 passes over 256 MiB; onnxruntime's [n, n]² MatMul, median of 5.
     reference: {
       read_loads: probe.read_loads,
       read_on_huge_pages: probe.read_on_huge_pages,
       matmul_n: probe.matmul_n,
-      prefill: { matmul_gflop_per_s: pair(prefill, 'matmul_gflop_per_s') },
-      decode_batch_1: { read_gb_per_s: pair(decode1, 'read_gb_per_s') },
-      decode_batch_8: {
-        read_gb_per_s: pair(decode8, 'read_gb_per_s'),
-        matmul_gflop_per_s: pair(decode8, 'matmul_gflop_per_s'),
-      },
+      // One round: its references; several: each round's, beside its figures and ratios, in `rounds`.
+      ...(rounds.length === 1 ? rounds[0]!.reference : {}),
     },
-    reference_moved: {
-      prefill: moved(prefill, 'matmul_gflop_per_s'),
-      decode_batch_1: moved(decode1, 'read_gb_per_s'),
-      decode_batch_8: Math.max(moved(decode8, 'read_gb_per_s'), moved(decode8, 'matmul_gflop_per_s')),
-    },
-    bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs },
-    ratios: {
-      decode_batch_1_vs_bf16_bound: decode1.value / boundMs,
-      decode_batch_8_vs_bound: decode8.value / batch8BoundMs,
-      prefill_vs_matmul_peak: prefillGflops / mean(prefill, 'matmul_gflop_per_s'),
-    },
+    ...(rounds.length === 1 ? { reference_moved: rounds[0]!.referenceMoved } : {}),
+    bounds: figures.bounds,
+    ratios: figures.ratios,
+    ...(rounds.length > 1
+      ? {
+          rounds: rounds.map((r) => ({ ...r.figures, reference: r.reference, reference_moved: r.referenceMoved })),
+        }
+      : {}),
   };
   process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   checkpoint.close();
