@@ -40,6 +40,33 @@ function run(impl: KernelImpl, x: Float32Array, w: Uint16Array, m: number, n: nu
   return out;
 }
 
+/**
+ * Throws unless every out[r, j] is within tolerance · Σ|x·w| of the double-precision Σ x·w over i (rows of x [m×k]
+ * against rows of BF16 W [n×k]); `label` names the case in the message.
+ */
+function expectNearReference(
+  label: string,
+  out: Float32Array,
+  { x, w }: { x: Float32Array; w: Uint16Array },
+  [m, n, k]: [number, number, number],
+  tolerance: number,
+): void {
+  for (let r = 0; r < m; r++) {
+    for (let j = 0; j < n; j++) {
+      let sum = 0;
+      let magnitude = 0;
+      for (let i = 0; i < k; i++) {
+        const product = x[r * k + i]! * bf16Value(w[j * k + i]!);
+        sum += product;
+        magnitude += Math.abs(product);
+      }
+      const error = Math.abs(out[r * n + j]! - sum);
+      if (!(error <= tolerance * magnitude))
+        throw new Error(`${label} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
+    }
+  }
+}
+
 function bits(values: Float32Array): Uint32Array {
   return new Uint32Array(values.buffer, values.byteOffset, values.length);
 }
@@ -108,23 +135,7 @@ describe.each(implementations)('%s kernels', (name, impl) => {
         const tolerance = (Math.ceil(k / 8) + 10) * 2 ** -24;
         const { x, w } = operands(m, n, k, m * 10_000 + n * 100 + k);
         const out = run(impl(), x, w, m, n, k);
-        for (let r = 0; r < m; r++) {
-          for (let j = 0; j < n; j++) {
-            let sum = 0;
-            let magnitude = 0;
-            for (let i = 0; i < k; i++) {
-              const product = x[r * k + i]! * bf16Value(w[j * k + i]!);
-              sum += product;
-              magnitude += Math.abs(product);
-            }
-            const error = Math.abs(out[r * n + j]! - sum);
-            if (!(error <= tolerance * magnitude)) {
-              throw new Error(
-                `${name} m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`,
-              );
-            }
-          }
-        }
+        expectNearReference(`${name} m=${m} n=${n} k=${k}`, out, { x, w }, [m, n, k], tolerance);
       }
     });
 
@@ -390,19 +401,7 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
           // x = hi + mid + lo exactly and every BF16 product is exact, so only the float32 additions round: at most
           // the three parts' k products each and the two additions joining them (recursive summation's bound).
           const tolerance = (3 * k + 2) * 2 ** -24;
-          for (let r = 0; r < m; r++)
-            for (let j = 0; j < n; j++) {
-              let sum = 0;
-              let magnitude = 0;
-              for (let i = 0; i < k; i++) {
-                const product = x[r * k + i]! * bf16Value(w[j * k + i]!);
-                sum += product;
-                magnitude += Math.abs(product);
-              }
-              const error = Math.abs(out[r * n + j]! - sum);
-              if (!(error <= tolerance * magnitude))
-                throw new Error(`m=${m} n=${n} k=${k} [${r}, ${j}]: ${out[r * n + j]} vs ${sum} (Σ|x·w| ${magnitude})`);
-            }
+          expectNearReference(`m=${m} n=${n} k=${k}`, out, { x, w }, [m, n, k], tolerance);
         }
   });
 
