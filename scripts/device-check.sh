@@ -7,7 +7,7 @@
 #      onnxruntime-node's GPU provider, against the CPU BF16 kernel. CUDA where its libraries are present beside
 #      the binding (they come from NuGet at install time, which these machines cannot reach), WebGPU (bundled: Dawn
 #      on Vulkan) otherwise or if CUDA fails. The line says which provider ran, or each one's error text.
-#   2. golden: test/service/model/golden.test.ts with IWIBENCH_TEST_DEVICE set to that provider: the engine's logits
+#   2. golden: test/engine/golden.test.ts with IWIBENCH_TEST_DEVICE set to that provider: the engine's logits
 #      on the device (`--device`, docs/engine.md "GPU") against Hugging Face transformers' on both tiny presets.
 #   3. bench: `iwibench bench engine --preset gemma-3-1b-shape --device <provider>` (its JSON, on one line).
 # Exit status: 0 every step ran and passed, 1 no GPU provider ran, 2 the golden test failed, 3 the benchmark failed.
@@ -31,8 +31,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as Ort from 'onnxruntime-node';
-import { DataType, GraphBuilder } from '$ROOT/service/model/onnx-builder.ts';
-import { kernelInfo, matmulBf16 } from '$ROOT/service/model/kernels.ts';
+import { DataType, GraphBuilder } from '$ROOT/engine/onnx-builder.ts';
+import { kernelInfo, matmulBf16 } from '$ROOT/engine/kernels.ts';
 
 const [M, N, K] = [8, 6912, 1152];
 let seed = 7;
@@ -94,7 +94,7 @@ PROVIDER=$(node -e 'console.log(JSON.parse(process.argv[1]).provider)' "$PROBE")
 
 # Step 2: the golden logits on that device (vitest from node_modules: nothing is fetched).
 GOLDEN_LOG="$WORK/golden.log"
-IWIBENCH_TEST_DEVICE=$PROVIDER timeout 150 node_modules/.bin/vitest run test/service/model/golden.test.ts >"$GOLDEN_LOG" 2>&1
+IWIBENCH_TEST_DEVICE=$PROVIDER timeout 150 node_modules/.bin/vitest run test/engine/golden.test.ts >"$GOLDEN_LOG" 2>&1
 GOLDEN=$?
 SUMMARY=$(sed 's/\x1b\[[0-9;]*m//g' "$GOLDEN_LOG" | grep -E '^ *Tests +[0-9]' | tr -s ' ' | tail -1)
 node -e 'console.log(JSON.stringify({ step: "golden", device: process.argv[1], passed: process.argv[2] === "0", exit: Number(process.argv[2]), summary: process.argv[3].trim() }))' "$PROVIDER" "$GOLDEN" "$SUMMARY"

@@ -1,8 +1,8 @@
 // Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot).
 import path from 'node:path';
-import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../service/model/checkpoint.ts';
-import { DEVICES, type Device } from '../service/model/device.ts';
-import { Tokenizer } from '../service/model/tokenizer.ts';
+import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../engine/checkpoint.ts';
+import { DEVICES, type Device } from '../engine/device.ts';
+import { Tokenizer } from '../engine/tokenizer.ts';
 import { AdminClient } from '../taskset/service-client.ts';
 import type { ServiceEnv } from '../taskset/service-client.ts';
 import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';

@@ -4,8 +4,8 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Device } from '../service/model/device.ts';
-import type { CheckpointLocation } from '../service/model/checkpoint.ts';
+import type { Device } from '../engine/device.ts';
+import type { CheckpointLocation } from '../engine/checkpoint.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';

@@ -11,7 +11,7 @@ export const REPO_ROOT = path.resolve(here, '..');
 export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
 
 const generatorDigest = createHash('sha256')
-  .update(readFileSync(path.join(REPO_ROOT, 'service/model/tiny-checkpoint.ts')))
+  .update(readFileSync(path.join(REPO_ROOT, 'engine/tiny-checkpoint.ts')))
   .digest('hex')
   .slice(0, 12);
 

@@ -1,5 +1,5 @@
 // npx iwibench bench kernel [--models gemma-3-1b,gemma-3-4b] [--threads N] [--min-ms 150]
-// The BF16 matmul kernel (service/model/kernels.ts) on every decoder matrix shape and the tied head of Gemma 3 1B
+// The BF16 matmul kernel (engine/kernels.ts) on every decoder matrix shape and the tied head of Gemma 3 1B
 // and 4B, and on the calls that take several at once as the engine makes them (q, k and v; gate and up): ms per call
 // at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
 // on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
@@ -20,7 +20,7 @@ import {
   setKernelThreads,
   widenBf16,
   type KernelImpl,
-} from '../../service/model/kernels.ts';
+} from '../../engine/kernels.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { readLoads } from './reference.ts';

@@ -1,8 +1,8 @@
 // Machine references measured in the same run as a benchmark: memory read bandwidth and onnxruntime's MatMul peak.
 import * as ort from 'onnxruntime-node';
-import { DataType, GraphBuilder } from '../../service/model/onnx-builder.ts';
-import { adviseHugePages, readBandwidth, type KernelInfo } from '../../service/model/kernels.ts';
-import { defaultThreads } from '../../service/model/runtime.ts';
+import { DataType, GraphBuilder } from '../../engine/onnx-builder.ts';
+import { adviseHugePages, readBandwidth, type KernelInfo } from '../../engine/kernels.ts';
+import { defaultThreads } from '../../engine/runtime.ts';
 
 /** The references run with the engine's thread count, so the ratios compare like with like. */
 const sessionOptions = { intraOpNumThreads: defaultThreads() };

@@ -1,8 +1,8 @@
 // The tensor manifest: every tensor of the checkpoint with its shape, dtype, size, whether the editor may write it,
 // its other names (the tied LM head) and its layer and kind, filterable so the editor can ask for part of it.
-import type { Checkpoint } from '../model/checkpoint.ts';
-import type { DType } from '../model/safetensors.ts';
-import { numel } from '../model/safetensors.ts';
+import type { Checkpoint } from '../../engine/checkpoint.ts';
+import type { DType } from '../../engine/safetensors.ts';
+import { numel } from '../../engine/safetensors.ts';
 import { IwiError, quote } from '../../core/errors.ts';
 import {
   TENSOR_KINDS,
@@ -12,7 +12,7 @@ import {
   layerOf,
   tiedAliases,
   type TensorKind,
-} from '../model/names.ts';
+} from '../../engine/names.ts';
 
 export { TENSOR_KINDS, type TensorKind };
 

@@ -77,7 +77,7 @@ export type EditorOptions = {
   maxRetries?: number;
 };
 
-/** Every problem with the options at once (service/model/config.ts's ConfigError style). */
+/** Every problem with the options at once (engine/config.ts's ConfigError style). */
 export class EditorConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid editor settings:\n  - ${problems.join('\n  - ')}`);

@@ -1,5 +1,5 @@
 // The layers, checked from the import lines of the sources (type-only imports and re-exports count): core/ is the
-// kernel every layer may import and imports none of them; the engine (service/model/) needs only itself and core/;
+// kernel every layer may import and imports none of them; the engine (engine/) needs only itself and core/;
 // the wire contract (service/api/) is data over core/ and the engine; the weight store (service/weights/) takes its
 // op grammar and limits from that contract but never sees the service's HTTP side; and no module imports itself round
 // a circle.
@@ -10,7 +10,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SOURCE_DIRS = ['core', 'service', 'taskset', 'toy', 'mmlu-pro', 'editor-proxy', 'scripts', 'bin'];
+const SOURCE_DIRS = ['core', 'engine', 'service', 'taskset', 'toy', 'mmlu-pro', 'editor-proxy', 'scripts', 'bin'];
 
 function sourceFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -90,7 +90,7 @@ describe('layers', () => {
     expect(graph.get(path.join('service', 'weights', 'store.ts'))).toContain(
       path.join('service', 'weights', 'reads.ts'),
     );
-    expect(graph.get(path.join('service', 'model', 'npy.ts'))).toContain(path.join('core', 'files.ts'));
+    expect(graph.get(path.join('engine', 'npy.ts'))).toContain(path.join('core', 'files.ts'));
     expect(graph.get(path.join('taskset', 'harness', 'builtin-demo.ts'))).toContain(
       path.join('taskset', 'harness', 'builtin.ts'),
     ); // type-only
@@ -101,7 +101,7 @@ describe('layers', () => {
     expect(violations('core', (i) => isNodeBuiltin(i) || under(i, 'core'))).toEqual([]);
   });
 
-  it('the engine (service/model/) imports only service/model/, core/ and packages', () => {
+  it('the engine (engine/) imports only engine/, core/ and packages', () => {
     expect(
       violations(
         path.join('service', 'model'),
@@ -111,20 +111,22 @@ describe('layers', () => {
   });
 
   it('the wire contract (service/api/) imports only itself, the engine, core/ and packages', () => {
-    const allowed = ['service/api', 'service/model', 'core'].map((d) => d.split('/').join(path.sep));
+    const allowed = ['service/api', 'engine', 'core'].map((d) => d.split('/').join(path.sep));
     expect(violations(path.join('service', 'api'), (i) => !isLocal(i) || allowed.some((d) => under(i, d)))).toEqual([]);
   });
 
   it('the weight store (service/weights/) imports only itself, the contract, the engine, core/ and packages: no HTTP error table', () => {
-    const allowed = ['service/weights', 'service/api', 'service/model', 'core'].map((d) => d.split('/').join(path.sep));
+    const allowed = ['service/weights', 'service/api', 'engine', 'core'].map((d) => d.split('/').join(path.sep));
     expect(violations(path.join('service', 'weights'), (i) => !isLocal(i) || allowed.some((d) => under(i, d)))).toEqual(
       [],
     );
   });
 
-  it('the libraries (core/, service/, taskset/) import no command (scripts/, bin/): the CLI sits on top', () => {
+  it('the libraries (core/, engine/, service/, taskset/) import no command (scripts/, bin/): the CLI sits on top', () => {
     const isCommand = (i: string) => under(i, 'scripts') || under(i, 'bin');
-    expect(['core', 'service', 'taskset'].flatMap((dir) => violations(dir, (i) => !isCommand(i)))).toEqual([]);
+    expect(['core', 'engine', 'service', 'taskset'].flatMap((dir) => violations(dir, (i) => !isCommand(i)))).toEqual(
+      [],
+    );
   });
 
   it('has no import cycles', () => {

@@ -18,7 +18,7 @@ import transformers
 from transformers import Gemma3ForCausalLM, Gemma3ForConditionalGeneration
 
 SOURCE, OUT = sys.argv[1], sys.argv[2]
-# 23 tokens: longer than both presets' sliding windows (8 and 6), as in test/service/model/runtime.test.ts.
+# 23 tokens: longer than both presets' sliding windows (8 and 6), as in test/engine/runtime.test.ts.
 IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107, 105, 4368]
 VOCAB_IDS = list(range(0, 512)) + [1902, 9259, 23115, 106, 107, 262143]
 

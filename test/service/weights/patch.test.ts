@@ -17,9 +17,9 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bf16ToF32 } from '../../../service/model/bf16.ts';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
+import { bf16ToF32 } from '../../../engine/bf16.ts';
+import { Checkpoint } from '../../../engine/checkpoint.ts';
+import { SafetensorsFile, writeSafetensors } from '../../../engine/safetensors.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import {
   applyPatch,

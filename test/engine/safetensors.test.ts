@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SafetensorsFile, writeSafetensors } from '../../../service/model/safetensors.ts';
+import { SafetensorsFile, writeSafetensors } from '../../engine/safetensors.ts';
 
 let dir: string;
 beforeAll(() => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bf16ToF32, f16ToF32, f32ToBf16Bits, roundToBf16 } from '../../../service/model/bf16.ts';
+import { bf16ToF32, f16ToF32, f32ToBf16Bits, roundToBf16 } from '../../engine/bf16.ts';
 
 const bitsOf = (value: number) => {
   const view = new DataView(new ArrayBuffer(4));

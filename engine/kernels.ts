@@ -1,6 +1,6 @@
-// The engine's BF16 matrix kernels (issue 13): the native addon built from native/ at npm ci, or, where it was not
+// The engine's BF16 matrix kernels (issue 13): the native addon built from engine/native/ at npm ci, or, where it was not
 // built (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results.
-// Both compute every output element in the summation order described in native/kernels.cc, so the fallback equals
+// Both compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
 // the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
 // the addon also has gemmBf16Parts, prefill's GEMM on the tile unit (equal to matmulBf16 within float32 rounding).
 import { existsSync } from 'node:fs';
@@ -41,7 +41,7 @@ export type KernelInfo = {
 
 const ADDON_PATH = path.join(
   path.dirname(fileURLToPath(import.meta.url)),
-  '../../native/build/Release/iwibench_kernels.node',
+  'native/build/Release/iwibench_kernels.node',
 );
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { callMemoryBytes, Gemma3Engine } from '../../../service/model/runtime.ts';
-import { fixtureCheckpoint } from '../../fixtures.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { callMemoryBytes, Gemma3Engine } from '../../engine/runtime.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

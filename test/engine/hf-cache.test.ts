@@ -5,11 +5,11 @@ import { lstatSync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Checkpoint, PINNED_REVISIONS, defaultCacheDir } from '../../../service/model/checkpoint.ts';
-import { Tokenizer } from '../../../service/model/tokenizer.ts';
-import { TOY_TARGET_DIR } from '../../../toy/target.ts';
-import { fixtureCheckpoint } from '../../fixtures.ts';
-import { addSnapshot } from '../../hf-cache.ts';
+import { Checkpoint, PINNED_REVISIONS, defaultCacheDir } from '../../engine/checkpoint.ts';
+import { Tokenizer } from '../../engine/tokenizer.ts';
+import { TOY_TARGET_DIR } from '../../toy/target.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
+import { addSnapshot } from '../hf-cache.ts';
 
 const ID = 'google/gemma-3-1b-it';
 const PINNED = PINNED_REVISIONS[ID]!;

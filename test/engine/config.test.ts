@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseGemma3Config } from '../../../service/model/config.ts';
+import { ConfigError, parseGemma3Config } from '../../engine/config.ts';
 
 // The hub's 4B config.json (gemma3.md §1.2): sparse text_config.
 const HUB_4B = {

@@ -1,5 +1,5 @@
 // NumPy .npy (format 1.0) writer for float32 arrays, so other implementations can compare our logits exactly.
-import { writeFileAtomic } from '../../core/files.ts';
+import { writeFileAtomic } from '../core/files.ts';
 
 export function npyBytes(data: Float32Array, shape: number[]): Buffer {
   const header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tokenizer } from '../../../service/model/tokenizer.ts';
-import { fixtureCheckpoint } from '../../fixtures.ts';
+import { Tokenizer } from '../../engine/tokenizer.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
 
 let tokenizer: Tokenizer;
 beforeAll(async () => {

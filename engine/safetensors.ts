@@ -4,7 +4,7 @@
 // Reads are lazy and positioned: opening a file reads only its header.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../../core/files.ts';
+import { writeFileAtomic } from '../core/files.ts';
 
 export type DType = 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'U8';
 export const DTYPE_BYTES: Record<DType, number> = { F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1 };

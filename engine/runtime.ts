@@ -711,7 +711,7 @@ function largestMatrix(config: Gemma3TextConfig): number {
  * Threads for the prefill GEMM of an [N, K] weight: the most, up to `threads`, with which no split of N among them
  * (slices of ⌈N / t⌉ rounded up to 16 columns, and the rest) leaves a thread 64 columns or fewer. MLAS lengthens its
  * K blocks for such narrow slices (sgemm.cpp: "expand the K stride if N is small"), and which split it takes depends
- * on M, so a row's sum would depend on how many rows share the call (test/service/model/runtime.test.ts).
+ * on M, so a row's sum would depend on how many rows share the call (test/engine/runtime.test.ts).
  */
 export function gemmThreads(n: number, threads: number): number {
   let safe = 1;
@@ -758,7 +758,7 @@ export function callMemoryBytes(
   const attention = 4 * B * nH * T * S * 7;
   const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
   // The prefill GEMM's scratch, either one's: onnxruntime's float32 weight tile, or AMX's three BF16 parts of the
-  // widest input, in superblocks of 32 rows × 6 tiles of 1 KiB per 32 columns (native/kernels.cc, gemm).
+  // widest input, in superblocks of 32 rows × 6 tiles of 1 KiB per 32 columns (engine/native/kernels.cc, gemm).
   const amxParts = Math.ceil(M / 32) * 6 * Math.ceil(Math.max(H, I, nH * D) / 32) * 1024;
   const gemm = Math.max(4 * largestMatrix(config), amxParts);
   const chunk = rows + attention + head + gemm;

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
-import type { ChatMessage } from '../../core/chat.ts';
+import type { ChatMessage } from '../core/chat.ts';
 
 env.allowRemoteModels = false; // never fetch: a missing file is an error
 

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fixtureCheckpoint, REPO_ROOT } from '../../fixtures.ts';
+import { fixtureCheckpoint, REPO_ROOT } from '../fixtures.ts';
 
 const generate = (env: NodeJS.ProcessEnv) =>
   execFileSync(

@@ -5,15 +5,15 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bf16ToF32, f32ToBf16 } from '../../../service/model/bf16.ts';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { DeviceProjections, checkDevice, prepareDevice } from '../../../service/model/device.ts';
-import { matmulBf16 } from '../../../service/model/kernels.ts';
-import { embedTokensName, expectedTextTensors, layerTensorNames } from '../../../service/model/names.ts';
-import { Gemma3Engine } from '../../../service/model/runtime.ts';
-import { checkpointSource, overlaySource, type WeightSource } from '../../../service/model/weight-source.ts';
-import { Target } from '../../../service/target.ts';
-import { fixtureCheckpoint, relativeError, seededRandom } from '../../fixtures.ts';
+import { bf16ToF32, f32ToBf16 } from '../../engine/bf16.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { DeviceProjections, checkDevice, prepareDevice } from '../../engine/device.ts';
+import { matmulBf16 } from '../../engine/kernels.ts';
+import { embedTokensName, expectedTextTensors, layerTensorNames } from '../../engine/names.ts';
+import { Gemma3Engine } from '../../engine/runtime.ts';
+import { checkpointSource, overlaySource, type WeightSource } from '../../engine/weight-source.ts';
+import { Target } from '../../service/target.ts';
+import { fixtureCheckpoint, relativeError, seededRandom } from '../fixtures.ts';
 
 const IDS = [2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481];
 

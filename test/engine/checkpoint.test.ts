@@ -2,9 +2,9 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { writeSafetensors } from '../../../service/model/safetensors.ts';
-import { fixtureCheckpoint } from '../../fixtures.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { writeSafetensors } from '../../engine/safetensors.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
 
 let work: string;
 beforeAll(() => {

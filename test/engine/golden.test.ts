@@ -7,11 +7,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { Gemma3Engine, type EngineOptions } from '../../../service/model/runtime.ts';
-import { kernelInfo } from '../../../service/model/kernels.ts';
-import { checkDevice, type Device } from '../../../service/model/device.ts';
-import { FIXTURE_SEED, REPO_ROOT, fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { Gemma3Engine, type EngineOptions } from '../../engine/runtime.ts';
+import { kernelInfo } from '../../engine/kernels.ts';
+import { checkDevice, type Device } from '../../engine/device.ts';
+import { FIXTURE_SEED, REPO_ROOT, fixtureCheckpoint, type FixturePreset } from '../fixtures.ts';
 
 type Golden = {
   checkpoint_sha256: string;

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bf16Value, f32ToBf16 } from '../../../service/model/bf16.ts';
+import { bf16Value, f32ToBf16 } from '../../engine/bf16.ts';
 import {
   adviseHugePages,
   fmaF32,
@@ -21,8 +21,8 @@ import {
   setKernelThreads,
   widenBf16,
   type KernelImpl,
-} from '../../../service/model/kernels.ts';
-import { seededRandom } from '../../fixtures.ts';
+} from '../../engine/kernels.ts';
+import { seededRandom } from '../fixtures.ts';
 
 const exec = promisify(execFile);
 const nativeOff = process.env.IWIBENCH_NATIVE === '0';
@@ -357,7 +357,7 @@ describe.skipIf(nativeOff)('native addon', () => {
       'const out = new Float32Array(15); matmulBf16(x, w, out, 3, 5, 77);',
       'console.log(JSON.stringify({ info: kernelInfo(), bits: Array.from(new Uint32Array(out.buffer)) }));',
     ].join('\n');
-    const root = path.resolve(import.meta.dirname, '../../..');
+    const root = path.resolve(import.meta.dirname, '../..');
     const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
       cwd: root,
       env: { ...process.env, IWIBENCH_NATIVE: '0' },

@@ -4,7 +4,7 @@
 // never committed).
 import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeFolderAtomic } from '../../core/files.ts';
+import { writeFolderAtomic } from '../core/files.ts';
 import { parseGemma3Config } from './config.ts';
 import { f32ToBf16 } from './bf16.ts';
 import { gemma3TokenizerDir } from './tokenizer.ts';

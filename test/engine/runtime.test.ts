@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
 import * as ort from 'onnxruntime-node';
-import { buildLinearGraph } from '../../../service/model/gemma3-graph.ts';
+import { buildLinearGraph } from '../../engine/gemma3-graph.ts';
 import {
   Gemma3Engine,
   gemmSequences,
@@ -10,14 +10,14 @@ import {
   PREFILL_GEMM,
   prefillGemmFrom,
   type PrefillGemm,
-} from '../../../service/model/runtime.ts';
-import { kernelInfo } from '../../../service/model/kernels.ts';
-import { checkpointSource, overlaySource } from '../../../service/model/weight-source.ts';
-import { bf16ToF32, f32ToBf16Bits } from '../../../service/model/bf16.ts';
-import { Tokenizer } from '../../../service/model/tokenizer.ts';
-import { finalNormName, layerTensorNames } from '../../../service/model/names.ts';
-import { referenceForward } from '../../reference/gemma3-forward.ts';
-import { fixtureCheckpoint, relativeError, sameBits, type FixturePreset } from '../../fixtures.ts';
+} from '../../engine/runtime.ts';
+import { kernelInfo } from '../../engine/kernels.ts';
+import { checkpointSource, overlaySource } from '../../engine/weight-source.ts';
+import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
+import { Tokenizer } from '../../engine/tokenizer.ts';
+import { finalNormName, layerTensorNames } from '../../engine/names.ts';
+import { referenceForward } from '../reference/gemma3-forward.ts';
+import { fixtureCheckpoint, relativeError, sameBits, type FixturePreset } from '../fixtures.ts';
 
 function argmaxRow(logits: Float32Array, row: number, vocab: number): number {
   let best = 0;

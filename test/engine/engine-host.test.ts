@@ -1,12 +1,12 @@
 // The service's engine in a worker thread gives what the engine gives in-process, with the same hooks, reads the
 // store's shared arrays in place (an edit is seen by the next call), and leaves the event loop free while it runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../../service/model/checkpoint.ts';
-import { EngineHost } from '../../../service/model/engine-host.ts';
-import { Gemma3Engine } from '../../../service/model/runtime.ts';
-import { checkpointSource, copyBf16, overlaySource } from '../../../service/model/weight-source.ts';
-import { layerTensorNames } from '../../../service/model/names.ts';
-import { fixtureCheckpoint, sameBits } from '../../fixtures.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { EngineHost } from '../../engine/engine-host.ts';
+import { Gemma3Engine } from '../../engine/runtime.ts';
+import { checkpointSource, copyBf16, overlaySource } from '../../engine/weight-source.ts';
+import { layerTensorNames } from '../../engine/names.ts';
+import { fixtureCheckpoint, sameBits } from '../fixtures.ts';
 
 const IDS = [
   2, 105, 2364, 107, 818, 5279, 529, 9079, 563, 236881, 669, 2481, 15579, 529, 1040, 236764, 1041, 506, 2480, 106, 107,

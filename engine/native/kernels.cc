@@ -1,7 +1,7 @@
 // Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
 // widening of BF16 to float32, a read-bandwidth reference and huge-page advice for weight memory. Plain Node-API (node_api.h), no dependencies.
 //
-// Summation order (the contract that service/model/kernels.ts's JavaScript fallback reproduces bit for bit): for each
+// Summation order (the contract that engine/kernels.ts's JavaScript fallback reproduces bit for bit): for each
 // output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
 // from +0; then s = ((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)); then s = fma(x[i], w[i], s) for the
 // k mod 8 tail. Each output element is computed by one thread with this order whatever m, its row in the batch, the
