@@ -1,6 +1,6 @@
 // The device path (issue 13, point 7): every projection runs in an onnxruntime session on an execution provider
 // (CUDA, WebGPU) that holds its weight as an initializer, so a weight goes to the device once, when its session is
-// made, and a run sends only activations. The graphs between the projections run on the same provider (runtime.ts).
+// made, and a run sends only activations. The graphs between the projections run on the same provider (graphs.ts).
 //
 // Which sessions live how long: a tensor that cannot change while the engine lives (the engine's own source, or one
 // a call marks `stable`: the service's pristine weights) keeps its session for the engine's life; any other tensor
@@ -12,6 +12,9 @@
 import * as ort from 'onnxruntime-node';
 import { buildProjectionGraph } from './gemma3-graph.ts';
 import { DataType, GraphBuilder } from './onnx-builder.ts';
+import { IwiError } from '../core/errors.ts';
+import type { Chunk } from './chunk.ts';
+import type { Project, Projector } from './projector.ts';
 import type { WeightSource } from './weight-source.ts';
 
 export const DEVICES = ['cpu', 'cuda', 'webgpu', 'ort-cpu'] as const;
@@ -27,7 +30,7 @@ export function providerOf(device: Exclude<Device, 'cpu'>): Provider {
 /** Refuses an unknown device before slow work (a CLI flag, a service option). */
 export function checkDevice(device: string | undefined): asserts device is Device | undefined {
   if (device !== undefined && !(DEVICES as readonly string[]).includes(device))
-    throw new Error(`--device must be one of ${DEVICES.join(', ')}, got "${device}"`);
+    throw new IwiError('ENGINE_SETTING_INVALID', `--device must be one of ${DEVICES.join(', ')}, got "${device}"`);
 }
 
 /**
@@ -53,7 +56,8 @@ export async function prepareDevice(device: Device | undefined): Promise<void> {
     });
     await session.release();
   } catch (error) {
-    throw new Error(
+    throw new IwiError(
+      'ENGINE_SETTING_INVALID',
       `--device ${device}: onnxruntime cannot use its ${providerOf(device)} provider here: ${(error as Error).message}`,
     );
   }
@@ -69,7 +73,8 @@ type Part = { start: number; rows: number; session: ort.InferenceSession };
 /** A tensor's sessions; `ranged` ones take the rows to project as inputs (the head's vocabulary blocks). */
 type Uploaded = { parts: Promise<Part[]>; ranged: boolean };
 
-export class DeviceProjections {
+export class DeviceProjections implements Projector {
+  readonly firstChunkPastSlots = 1; // WebGPU crashes on a past of length 0
   /** Sessions made so far, by tensor name (a test reads it: which weights went to the device, and how often). */
   readonly uploads = new Map<string, number>();
   private readonly stable = new Map<string, Uploaded>();
@@ -80,6 +85,8 @@ export class DeviceProjections {
     private readonly options: {
       /** The engine's own source: its tensors never change while the engine lives. */
       engineSource: WeightSource;
+      /** The tied head's tensor (the embedding), projected a vocabulary block at a time. */
+      headName: string;
       shapeOf: (name: string) => [number, number];
       sessionOptions: ort.InferenceSession.SessionOptions;
       /** Elements of the largest part of a ranged tensor one session holds (tests use small values). */
@@ -91,6 +98,24 @@ export class DeviceProjections {
   static sessionOptions(device: Exclude<Device, 'cpu'>, cpu: ort.InferenceSession.SessionOptions) {
     const provider = providerOf(device);
     return provider === 'cpu' ? cpu : { ...cpu, executionProviders: [provider] };
+  }
+
+  /** A projection session's options: the graphs', with constant folding off, so a BF16 weight's Cast is not folded. */
+  static projectionOptions(graph: ort.InferenceSession.SessionOptions): ort.InferenceSession.SessionOptions {
+    return { ...graph, extra: { ...graph.extra, optimization: { disable_specified_optimizers: 'ConstantFolding' } } };
+  }
+
+  forChunk(weights: WeightSource, chunk: Chunk): Project {
+    const M = chunk.ids.length;
+    return async (names, x) => {
+      const outs: Float32Array[] = [];
+      for (const name of names) outs.push(await this.project(weights, name, x, M));
+      return outs;
+    };
+  }
+
+  head(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number): Promise<Float32Array> {
+    return this.project(weights, this.options.headName, rows, R, { start: n0, count: n });
   }
 
   /**
@@ -126,7 +151,7 @@ export class DeviceProjections {
     return y;
   }
 
-  /** Releases the sessions a call made for its changed tensors (runtime.ts calls it when every call ends). */
+  /** Releases the sessions a call made for its changed tensors (the engine calls it when every call ends). */
   async endCall(weights: WeightSource): Promise<void> {
     const sessions = this.perCall.get(weights);
     this.perCall.delete(weights);

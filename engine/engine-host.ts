@@ -6,7 +6,9 @@
 import { Worker } from 'node:worker_threads';
 import type { Checkpoint } from './checkpoint.ts';
 import type { Gemma3TextConfig } from './config.ts';
-import type { GenerateOptions, GenerateResult, InspectRequest, InspectResult, CallControl } from './runtime.ts';
+import type { CallControl } from './control.ts';
+import type { GenerateOptions, GenerateResult } from './generate.ts';
+import type { InspectRequest, InspectResult } from './runtime.ts';
 import type { Device } from './device.ts';
 import type { WeightSource } from './weight-source.ts';
 import { expectedTextTensors } from './names.ts';

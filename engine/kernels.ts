@@ -158,24 +158,34 @@ export function selectKernels(env: NodeJS.ProcessEnv, addonPath: string): Select
   return { impl: jsKernels, reason, notice };
 }
 
-const selection = selectKernels(process.env, ADDON_PATH);
-if (selection.notice) process.stderr.write(`${selection.notice}\n`);
+let chosen: Selection | undefined;
+
+/** The implementation of this process, chosen on first use (not at import: a command that never multiplies loads no addon). */
+function selection(): Selection {
+  if (!chosen) {
+    chosen = selectKernels(process.env, ADDON_PATH);
+    if (chosen.notice) process.stderr.write(`${chosen.notice}\n`);
+  }
+  return chosen;
+}
 
 /** The addon itself (for tests and the benchmark to compare it with the fallback); undefined when not loaded. */
-export const nativeKernels: KernelImpl | undefined = selection.addon;
+export function nativeKernels(): KernelImpl | undefined {
+  return selection().addon;
+}
 
 export function kernelInfo(): KernelInfo {
-  const addon = selection.addon;
+  const { addon, reason } = selection();
   if (addon)
     return { native: true, threads: addon.threads(), isa: addon.isa, vectorBits: addon.vectorBits, amx: addon.amx };
-  return { native: false, reason: selection.reason, threads: 1 };
+  return { native: false, reason, threads: 1 };
 }
 
 /** Threads of the addon's pool (default os.availableParallelism()); the fallback is single-threaded and ignores it. */
 export function setKernelThreads(threads: number): void {
   if (!Number.isInteger(threads) || threads < 1 || threads > 1024)
     throw new RangeError(`kernel threads must be an integer in [1, 1024], got ${threads}`);
-  selection.addon?.setThreads(threads);
+  selection().addon?.setThreads(threads);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -226,7 +236,7 @@ export function matmulBf16(
   m: number,
   n: number,
   k: number,
-  impl = selection.impl,
+  impl = selection().impl,
 ): void {
   checkMatmulArgs(x, [w], [out], m, k);
   dimension('matmulBf16: n', n);
@@ -244,7 +254,7 @@ export function matmulBf16Parts(
   outs: Float32Array[],
   m: number,
   k: number,
-  impl = selection.impl,
+  impl = selection().impl,
 ): void {
   checkMatmulArgs(x, ws, outs, m, k);
   impl.matmulBf16Parts(x, ws, outs, m, k);
@@ -257,20 +267,22 @@ export function matmulBf16Parts(
  */
 export function gemmBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
   checkMatmulArgs(x, ws, outs, m, k, 'gemmBf16Parts');
-  const gemm = selection.addon?.gemmBf16Parts;
-  if (!selection.addon?.amx || !gemm) throw new Error(`gemmBf16Parts: not available here (${amxAbsence()})`);
+  const { addon } = selection();
+  const gemm = addon?.gemmBf16Parts;
+  if (!addon?.amx || !gemm) throw new Error(`gemmBf16Parts: not available here (${amxAbsence()})`);
   gemm(x, ws, outs, m, k);
 }
 
 /** Why gemmBf16Parts is not available (for errors). */
 function amxAbsence(): string {
-  if (!selection.addon) return `the native addon is not loaded: ${selection.reason}`;
-  if (!selection.addon.gemmBf16Parts) return 'the addon was built without AMX (the CPU or the compiler lacks it)';
+  const { addon, reason } = selection();
+  if (!addon) return `the native addon is not loaded: ${reason}`;
+  if (!addon.gemmBf16Parts) return 'the addon was built without AMX (the CPU or the compiler lacks it)';
   return 'the OS did not grant this process the AMX tile state';
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */
-export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.impl): void {
+export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection().impl): void {
   if (!(w instanceof Uint16Array)) throw new TypeError('widenBf16: w must be a Uint16Array of BF16 bits');
   if (!(out instanceof Float32Array)) throw new TypeError('widenBf16: out must be a Float32Array');
   if (out.length !== w.length) throw new RangeError(`widenBf16: out.length ${out.length} ≠ w.length ${w.length}`);
@@ -286,11 +298,11 @@ export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection.im
 export function adviseHugePages(view: ArrayBufferView): number {
   if (!ArrayBuffer.isView(view) || view instanceof DataView)
     throw new TypeError('adviseHugePages: view must be a typed array');
-  return selection.addon?.adviseHugePages(view) ?? 0;
+  return selection().addon?.adviseHugePages(view) ?? 0;
 }
 
 /** Read bandwidth in GB/s: the best of `repeats` passes over `buffer` (≥ 1 MiB) with wide loads on every pool thread. */
-export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection.impl): number {
+export function readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats = 5, impl = selection().impl): number {
   if (!(buffer instanceof ArrayBuffer) && !ArrayBuffer.isView(buffer))
     throw new TypeError('readBandwidth: buffer must be an ArrayBuffer or an ArrayBuffer view');
   if (buffer.byteLength < 1 << 20) throw new RangeError('readBandwidth: buffer must hold at least 1 MiB');

@@ -31,8 +31,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as Ort from 'onnxruntime-node';
-import { DataType, GraphBuilder } from '$ROOT/engine/onnx-builder.ts';
-import { kernelInfo, matmulBf16 } from '$ROOT/engine/kernels.ts';
+import { DataType, GraphBuilder, kernelInfo, matmulBf16 } from '$ROOT/engine/index.ts';
 
 const [M, N, K] = [8, 6912, 1152];
 let seed = 7;

@@ -4,8 +4,7 @@
 // scored; writes OUT/results.json and prints its score as JSON. (The fresh process is service/evaluate-worker.ts.)
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Checkpoint, type CheckpointLocation } from '../engine/checkpoint.ts';
-import { Tokenizer } from '../engine/tokenizer.ts';
+import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
 import { evaluateEpisode } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';

@@ -3,7 +3,7 @@
 // transformers loads like the original; with --peft, a low_rank_add-only patch also as a LoRA adapter in OUT_DIR/peft/.
 // The patch is verified first (its id, base, digests): a folder that does not hold patch --patch-id, or a patch
 // that does not reproduce its recorded digests, is refused.
-import { Checkpoint } from '../engine/checkpoint.ts';
+import { Checkpoint } from '../engine/index.ts';
 import { exportPatched } from '../service/weights/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 

@@ -1,8 +1,6 @@
 // npx iwibench generate --model-dir DIR --prompt "What is the capital of France?" [--prompt ...] [--max-new-tokens 64]
 // Greedy chat generation on pristine weights: a quick look at what a checkpoint says.
-import { Checkpoint } from '../engine/checkpoint.ts';
-import { Gemma3Engine } from '../engine/runtime.ts';
-import { Tokenizer } from '../engine/tokenizer.ts';
+import { Checkpoint, Gemma3Engine, Tokenizer } from '../engine/index.ts';
 import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 import { defineCommand, parseCommand } from './args.ts';
 

@@ -1,8 +1,6 @@
 // npx iwibench logits --model-dir DIR --ids 2,105,2364,... --out FILE.npy [--device cpu|cuda|webgpu|ort-cpu]
 // Float32 logits of every position, shape [T, vocab], for checks against independent implementations.
-import { Checkpoint } from '../engine/checkpoint.ts';
-import { writeNpy } from '../engine/npy.ts';
-import { Gemma3Engine } from '../engine/runtime.ts';
+import { Checkpoint, Gemma3Engine, writeNpy } from '../engine/index.ts';
 import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 import { defineCommand, parseCommand, parseIntList } from './args.ts';
 

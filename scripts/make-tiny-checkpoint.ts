@@ -1,6 +1,6 @@
 // npx iwibench make-tiny-checkpoint --out DIR --preset tiny|tiny-4b|gemma-3-1b-shape|gemma-3-4b-shape --seed N
 // A seeded random Gemma 3 checkpoint (real tokenizer, random weights): for tests (tiny, tiny-4b) and benchmarks.
-import { makeTinyCheckpoint, PRESETS, type Preset } from '../engine/tiny-checkpoint.ts';
+import { makeTinyCheckpoint, type Preset, PRESETS } from '../engine/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = { out: undefined as string | undefined, preset: 'tiny', seed: 0 };

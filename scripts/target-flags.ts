@@ -1,8 +1,13 @@
 // Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot).
 import path from 'node:path';
-import { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from '../engine/checkpoint.ts';
-import { DEVICES, type Device } from '../engine/device.ts';
-import { Tokenizer } from '../engine/tokenizer.ts';
+import {
+  Checkpoint,
+  type CheckpointLocation,
+  type Device,
+  DEVICES,
+  PINNED_REVISIONS,
+  Tokenizer,
+} from '../engine/index.ts';
 import { AdminClient } from '../taskset/service-client.ts';
 import type { ServiceEnv } from '../taskset/service-client.ts';
 import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';

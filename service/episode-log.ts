@@ -4,7 +4,7 @@
 // overwrite the files).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { SafetensorsFile, writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
+import { SafetensorsFile, type TensorToWrite, writeSafetensors } from '../engine/index.ts';
 import type { ArrayOperand, WriteOp } from './weights/ops.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 

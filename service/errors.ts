@@ -36,6 +36,9 @@ export const HTTP_STATUS = {
   CALL_TIME_LIMIT: 503,
   MODEL_NOT_FOUND: 404,
   UNSUPPORTED_PARAMETER: 400,
+  // The engine (engine/): a malformed call the routes let through is the caller's; a setting is the operator's
+  ENGINE_INPUT_INVALID: 400,
+  ENGINE_SETTING_INVALID: 500,
   // Patches (service/weights/patch.ts, export.ts)
   PATCH_INVALID: 422,
   PATCH_BASE_MISMATCH: 409,

@@ -10,11 +10,19 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeJsonAtomic } from '../core/files.ts';
-import { Checkpoint, type CheckpointLocation } from '../engine/checkpoint.ts';
-import type { Device } from '../engine/device.ts';
-import { Gemma3Engine, MAX_BATCH, callMemoryBytes, textWeightBytes } from '../engine/runtime.ts';
-import { checkpointSource, overlaySource, type WeightSource } from '../engine/weight-source.ts';
-import { Tokenizer } from '../engine/tokenizer.ts';
+import {
+  callMemoryBytes,
+  Checkpoint,
+  type CheckpointLocation,
+  checkpointSource,
+  type Device,
+  Gemma3Engine,
+  MAX_BATCH,
+  overlaySource,
+  textWeightBytes,
+  Tokenizer,
+  type WeightSource,
+} from '../engine/index.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { loadPatch, replayPatch, type LoadedPatch, type PatchRef, type TensorStats } from './weights/patch.ts';
 

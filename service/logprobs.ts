@@ -1,7 +1,7 @@
 // Log-probabilities for the OpenAI-compatible endpoints, from the engine's public methods only: a prompt's (echo)
 // from the teacher-forced `inspect`, generated tokens' from `generate`'s onLogits hook, log-softmaxed here. Both
 // paths sum in float64 over the float32 logits and round the result once to float32.
-import type { CallControl, Gemma3Engine, GenerateResult, WeightSource } from '../engine/runtime.ts';
+import type { CallControl, Gemma3Engine, GenerateResult, WeightSource } from '../engine/index.ts';
 
 /** OpenAI's limit on `logprobs` (legacy completions) and `top_logprobs` (chat). */
 export const MAX_TOP_LOGPROBS = 20;

@@ -6,8 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { tokensFromEnv } from './auth.ts';
 import { writeJsonAtomic } from '../core/files.ts';
-import type { CheckpointLocation } from '../engine/checkpoint.ts';
-import type { Device } from '../engine/device.ts';
+import type { CheckpointLocation, Device } from '../engine/index.ts';
 import { Target } from './target.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 

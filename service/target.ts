@@ -1,11 +1,16 @@
 // The target the service owns: the pinned checkpoint, its tokenizer, the weight store (pristine BF16 weights + episode
 // overlays, in shared memory) and one engine in a worker thread (engine-host.ts) that any episode's weights can be
 // given to, call by call. One execution queue runs every call, a slice at a time.
-import { Checkpoint, type CheckpointLocation } from '../engine/checkpoint.ts';
-import { EngineHost } from '../engine/engine-host.ts';
-import { checkDevice, prepareDevice, type Device } from '../engine/device.ts';
-import type { WeightSource } from '../engine/weight-source.ts';
-import { Tokenizer } from '../engine/tokenizer.ts';
+import {
+  checkDevice,
+  Checkpoint,
+  type CheckpointLocation,
+  type Device,
+  EngineHost,
+  prepareDevice,
+  Tokenizer,
+  type WeightSource,
+} from '../engine/index.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { WeightStore } from './weights/store.ts';
 import { ExecutionQueue } from './queue.ts';

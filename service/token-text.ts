@@ -2,7 +2,7 @@
 // decoded text. Gemma's decoder (▁ → space, byte fallback, fuse) concatenates per-token pieces, so a token's text
 // is its own decoding, except a byte-fallback piece (<0xE2>), which is one UTF-8 byte of a character spelled over
 // several tokens: OpenAI shows those as "bytes:\xe2", and so do we.
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { Tokenizer } from '../engine/index.ts';
 
 /** One token as a client sees it: its string (special tokens as written, e.g. "<eos>") and its bytes. */
 export type TokenShown = { token: string; bytes: number[] };

@@ -4,8 +4,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Device } from '../engine/device.ts';
-import type { CheckpointLocation } from '../engine/checkpoint.ts';
+import type { CheckpointLocation, Device } from '../engine/index.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';

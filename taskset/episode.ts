@@ -1,5 +1,5 @@
 // Builds the full episode spec of (family, seed, control seed) and the editor's view of it.
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { Tokenizer } from '../engine/index.ts';
 import { generalControls } from './controls.ts';
 import { EPISODE_SIZES } from './families/define.ts';
 import { familyById } from './families/index.ts';

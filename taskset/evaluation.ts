@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Device } from '../engine/device.ts';
+import type { Device } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
   evaluationProcessBytes,

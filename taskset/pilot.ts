@@ -3,8 +3,7 @@
 // after any evaluation process they left behind has ended; pilot.json lists every attempt.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Device } from '../engine/device.ts';
-import type { CheckpointLocation } from '../engine/checkpoint.ts';
+import type { CheckpointLocation, Device } from '../engine/index.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';

@@ -3,7 +3,7 @@
 // calibration's eligibility. calibrate, run-pilot, run-prime, replay-patch and evaluate-patch reach episodes only
 // through here, and the harness offers the editor the Task's Toolset and no tool of its own (design.md's "null"
 // harness: runEditor in harness/run.ts).
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { Tokenizer } from '../engine/index.ts';
 import type { ToolDefinition } from '../service/api/index.ts';
 import { TOOL_DEFINITIONS } from '../service/tools/schemas.ts';
 import { eligibility, type Eligibility } from './eligibility.ts';

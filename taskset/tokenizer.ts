@@ -1,5 +1,5 @@
 // The real Gemma 3 tokenizer, loaded once per process (≈ 2.5 s): the taskset needs it only for relevant token ids.
-import { Tokenizer, gemma3TokenizerDir } from '../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../engine/index.ts';
 
 let loading: Promise<Tokenizer> | undefined;
 

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { makeTinyCheckpoint } from '../engine/tiny-checkpoint.ts';
+import { makeTinyCheckpoint } from '../engine/index.ts';
 import { FIXTURE_SEED, FIXTURES_DIR, fixtureCheckpoint } from './fixtures.ts';
 
 export default function setup(): () => void {

@@ -5,7 +5,7 @@
 // from those: on a prompt the toy had never seen it would answer something unrelated). So the toy behaves like a
 // small instruct model on the benchmark's own world, and calibration finds those parameter sets eligible. Items
 // repeated across episodes appear once.
-import type { Tokenizer } from '../engine/tokenizer.ts';
+import type { Tokenizer } from '../engine/index.ts';
 import { episodeSpec } from '../taskset/episode.ts';
 import { messagesOf } from '../taskset/families/define.ts';
 import { familyById } from '../taskset/families/index.ts';

@@ -3,8 +3,13 @@
 // mask, GeGLU-tanh MLP, final norm, tied head. Training sequences are shorter than the sliding window, so a local
 // layer differs from a global one only in its RoPE base. The weights are tf.Variables under the checkpoint's names.
 import * as tf from '@tensorflow/tfjs-core';
-import type { Gemma3TextConfig } from '../engine/config.ts';
-import { embedTokensName, expectedTextTensors, finalNormName, layerTensorNames } from '../engine/names.ts';
+import {
+  embedTokensName,
+  expectedTextTensors,
+  finalNormName,
+  type Gemma3TextConfig,
+  layerTensorNames,
+} from '../engine/index.ts';
 
 export type ToyWeights = Map<string, tf.Variable>;
 

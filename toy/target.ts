@@ -6,12 +6,16 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { version_core as tfjsVersion } from '@tensorflow/tfjs-core';
-import { f32ToBf16 } from '../engine/bf16.ts';
-import { parseGemma3Config } from '../engine/config.ts';
-import { writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
-import { GENERATION_CONFIG } from '../engine/tiny-checkpoint.ts';
-import { Tokenizer, gemma3TokenizerDir } from '../engine/tokenizer.ts';
-import { expectedTextTensors } from '../engine/names.ts';
+import {
+  expectedTextTensors,
+  f32ToBf16,
+  gemma3TokenizerDir,
+  GENERATION_CONFIG,
+  parseGemma3Config,
+  type TensorToWrite,
+  Tokenizer,
+  writeSafetensors,
+} from '../engine/index.ts';
 import { writeFolderAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { tokenizerConfig, trainBpe } from './bpe.ts';

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-wasm';
 import '@tensorflow/tfjs'; // registers the gradients, which tfjs-core's Node build leaves out
-import type { Gemma3TextConfig } from '../engine/config.ts';
+import type { Gemma3TextConfig } from '../engine/index.ts';
 import { Rng } from '../taskset/random.ts';
 import { createWeights, disposeWeights, lossAt, type ToyWeights } from './model.ts';
 

@@ -1,6 +1,6 @@
 // `npm ci` runs this (the root package's `install` script): builds the BF16 kernel addon with node-gyp into
 // native/build/. If that fails (no compiler, another OS), it prints one line and exits 0, so the install succeeds
-// and service/model/kernels.ts uses its JavaScript fallback.
+// and engine/kernels.ts uses its JavaScript fallback.
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

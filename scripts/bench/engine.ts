@@ -15,11 +15,17 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checkpoint } from '../../engine/checkpoint.ts';
-import { jsKernels, kernelInfo, matmulBf16 } from '../../engine/kernels.ts';
-import { PRESETS, type Preset } from '../../engine/tiny-checkpoint.ts';
-import { Gemma3Engine, GEMM_MIN_TOKENS, PREFILL_GEMM, textWeightBytes } from '../../engine/runtime.ts';
-import { checkDevice } from '../../engine/device.ts';
+import {
+  checkDevice,
+  Checkpoint,
+  Gemma3Engine,
+  jsKernels,
+  kernelInfo,
+  matmulBf16,
+  type Preset,
+  PRESETS,
+  textWeightBytes,
+} from '../../engine/index.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { machineNow, type MachineReferences } from './machine.ts';
@@ -207,8 +213,8 @@ export async function main(argv: string[]): Promise<void> {
     load_seconds: loadSeconds,
     prefill: {
       // Which GEMM prompts of gemm_min_tokens or more take (IWIBENCH_PREFILL_GEMM=onnxruntime measures the other).
-      gemm: device === 'cpu' ? PREFILL_GEMM : device,
-      gemm_min_tokens: GEMM_MIN_TOKENS,
+      gemm: device === 'cpu' ? engine.settings.prefillGemm : device,
+      gemm_min_tokens: engine.settings.gemmMinTokens,
       prompt_tokens: T,
       ...figures.prefill,
     },

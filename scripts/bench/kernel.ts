@@ -12,6 +12,7 @@ import {
   adviseHugePages,
   gemmBf16Parts,
   jsKernels,
+  type KernelImpl,
   kernelInfo,
   matmulBf16,
   matmulBf16Parts,
@@ -19,8 +20,7 @@ import {
   readBandwidth,
   setKernelThreads,
   widenBf16,
-  type KernelImpl,
-} from '../../engine/kernels.ts';
+} from '../../engine/index.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { readLoads } from './reference.ts';
@@ -109,7 +109,7 @@ export async function main(argv: string[]): Promise<void> {
       throw new Error(`--models: unknown model "${model}" (known: ${Object.keys(MODELS).join(', ')})`);
   setKernelThreads(flags.threads);
   const info = kernelInfo();
-  if (!nativeKernels)
+  if (!nativeKernels())
     process.stderr.write(
       `the native kernel is not loaded (${info.reason}): only the fallback's figures are meaningful\n`,
     );

@@ -4,7 +4,7 @@
 // measures, so that each figure has references from its own minute on a machine whose neighbours come and go.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { kernelInfo } from '../../engine/kernels.ts';
+import { kernelInfo } from '../../engine/index.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 import { matMulPeak, readLoads, readReference } from './reference.ts';

@@ -1,8 +1,13 @@
 // Machine references measured in the same run as a benchmark: memory read bandwidth and onnxruntime's MatMul peak.
 import * as ort from 'onnxruntime-node';
-import { DataType, GraphBuilder } from '../../engine/onnx-builder.ts';
-import { adviseHugePages, readBandwidth, type KernelInfo } from '../../engine/kernels.ts';
-import { defaultThreads } from '../../engine/runtime.ts';
+import {
+  adviseHugePages,
+  DataType,
+  defaultThreads,
+  GraphBuilder,
+  type KernelInfo,
+  readBandwidth,
+} from '../../engine/index.ts';
 
 /** The references run with the engine's thread count, so the ratios compare like with like. */
 const sessionOptions = { intraOpNumThreads: defaultThreads() };

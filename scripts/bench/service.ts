@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Fastify from 'fastify';
 import { buildApp } from '../../service/app.ts';
-import { makeTinyCheckpoint, PRESETS, type Preset } from '../../engine/tiny-checkpoint.ts';
+import { makeTinyCheckpoint, type Preset, PRESETS } from '../../engine/index.ts';
 import { Target } from '../../service/target.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';

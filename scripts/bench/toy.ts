@@ -3,8 +3,7 @@
 // against two references taken in the same run: the same backend's plain MatMul at the toy's shapes (what the
 // training could reach at best) and onnxruntime's MatMul peak on both cores (the engine's; it cannot train).
 import * as tf from '@tensorflow/tfjs-core';
-import { parseGemma3Config } from '../../engine/config.ts';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, parseGemma3Config, Tokenizer } from '../../engine/index.ts';
 import { buildCorpus } from '../../toy/corpus.ts';
 import { TOY_CONFIG, TOY_TARGET_DIR, trainingSequences } from '../../toy/target.ts';
 import { trainToy, useWasmBackend } from '../../toy/train.ts';

@@ -16,10 +16,13 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { f32ToBf16Bits } from '../../engine/bf16.ts';
-import { Checkpoint } from '../../engine/checkpoint.ts';
-import { makeTinyCheckpoint } from '../../engine/tiny-checkpoint.ts';
-import { layerTensorNames, embedTokensName } from '../../engine/names.ts';
+import {
+  Checkpoint,
+  embedTokensName,
+  f32ToBf16Bits,
+  layerTensorNames,
+  makeTinyCheckpoint,
+} from '../../engine/index.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';

@@ -1,7 +1,7 @@
 // The episode routes' bodies: what the taskset sends to create an episode (only what the editor may see, plus
 // budgets; never a grading input), the brief the editor reads, and the replies of the admin and editor routes.
 import Type, { type Static, type TInteger, type TOptional } from 'typebox';
-import { TENSOR_KINDS } from '../../engine/names.ts';
+import { TENSOR_KINDS } from '../../engine/index.ts';
 import { BudgetState, ChatMessage, ref } from './common.ts';
 import { DEFAULT_BUDGETS, type BudgetName } from './limits.ts';
 import { ToolDefinition } from './tools.ts';

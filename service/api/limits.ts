@@ -1,7 +1,7 @@
 // Every limit of the wire contract, in one place: the caps of one tool call and the weight tools' sizes (LIMITS, which
 // the brief reports), and the episode budgets' defaults, whose per-call budgets are those caps. The tool schemas, the
 // budget ledger, the weight store, the target and the OpenAI routes read them here; no value is written twice.
-import { MAX_BATCH } from '../../engine/batch.ts';
+import { MAX_BATCH } from '../../engine/index.ts';
 
 export const LIMITS = Object.freeze({
   /** Elements a slice read returns inline as JSON numbers; a larger selection comes back as an array handle. */

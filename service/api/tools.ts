@@ -2,7 +2,7 @@
 // the write and read op grammars they carry, and the reply every tool call gets. Deeper checks (a slice inside a
 // tensor, an operand's shape) are the weight store's, with error messages that say what was wrong.
 import Type, { type Static } from 'typebox';
-import { TENSOR_KINDS } from '../../engine/names.ts';
+import { TENSOR_KINDS } from '../../engine/index.ts';
 import { BudgetState, ChatMessage, ref } from './common.ts';
 import { LIMITS } from './limits.ts';
 

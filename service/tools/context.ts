@@ -1,7 +1,7 @@
 // What a tool call runs against: the episode's budgets, its weights (for the engine) and its weight-store episode.
 import type { BudgetLedger } from '../budgets.ts';
 import { IwiError } from '../errors.ts';
-import type { WeightSource } from '../../engine/weight-source.ts';
+import type { WeightSource } from '../../engine/index.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { SequenceInput } from '../target.ts';
 import type { EpisodeWeights } from '../weights/store.ts';

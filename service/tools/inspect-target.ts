@@ -2,7 +2,7 @@
 // episode's weights. Positions are token indices of the full sequence (prompt + continuation), NumPy-style negatives.
 import type { InspectTargetArgs } from '../api/index.ts';
 import type { Charge } from '../budgets.ts';
-import type { InspectResult } from '../../engine/runtime.ts';
+import type { InspectResult } from '../../engine/index.ts';
 import { IwiError, isIwiError } from '../errors.ts';
 import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';

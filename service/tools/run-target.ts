@@ -1,7 +1,7 @@
 // run_target: greedy generation on the episode's weights (and, with compare_base, on the pristine weights too).
 import type { RunTargetArgs } from '../api/index.ts';
 import type { Charge } from '../budgets.ts';
-import type { GenerateResult } from '../../engine/runtime.ts';
+import type { GenerateResult } from '../../engine/index.ts';
 import { isIwiError } from '../errors.ts';
 import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';

@@ -17,8 +17,7 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import type { Checkpoint } from '../../engine/checkpoint.ts';
-import { SafetensorsFile, writeSafetensors } from '../../engine/safetensors.ts';
+import { type Checkpoint, SafetensorsFile, writeSafetensors } from '../../engine/index.ts';
 import { IwiError } from '../../core/errors.ts';
 import { writeAll, writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { Manifest } from './manifest.ts';

@@ -4,7 +4,7 @@
 // issued from one counter per store, so an id from another episode is recognised as foreign, not as unknown.
 // A handle's array is never written after creation: ops and the op log may keep references to it.
 import { IwiError, quote } from '../../core/errors.ts';
-import { numel } from '../../engine/safetensors.ts';
+import { numel } from '../../engine/index.ts';
 import { LIMITS } from '../api/limits.ts';
 
 export type ArrayHandle = {

@@ -1,18 +1,18 @@
 // The tensor manifest: every tensor of the checkpoint with its shape, dtype, size, whether the editor may write it,
 // its other names (the tied LM head) and its layer and kind, filterable so the editor can ask for part of it.
-import type { Checkpoint } from '../../engine/checkpoint.ts';
-import type { DType } from '../../engine/safetensors.ts';
-import { numel } from '../../engine/safetensors.ts';
-import { IwiError, quote } from '../../core/errors.ts';
 import {
-  TENSOR_KINDS,
+  type Checkpoint,
+  type DType,
   expectedTextTensors,
   isVisionTensor,
   kindOf,
   layerOf,
-  tiedAliases,
+  numel,
+  TENSOR_KINDS,
   type TensorKind,
-} from '../../engine/names.ts';
+  tiedAliases,
+} from '../../engine/index.ts';
+import { IwiError, quote } from '../../core/errors.ts';
 
 export { TENSOR_KINDS, type TensorKind };
 

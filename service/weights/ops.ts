@@ -12,8 +12,7 @@
 // ascending) and each result is rounded once to BF16, nearest, ties to even. Array operands are float32: inline
 // numbers are converted once, when the op is parsed, so a patch stores exactly what the live store used.
 import { IwiError } from '../../core/errors.ts';
-import { bf16Value } from '../../engine/bf16.ts';
-import { numel } from '../../engine/safetensors.ts';
+import { bf16Value, numel } from '../../engine/index.ts';
 import { LIMITS } from '../api/limits.ts';
 import { CopySource, WRITE_OP_FIELDS, WRITE_OPS, type WriteOpName } from '../api/tools.ts';
 import type { Manifest } from './manifest.ts';

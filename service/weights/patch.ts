@@ -22,9 +22,13 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import type { Checkpoint } from '../../engine/checkpoint.ts';
-import { bf16Value } from '../../engine/bf16.ts';
-import { parseSafetensors, writeSafetensors, type TensorToWrite } from '../../engine/safetensors.ts';
+import {
+  bf16Value,
+  type Checkpoint,
+  parseSafetensors,
+  type TensorToWrite,
+  writeSafetensors,
+} from '../../engine/index.ts';
 import { IwiError } from '../../core/errors.ts';
 import { writeFolderAtomic, writeJsonAtomic } from '../../core/files.ts';
 import { PACKAGE_VERSION } from '../../core/version.ts';

@@ -2,7 +2,7 @@
 // and round once, to nearest with ties to even (PyTorch's `.to(torch.bfloat16)` of the float64 value). Going
 // float64 → float32 → BF16 naively rounds twice and can break a tie the wrong way; the tie check below decides such
 // cases by the float64 value.
-import { bf16Value } from '../../engine/bf16.ts';
+import { bf16Value } from '../../engine/index.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);

@@ -8,10 +8,14 @@
 // `episode.source` is the engine's WeightSource for that episode: the engine reads the bits at every run, so a
 // write is visible to the next run with no rebuild. Writes mutate the episode's own arrays in place, so a caller
 // must not write while a run of the same episode is in flight (the service's single queue guarantees it).
-import type { Checkpoint } from '../../engine/checkpoint.ts';
-import { bf16ToF32 } from '../../engine/bf16.ts';
-import { expectedTextTensors } from '../../engine/names.ts';
-import { copyBf16, readBf16, type WeightSource } from '../../engine/weight-source.ts';
+import {
+  bf16ToF32,
+  type Checkpoint,
+  copyBf16,
+  expectedTextTensors,
+  readBf16,
+  type WeightSource,
+} from '../../engine/index.ts';
 import { IwiError } from '../../core/errors.ts';
 import { HandleStore, type HandleInfo } from './handles.ts';
 import { LIMITS } from '../api/limits.ts';

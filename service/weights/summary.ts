@@ -3,7 +3,7 @@
 // [product of the leading dims, last dim]; quantiles interpolate linearly between order statistics (NumPy's
 // default "linear" method). A 0-d or 1-d selection has no row/column quantiles (null). BF16 bits are decoded in
 // chunks of rows as they are streamed: a summary of the 4B's embedding (671 M elements) holds no float32 copy of it.
-import { bf16ToF32 } from '../../engine/bf16.ts';
+import { bf16ToF32 } from '../../engine/index.ts';
 
 /** Quantile levels reported for row and column L2 norms, as keys p0 … p100. */
 export const NORM_QUANTILES = [0, 0.05, 0.25, 0.5, 0.75, 0.95, 1] as const;

@@ -1,7 +1,7 @@
 // Shared machinery of the families. A family module declares its parameter draw, objective, relevant strings and,
 // per split, its candidate items; `defineFamily` turns that into a deterministic episode: parameters from the seed,
 // practice from the public side, terminal items from the terminal side, each part from its own random sub-stream.
-import type { Tokenizer } from '../../engine/tokenizer.ts';
+import type { Tokenizer } from '../../engine/index.ts';
 import { readData } from '../data.ts';
 import { Rng } from '../random.ts';
 import { onSide, type Split } from '../split.ts';

@@ -6,7 +6,7 @@
 // instead of failing the whole report.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { SafetensorsFile } from '../../engine/safetensors.ts';
+import { SafetensorsFile } from '../../engine/index.ts';
 import type { ResultsFile } from '../evaluation.ts';
 
 export const REPLAY_FILE = 'replay.json';

@@ -91,6 +91,7 @@ describe('layers', () => {
       path.join('service', 'weights', 'reads.ts'),
     );
     expect(graph.get(path.join('engine', 'npy.ts'))).toContain(path.join('core', 'files.ts'));
+    expect(graph.get(path.join('service', 'target.ts'))).toContain(path.join('engine', 'index.ts'));
     expect(graph.get(path.join('taskset', 'harness', 'builtin-demo.ts'))).toContain(
       path.join('taskset', 'harness', 'builtin.ts'),
     ); // type-only
@@ -108,6 +109,12 @@ describe('layers', () => {
         (i) => !isLocal(i) || under(i, path.join('service', 'model')) || under(i, 'core'),
       ),
     ).toEqual([]);
+  });
+
+  it('every other part reaches the engine through its face, engine/index.ts', () => {
+    const face = path.join('engine', 'index.ts');
+    const outside = SOURCE_DIRS.filter((dir) => dir !== 'engine');
+    expect(outside.flatMap((dir) => violations(dir, (i) => !under(i, 'engine') || i === face))).toEqual([]);
   });
 
   it('the wire contract (service/api/) imports only itself, the engine, core/ and packages', () => {

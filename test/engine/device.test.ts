@@ -58,6 +58,7 @@ describe('DeviceProjections on the CPU provider', () => {
   const make = () =>
     new DeviceProjections('ort-cpu', {
       engineSource: source,
+      headName: 'head',
       shapeOf: () => [N, K],
       sessionOptions: {
         executionProviders: ['cpu'],

@@ -80,11 +80,12 @@ function widenMismatches(w: Uint16Array, out: Float32Array): number[] {
 }
 
 const native = (): KernelImpl => {
-  if (!nativeKernels)
+  const addon = nativeKernels();
+  if (!addon)
     throw new Error(
       `the native addon is not loaded (${kernelInfo().reason}); npm ci builds it, IWIBENCH_NATIVE=0 tests the fallback alone`,
     );
-  return nativeKernels;
+  return addon;
 };
 const implementations: [string, () => KernelImpl][] = [
   ['native', native],
@@ -350,8 +351,8 @@ describe.skipIf(nativeOff)('native addon', () => {
 
   it('is replaced by the fallback in a process started with IWIBENCH_NATIVE=0, with the same results', async () => {
     const script = [
-      "import { kernelInfo, matmulBf16 } from './service/model/kernels.ts';",
-      "import { f32ToBf16 } from './service/model/bf16.ts';",
+      "import { kernelInfo, matmulBf16 } from './engine/kernels.ts';",
+      "import { f32ToBf16 } from './engine/bf16.ts';",
       'const x = Float32Array.from({ length: 3 * 77 }, (_, i) => Math.sin(i));',
       'const w = f32ToBf16(Float32Array.from({ length: 5 * 77 }, (_, i) => Math.cos(i * 0.3)));',
       'const out = new Float32Array(15); matmulBf16(x, w, out, 3, 5, 77);',
@@ -457,7 +458,7 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     expect(() => gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/gemmBf16Parts: x.length 4 ≠ m·k/);
     expect(() => gemmBf16Parts(new Float32Array(6), [w], [out, out], 2, 3)).toThrow(/same length/);
     expect(() => gemmBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
-    const addon = nativeKernels as KernelImpl & { gemmBf16Parts: KernelImpl['matmulBf16Parts'] };
+    const addon = nativeKernels() as KernelImpl & { gemmBf16Parts: KernelImpl['matmulBf16Parts'] };
     expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(
       /gemmBf16Parts: x.length must be m·k/,
     );

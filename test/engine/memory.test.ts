@@ -7,7 +7,8 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../engine/checkpoint.ts';
-import { callMemoryBytes, Gemma3Engine } from '../../engine/runtime.ts';
+import { callMemoryBytes } from '../../engine/memory.ts';
+import { Gemma3Engine } from '../../engine/runtime.ts';
 import { fixtureCheckpoint } from '../fixtures.ts';
 
 v8.setFlagsFromString('--expose-gc');

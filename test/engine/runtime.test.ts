@@ -2,15 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../engine/checkpoint.ts';
 import * as ort from 'onnxruntime-node';
 import { buildLinearGraph } from '../../engine/gemma3-graph.ts';
-import {
-  Gemma3Engine,
-  gemmSequences,
-  gemmThreads,
-  GEMM_MIN_TOKENS,
-  PREFILL_GEMM,
-  prefillGemmFrom,
-  type PrefillGemm,
-} from '../../engine/runtime.ts';
+import { Gemma3Engine } from '../../engine/runtime.ts';
+import { gemmSequences } from '../../engine/chunk.ts';
+import { gemmThreads } from '../../engine/cpu-projector.ts';
+import { gemmMinTokensFor, prefillGemmFrom, resolveSettings, type PrefillGemm } from '../../engine/settings.ts';
 import { kernelInfo } from '../../engine/kernels.ts';
 import { checkpointSource, overlaySource } from '../../engine/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
@@ -63,8 +58,19 @@ const PREFILL_GEMMS: PrefillGemm[] = kernelInfo().amx ? ['amx', 'onnxruntime'] :
 
 describe('the prefill GEMM chosen', () => {
   it('is AMX where the addon has it, unless IWIBENCH_PREFILL_GEMM names onnxruntime', () => {
-    expect(PREFILL_GEMM).toBe(process.env.IWIBENCH_PREFILL_GEMM || (kernelInfo().amx ? 'amx' : 'onnxruntime'));
-    expect(GEMM_MIN_TOKENS).toBe(PREFILL_GEMM === 'amx' ? 16 : kernelInfo().vectorBits === 512 ? 128 : 64);
+    const settings = resolveSettings({});
+    expect(settings.prefillGemm).toBe(process.env.IWIBENCH_PREFILL_GEMM || (kernelInfo().amx ? 'amx' : 'onnxruntime'));
+    expect(settings.gemmMinTokens).toBe(
+      settings.prefillGemm === 'amx' ? 16 : kernelInfo().vectorBits === 512 ? 128 : 64,
+    );
+    expect(resolveSettings({}, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe('onnxruntime');
+    expect(resolveSettings({ prefillGemm: 'amx' }, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe(
+      'amx',
+    );
+    expect(() => resolveSettings({}, { IWIBENCH_PREFILL_GEMM: 'mlas' }, true)).toThrow(
+      expect.objectContaining({ code: 'ENGINE_SETTING_INVALID' }),
+    );
+    expect(() => resolveSettings({ chunkRows: 0 })).toThrow(/chunkRows must be a positive integer, got 0/);
     expect(prefillGemmFrom(undefined, true)).toBe('amx');
     expect(prefillGemmFrom('', false)).toBe('onnxruntime');
     expect(prefillGemmFrom('onnxruntime', true)).toBe('onnxruntime');
@@ -77,7 +83,8 @@ describe('the prefill GEMM chosen', () => {
 // The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
 describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
   it('routes each prompt by its own length', () => {
-    expect(gemmSequences([GEMM_MIN_TOKENS - 1, GEMM_MIN_TOKENS, 5, 4095])).toEqual([false, true, false, true]);
+    const minTokens = gemmMinTokensFor(resolveSettings({}).prefillGemm);
+    expect(gemmSequences([minTokens - 1, minTokens, 5, 4095], minTokens)).toEqual([false, true, false, true]);
     expect(gemmSequences([3, 12], 10)).toEqual([false, true]);
   });
 

@@ -1,10 +1,15 @@
 // A plain TypeScript Gemma 3 forward pass, float32 storage, no cache, one sequence: the tests' oracle for the ONNX
 // graph. Written straight from gemma3.md §3 (HF modeling_gemma3.py), sharing no code with engine except the
 // tensor names and the RoPE/embedding-scale constants, which are checked against HF's values separately.
-import { bf16ToF32 } from '../../engine/bf16.ts';
-import type { Checkpoint } from '../../engine/checkpoint.ts';
-import { checkpointSource, type WeightSource } from '../../engine/weight-source.ts';
-import { embedTokensName, finalNormName, layerTensorNames } from '../../engine/names.ts';
+import {
+  bf16ToF32,
+  type Checkpoint,
+  checkpointSource,
+  embedTokensName,
+  finalNormName,
+  layerTensorNames,
+  type WeightSource,
+} from '../../engine/index.ts';
 
 /** y[t, o] = Σ_i x[t, i] · W[o, i]  (Linear, W stored [out, in]). */
 function linear(x: Float32Array, T: number, inDim: number, W: Float32Array, outDim: number): Float32Array {

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
-import { kernelInfo } from '../../engine/kernels.ts';
+import { kernelInfo } from '../../engine/index.ts';
 import { readLoads } from '../../scripts/bench/reference.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 

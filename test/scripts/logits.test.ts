@@ -4,8 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../engine/checkpoint.ts';
-import { readNpy } from '../../engine/npy.ts';
+import { Checkpoint, readNpy } from '../../engine/index.ts';
 import { referenceForward } from '../reference/gemma3-forward.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 

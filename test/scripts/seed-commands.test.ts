@@ -11,7 +11,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PINNED_REVISIONS } from '../../engine/checkpoint.ts';
+import { PINNED_REVISIONS } from '../../engine/index.ts';
 import { TOY_TARGET_DIR } from '../../toy/target.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 import { addSnapshot } from '../hf-cache.ts';

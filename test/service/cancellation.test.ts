@@ -4,7 +4,7 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { QUOTE_LIMIT } from '../../service/errors.ts';
-import type { GenerateOptions } from '../../engine/runtime.ts';
+import type { GenerateOptions } from '../../engine/index.ts';
 import { ADMIN, chat, harness, type Harness } from './helpers.ts';
 
 let h: Harness;

@@ -1,5 +1,5 @@
 // The error table: stable codes with HTTP statuses, fastify's reply shape, and every code the service's source
-// throws is in the table (and the other way round: no dead rows).
+// throws (and the engine's) is in the table (and the other way round: no dead rows).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -38,10 +38,11 @@ describe('service/errors', () => {
     expect(isIwiError(new Error('x'))).toBe(false);
   });
 
-  it('has a row for every code thrown under service/, and no row that service/ never names', () => {
+  it('has a row for every code thrown under service/ and engine/, and no row that neither names', () => {
     const thrown = new Set<string>();
     let text = '';
-    for (const file of sources(path.resolve(import.meta.dirname, '../../service'))) {
+    const files = ['service', 'engine'].flatMap((dir) => sources(path.resolve(import.meta.dirname, '../..', dir)));
+    for (const file of files) {
       if (file.endsWith(path.join('service', 'errors.ts'))) continue;
       const source = readFileSync(file, 'utf8');
       text += source;

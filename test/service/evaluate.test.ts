@@ -16,7 +16,7 @@ import {
   targetModel,
   type EvaluationItem,
 } from '../../service/evaluate.ts';
-import { Checkpoint } from '../../engine/checkpoint.ts';
+import { Checkpoint } from '../../engine/index.ts';
 import { loadPatch, writeEpisodePatch, type PatchRef } from '../../service/weights/patch.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../service/app.ts';
 import { GenerationLogprobs, logSoftmaxAt } from '../../service/logprobs.ts';
-import type { GenerateResult } from '../../engine/runtime.ts';
+import type { GenerateResult } from '../../engine/index.ts';
 import { Target } from '../../service/target.ts';
 import { showToken } from '../../service/token-text.ts';
 import { REPO_ROOT } from '../fixtures.ts';

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callMemoryBytes } from '../../engine/runtime.ts';
+import { callMemoryBytes } from '../../engine/index.ts';
 import { harness, type Harness } from './helpers.ts';
 
 v8.setFlagsFromString('--expose-gc');

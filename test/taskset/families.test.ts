@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import { runCheck } from '../../taskset/checks/index.ts';
 import { DATA_DIR, readData } from '../../taskset/data.ts';
 import { editorView, episodeSpec } from '../../taskset/episode.ts';

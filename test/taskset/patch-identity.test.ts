@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../engine/checkpoint.ts';
+import { Checkpoint } from '../../engine/index.ts';
 import { writeEpisodePatch } from '../../service/weights/patch.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { RESULTS_FORMAT } from '../../taskset/evaluation.ts';

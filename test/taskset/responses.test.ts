@@ -2,7 +2,7 @@
 // reverse, and near misses (a variant of an inhibited word, a JSON with an extra key, a code fence, one word over
 // the band, the right language with the wrong fact, an abstention that leaks the answer, …).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import { passes, runCheck } from '../../taskset/checks/index.ts';
 import { episodeSpec } from '../../taskset/episode.ts';
 import { changeById } from '../../taskset/families/facts.ts';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import { eligibility, THRESHOLDS } from '../../taskset/eligibility.ts';
 import { episodeSpec, gradedItems } from '../../taskset/episode.ts';
 import { scoreEpisode, type Outputs } from '../../taskset/scoring.ts';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
 import { editorView, episodeSpec, gradedItems } from '../../taskset/episode.ts';
 import { SERVICE_TOOLSET, Taskset, defineToolset } from '../../taskset/taskset.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gemma3TokenizerDir, Tokenizer } from '../../engine/tokenizer.ts';
+import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { encodeWith, trainBpe, tokenizerConfig, type TokenizerJson } from '../../toy/bpe.ts';
 

@@ -5,9 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Checkpoint } from '../../engine/checkpoint.ts';
-import { Gemma3Engine } from '../../engine/runtime.ts';
-import { Tokenizer, gemma3TokenizerDir } from '../../engine/tokenizer.ts';
+import { Checkpoint, Gemma3Engine, gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import { buildCorpus, corpusSeeds, PARAMETER_SETS_PER_FAMILY } from '../../toy/corpus.ts';
 import { createWeights, disposeWeights, logitsAt } from '../../toy/model.ts';

@@ -6,11 +6,17 @@
 //
 //   npx tsx toy/experiments/subject-keyed-edit.ts [--seed 0]    # a local-factual-update seed; ~10 s here
 import { parseArgs } from 'node:util';
-import { bf16ToF32, f32ToBf16 } from '../../engine/bf16.ts';
-import { Checkpoint } from '../../engine/checkpoint.ts';
-import { Gemma3Engine, MAX_BATCH } from '../../engine/runtime.ts';
-import { checkpointSource, overlaySource, type WeightSource } from '../../engine/weight-source.ts';
-import { Tokenizer } from '../../engine/tokenizer.ts';
+import {
+  bf16ToF32,
+  Checkpoint,
+  checkpointSource,
+  f32ToBf16,
+  Gemma3Engine,
+  MAX_BATCH,
+  overlaySource,
+  Tokenizer,
+  type WeightSource,
+} from '../../engine/index.ts';
 import { passes, runCheck } from '../../taskset/checks/index.ts';
 import { episodeSpec } from '../../taskset/episode.ts';
 import { mlpKey } from '../../taskset/harness/builtin-rank-one.ts';

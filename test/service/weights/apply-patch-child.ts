@@ -1,8 +1,7 @@
 // The "fresh process" of the patch tests: node --import tsx apply-patch-child.ts MODEL_DIR PATCH_DIR PATCH_ID OUT_FILE
 // Applies the patch (which must have id PATCH_ID) to the pristine checkpoint and writes the patched tensors as a BF16 safetensors file; on a
 // refusal prints {"code", "message"} and exits 3.
-import { Checkpoint } from '../../../engine/checkpoint.ts';
-import { writeSafetensors } from '../../../engine/safetensors.ts';
+import { Checkpoint, writeSafetensors } from '../../../engine/index.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import { applyPatch } from '../../../service/weights/patch.ts';
 

@@ -6,10 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bf16ToF32 } from '../../../engine/bf16.ts';
-import { Checkpoint } from '../../../engine/checkpoint.ts';
-import { Gemma3Engine } from '../../../engine/runtime.ts';
-import { SafetensorsFile } from '../../../engine/safetensors.ts';
+import { bf16ToF32, Checkpoint, Gemma3Engine, SafetensorsFile } from '../../../engine/index.ts';
 import { exportPatched } from '../../../service/weights/export.ts';
 import { writeEpisodePatch, type PatchRef } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';

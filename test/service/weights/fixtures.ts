@@ -1,7 +1,7 @@
 // Shared by the weight tests: the run's tiny checkpoints (test/fixtures.ts, made once by the global setup; read
 // only here), a plain BF16 rounding reference, and NumPy-style index lists.
 import { isIwiError } from '../../../service/errors.ts';
-import { Checkpoint } from '../../../engine/checkpoint.ts';
+import { Checkpoint } from '../../../engine/index.ts';
 import { fixtureCheckpoint, type FixturePreset } from '../../fixtures.ts';
 
 export type TinyFixture = { dir: string; checkpoint: Checkpoint; cleanup: () => void };

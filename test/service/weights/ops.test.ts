@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isIwiError } from '../../../service/errors.ts';
-import { bf16ToF32, bf16Value } from '../../../engine/bf16.ts';
+import { bf16ToF32, bf16Value } from '../../../engine/index.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import type { SliceDim } from '../../../service/weights/slice.ts';
 import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';

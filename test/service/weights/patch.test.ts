@@ -17,9 +17,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bf16ToF32 } from '../../../engine/bf16.ts';
-import { Checkpoint } from '../../../engine/checkpoint.ts';
-import { SafetensorsFile, writeSafetensors } from '../../../engine/safetensors.ts';
+import { bf16ToF32, Checkpoint, SafetensorsFile, writeSafetensors } from '../../../engine/index.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import {
   applyPatch,

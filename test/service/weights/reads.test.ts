@@ -1,7 +1,7 @@
 // read_weights: metadata filtered through the manifest, slices inline (exact BF16 values) or as handles past the
 // inline bound, summaries over tensors, slices and handles; reads show the episode's current values.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bf16ToF32 } from '../../../engine/bf16.ts';
+import { bf16ToF32 } from '../../../engine/index.ts';
 import { isIwiError } from '../../../service/errors.ts';
 import { LIMITS } from '../../../service/api/limits.ts';
 import { nest } from '../../../service/weights/reads.ts';

@@ -2,7 +2,7 @@
 // doubles against a search-based reference.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { f32ToBf16Bits } from '../../../engine/bf16.ts';
+import { f32ToBf16Bits } from '../../../engine/index.ts';
 import { isNonFiniteBf16, roundToBf16Bits, roundToBf16Value } from '../../../service/weights/rounding.ts';
 import { referenceBf16 } from './fixtures.ts';
 

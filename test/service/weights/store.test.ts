@@ -2,9 +2,7 @@
 // visible to the next engine run through episode.source, never to the pristine source or another episode; revert
 // replays the log prefix; memory is 2 bytes per parameter and grows by the edited tensors only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bf16Value } from '../../../engine/bf16.ts';
-import { numel } from '../../../engine/safetensors.ts';
-import { Gemma3Engine } from '../../../engine/runtime.ts';
+import { bf16Value, Gemma3Engine, numel } from '../../../engine/index.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
 import { sameBits } from '../../fixtures.ts';

@@ -1,6 +1,6 @@
 // summarize() against NumPy (golden values from numpy 2.4: mean, std, quantile(method="linear"), linalg.norm).
 import { describe, expect, it } from 'vitest';
-import { bf16ToF32, f32ToBf16 } from '../../../engine/bf16.ts';
+import { bf16ToF32, f32ToBf16 } from '../../../engine/index.ts';
 import { summarize } from '../../../service/weights/summary.ts';
 
 const MATRIX = new Float32Array([1, -2, 0, 3, 0.5, -1.5, 0, 0, 4, 2, 2, -2]); // [4, 3]

@@ -8,10 +8,7 @@
 import path from 'node:path';
 import { rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { makeTinyCheckpoint } from '../../../../engine/tiny-checkpoint.ts';
-import { Checkpoint } from '../../../../engine/checkpoint.ts';
-import { Gemma3Engine } from '../../../../engine/runtime.ts';
-import type { WeightSource } from '../../../../engine/weight-source.ts';
+import { Checkpoint, Gemma3Engine, makeTinyCheckpoint, type WeightSource } from '../../../../engine/index.ts';
 import { WeightStore, writeEpisodePatch } from '../../../../service/weights/index.ts';
 
 const root = path.resolve(process.argv[2] ?? '.scratch/hf-check');

@@ -1,0 +1,144 @@
+// The CPU's projector. Decode steps and short prompts multiply the BF16 weights where they lie in our kernel
+// (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per weight), all the named weights in
+// one call. Prompts of gemmMinTokens or more are compute-bound and take the prefill GEMM: on AMX, all the named
+// weights in one gemmBf16Parts call (2–3× our kernel's rate at 128–512 rows); else each weight is widened into a
+// float32 tile and multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for
+// few rows widening costs more than it saves.
+//
+// Every path gives a row bitwise the same result whatever rows share the call (MLAS's one-row special case is avoided
+// by padding to two), and the path depends on the sequence's own length (chunk.gemm), so a batch equals each prompt
+// alone and the service's run_target the evaluator however either batches.
+import * as ort from 'onnxruntime-node';
+import type { Checkpoint } from './checkpoint.ts';
+import { gatherSequences, scatterSequences, type Chunk } from './chunk.ts';
+import { buildLinearGraph } from './gemma3-graph.ts';
+import { cpuSessionOptions, tensor } from './graphs.ts';
+import { gemmBf16Parts, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
+import { decoderMatrixShapes, embedTokensName, largestDecoderMatrix } from './names.ts';
+import type { Project, Projector } from './projector.ts';
+import type { EngineSettings } from './settings.ts';
+import type { WeightSource } from './weight-source.ts';
+
+/** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts) signature. */
+type Product = typeof matmulBf16Parts;
+
+export class CpuProjector implements Projector {
+  readonly firstChunkPastSlots = 0;
+
+  private constructor(
+    private readonly checkpoint: Checkpoint,
+    private readonly settings: EngineSettings,
+    /** onnxruntime's prefill GEMM by a decoder matrix's output features N, at gemmThreads(N) threads; else empty. */
+    private readonly onnxGemm: Map<number, ort.InferenceSession>,
+  ) {}
+
+  static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
+    const sessions = new Map<number, ort.InferenceSession>();
+    const byThreads = new Map<number, ort.InferenceSession>();
+    for (const [n] of settings.prefillGemm === 'onnxruntime' ? decoderMatrixShapes(checkpoint.config) : []) {
+      const threads = gemmThreads(n, settings.threads);
+      if (!byThreads.has(threads))
+        byThreads.set(threads, await ort.InferenceSession.create(buildLinearGraph(), cpuSessionOptions(threads)));
+      sessions.set(n, byThreads.get(threads)!);
+    }
+    return new CpuProjector(checkpoint, settings, sessions);
+  }
+
+  forChunk(weights: WeightSource, chunk: Chunk): Project {
+    const gemmCount = chunk.gemm.filter(Boolean).length;
+    // onnxruntime's GEMM widens each weight into a float32 tile (the largest decoder matrix), freed with the chunk.
+    const tile =
+      this.settings.prefillGemm === 'onnxruntime' && gemmCount > 0
+        ? new Float32Array(largestDecoderMatrix(this.checkpoint.config))
+        : undefined;
+    return async (names, x) => {
+      const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
+      const K = shapes[0]![1];
+      const kernel = this.inOneCall(weights, names, shapes, matmulBf16Parts);
+      const gemm =
+        this.settings.prefillGemm === 'amx'
+          ? this.inOneCall(weights, names, shapes, gemmBf16Parts)
+          : (rows: Float32Array) => this.onnxruntimeGemm(weights, names, shapes, rows, tile!);
+      if (gemmCount === 0) return kernel(x);
+      if (gemmCount === chunk.gemm.length) return gemm(x);
+      const byKernel = kernel(gatherSequences(x, chunk, K, false));
+      const byGemm = await gemm(gatherSequences(x, chunk, K, true));
+      const M = x.length / K;
+      return shapes.map(([N], p) => {
+        const out = new Float32Array(M * N);
+        scatterSequences(byKernel[p]!, out, chunk, N, false);
+        scatterSequences(byGemm[p]!, out, chunk, N, true);
+        return out;
+      });
+    };
+  }
+
+  async head(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number): Promise<Float32Array> {
+    const name = embedTokensName(this.checkpoint.config.tensor_prefix);
+    const H = this.checkpoint.config.hidden_size;
+    const out = new Float32Array(R * n);
+    matmulBf16(rows, weights.bf16(name).subarray(n0 * H, (n0 + n) * H), out, R, n, H);
+    return out;
+  }
+
+  async endCall(): Promise<void> {} // the CPU reads every weight where it lies: nothing was made for a call
+
+  async release(): Promise<void> {
+    for (const session of new Set(this.onnxGemm.values())) await session.release();
+  }
+
+  /** All the named weights in one product call of the kernel or of AMX. */
+  private inOneCall(weights: WeightSource, names: string[], shapes: [number, number][], product: Product) {
+    return (rows: Float32Array): Float32Array[] => {
+      const K = shapes[0]![1];
+      const count = rows.length / K;
+      const outs = shapes.map(([N]) => new Float32Array(count * N));
+      product(
+        rows,
+        names.map((name) => weights.bf16(name)),
+        outs,
+        count,
+        K,
+      );
+      return outs;
+    };
+  }
+
+  /** Each weight widened into `tile`, then its rows through onnxruntime's GEMM (one row is padded to two). */
+  private async onnxruntimeGemm(
+    weights: WeightSource,
+    names: string[],
+    shapes: [number, number][],
+    rows: Float32Array,
+    tile: Float32Array,
+  ): Promise<Float32Array[]> {
+    const K = shapes[0]![1];
+    const count = rows.length / K;
+    const input = count > 1 ? rows : Float32Array.from({ length: 2 * K }, (_, i) => rows[i % K]!);
+    const outs: Float32Array[] = [];
+    for (const [p, [N]] of shapes.entries()) {
+      const w = tile.subarray(0, N * K);
+      widenBf16(weights.bf16(names[p]!), w);
+      const { y } = await this.onnxGemm.get(N)!.run({ x: tensor(input, [input.length / K, K]), w: tensor(w, [N, K]) });
+      outs.push((y!.data as Float32Array).subarray(0, count * N));
+    }
+    return outs;
+  }
+}
+
+/**
+ * Threads for the prefill GEMM of an [N, K] weight: the most, up to `threads`, with which no split of N among them
+ * (slices of ⌈N / t⌉ rounded up to 16 columns, and the rest) leaves a thread 64 columns or fewer. MLAS lengthens its
+ * K blocks for such narrow slices (sgemm.cpp: "expand the K stride if N is small"), and which split it takes depends
+ * on M, so a row's sum would depend on how many rows share the call (test/engine/runtime.test.ts).
+ */
+export function gemmThreads(n: number, threads: number): number {
+  let safe = 1;
+  for (let t = 2; t <= threads; t++) {
+    const stride = Math.ceil(Math.ceil(n / t) / 16) * 16;
+    const last = n - (Math.ceil(n / stride) - 1) * stride;
+    if (stride <= 64 || last <= 64) break;
+    safe = t;
+  }
+  return safe;
+}

@@ -1,0 +1,102 @@
+// One Gemma 3 decoder layer over one chunk, as Hugging Face's Gemma3DecoderLayer.forward (modeling_gemma3.py) runs
+// it: residual → input_layernorm → self_attn → post_attention_layernorm → add, then residual →
+// pre_feedforward_layernorm → mlp → post_feedforward_layernorm → add. The projections go through the engine's
+// projector; the norms, attention and GELU are small onnxruntime graphs (graphs.ts). Each add runs fused with the norm
+// after it (residual_norm: h + post(a), then next(h)), so the layer takes its input already normed by its
+// input_layernorm and hands the next layer its input normed by that layer's (or the final norm).
+import type * as ort from 'onnxruntime-node';
+import type { Chunk } from './chunk.ts';
+import type { Gemma3TextConfig } from './config.ts';
+import { tensor, type Graphs } from './graphs.ts';
+import type { KvCache } from './kv-cache.ts';
+import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
+import type { Project } from './projector.ts';
+
+/** The residual stream h [M, H] and its normed copy x, the input of the next sublayer. */
+export type Residual = { h: Float32Array; x: Float32Array };
+
+/** What every layer of one chunk shares. */
+export type LayerContext = {
+  config: Gemma3TextConfig;
+  graphs: Graphs;
+  project: Project;
+  cache: KvCache;
+  chunk: Chunk;
+  /** RoPE tables and masks of each layer type (the positions graph's outputs for this chunk). */
+  positions: ort.InferenceSession.OnnxValueMapType;
+  /** Past slots of a call's first chunk (Projector.firstChunkPastSlots); later chunks attend to the cache. */
+  firstChunkPastSlots: 0 | 1;
+  /** A norm's scale 1 + w in float32 (Gemma3RMSNorm's `1.0 + weight.float()`). */
+  scale: (name: string) => ort.Tensor;
+};
+
+export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerContext): Promise<Residual> {
+  const n = layerTensorNames(c.config.tensor_prefix, layer);
+  const attention = await selfAttention(layer, n, x, c);
+  const mid = await residualNorm(c, h, attention, n.post_attention_layernorm, n.pre_feedforward_layernorm);
+  const mlp = await gatedMlp(n, mid.x, c);
+  const next =
+    layer + 1 < c.config.num_hidden_layers
+      ? layerTensorNames(c.config.tensor_prefix, layer + 1).input_layernorm
+      : finalNormName(c.config.tensor_prefix);
+  return residualNorm(c, mid.h, mlp, n.post_feedforward_layernorm, next);
+}
+
+/**
+ * Gemma3Attention: q, k and v projected in one call; q_norm, k_norm, RoPE and attention over the cache and the chunk
+ * in one graph (sliding or full by the layer's type); the chunk's keys and values stored; o_proj.
+ */
+async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array, c: LayerContext) {
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
+  const { chunk, cache } = c;
+  const [B, T] = [cache.batch, chunk.T];
+  const type = c.config.layer_types[layer]!;
+  const [q, k, v] = await c.project([n.q_proj, n.k_proj, n.v_proj], x);
+  const slots = c.firstChunkPastSlots;
+  const past =
+    chunk.start === 0
+      ? {
+          key: new Float32Array(B * nKV * slots * D),
+          value: new Float32Array(B * nKV * slots * D),
+          dims: [B, nKV, slots, D],
+        }
+      : cache.past(layer);
+  const out = await c.graphs.attention[type]!.run({
+    q: tensor(q!, [B, T, nH * D]),
+    k: tensor(k!, [B, T, nKV * D]),
+    v: tensor(v!, [B, T, nKV * D]),
+    q_norm: c.scale(n.q_norm),
+    k_norm: c.scale(n.k_norm),
+    cos: c.positions[`cos_${type}`]!,
+    sin: c.positions[`sin_${type}`]!,
+    mask: c.positions[`mask_${type}`]!,
+    past_key: tensor(past.key, past.dims),
+    past_value: tensor(past.value, past.dims),
+  });
+  cache.store(layer, out.present_key!.data as Float32Array, out.present_value!.data as Float32Array, chunk.start, T);
+  const [o] = await c.project([n.o_proj], out.context!.data as Float32Array);
+  return o!;
+}
+
+/** Gemma3MLP: down_proj(gelu_tanh(gate_proj(x)) · up_proj(x)), gate and up projected in one call. */
+async function gatedMlp(n: LayerTensorNames, x: Float32Array, c: LayerContext): Promise<Float32Array> {
+  const I = c.config.intermediate_size;
+  const M = x.length / c.config.hidden_size;
+  const [gate, up] = await c.project([n.gate_proj, n.up_proj], x);
+  const { z } = await c.graphs.gatedGelu.run({ gate: tensor(gate!, [M, I]), up: tensor(up!, [M, I]) });
+  const [down] = await c.project([n.down_proj], z!.data as Float32Array);
+  return down!;
+}
+
+/** h + post(a) (a sublayer's output normed, added to the residual), and that sum normed by `next`. */
+async function residualNorm(c: LayerContext, h: Float32Array, a: Float32Array, post: string, next: string) {
+  const H = c.config.hidden_size;
+  const M = h.length / H;
+  const out = await c.graphs.residualNorm.run({
+    h: tensor(h, [M, H]),
+    a: tensor(a, [M, H]),
+    post: c.scale(post),
+    next: c.scale(next),
+  });
+  return { h: out.h_out!.data as Float32Array, x: out.y!.data as Float32Array };
+}

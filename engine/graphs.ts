@@ -1,0 +1,85 @@
+// The small onnxruntime graphs between the projections (gemma3-graph.ts builds them): RoPE tables and masks, the
+// norms, attention, the gated GELU, and the head's log-sum-exp. Made once per engine, on the CPU or on the device's
+// provider; sessions run without an arena, so a call's activations go back to the system when it ends.
+import * as ort from 'onnxruntime-node';
+import type { Gemma3TextConfig, LayerType } from './config.ts';
+import { DeviceProjections } from './device.ts';
+import {
+  buildAttentionGraph,
+  buildGatedGeluGraph,
+  buildHeadPartialGraph,
+  buildNormGraph,
+  buildPositionsGraph,
+  buildResidualNormGraph,
+} from './gemma3-graph.ts';
+import type { EngineSettings } from './settings.ts';
+
+export class Graphs {
+  /** head_partial, made on the first inspection. */
+  private headPartialSession: Promise<ort.InferenceSession> | undefined;
+
+  private constructor(
+    private readonly options: ort.InferenceSession.SessionOptions,
+    readonly positions: ort.InferenceSession,
+    readonly norm: ort.InferenceSession,
+    readonly residualNorm: ort.InferenceSession,
+    readonly gatedGelu: ort.InferenceSession,
+    readonly attention: Partial<Record<LayerType, ort.InferenceSession>>,
+  ) {}
+
+  static async create(config: Gemma3TextConfig, settings: EngineSettings): Promise<Graphs> {
+    const options = graphSessionOptions(settings);
+    const create = (model: Uint8Array) => ort.InferenceSession.create(model, options);
+    const attention: Partial<Record<LayerType, ort.InferenceSession>> = {};
+    for (const type of new Set(config.layer_types)) attention[type] = await create(buildAttentionGraph(config, type));
+    return new Graphs(
+      options,
+      await create(buildPositionsGraph(config)),
+      await create(buildNormGraph(config)),
+      await create(buildResidualNormGraph(config)),
+      await create(buildGatedGeluGraph(config)),
+      attention,
+    );
+  }
+
+  /** Per vocabulary block: max, Σ exp, the target's logit and the top k (made on first use). */
+  headPartial(): Promise<ort.InferenceSession> {
+    this.headPartialSession ??= ort.InferenceSession.create(buildHeadPartialGraph(), this.options);
+    return this.headPartialSession;
+  }
+
+  async release(): Promise<void> {
+    for (const session of [
+      this.positions,
+      this.norm,
+      this.residualNorm,
+      this.gatedGelu,
+      ...Object.values(this.attention),
+    ])
+      await session.release();
+    if (this.headPartialSession) await (await this.headPartialSession).release();
+    this.headPartialSession = undefined;
+  }
+}
+
+/** Options of the graphs between the projections: on the CPU, or on the device's provider. */
+export function graphSessionOptions(settings: EngineSettings): ort.InferenceSession.SessionOptions {
+  const cpu = cpuSessionOptions(settings.threads);
+  return settings.device === 'cpu' ? cpu : DeviceProjections.sessionOptions(settings.device, cpu);
+}
+
+export function cpuSessionOptions(threads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ['cpu'],
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: threads,
+    // No arena: a call's activations go back to the system when it ends, instead of staying reserved at its peak.
+    enableCpuMemArena: false,
+    // Idle onnxruntime threads must not spin while our kernel runs on the same cores.
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
+  };
+}
+
+export function tensor(data: Float32Array | Int32Array, dims: number[]): ort.Tensor {
+  return new ort.Tensor(data instanceof Float32Array ? 'float32' : 'int32', data, dims);
+}

@@ -1,0 +1,61 @@
+// The engine's public face: Gemma 3's text decoder with BF16 weights (runtime.ts and the parts it names), the
+// checkpoint and its tokenizer, the weights' formats, the kernels and the worker-thread host. Every part outside
+// engine/ imports from here (test/core/layers.test.ts checks it); the files behind it are the engine's own.
+
+// The engine and its calls
+export { Gemma3Engine, type EngineOptions, type InspectRequest, type InspectResult } from './runtime.ts';
+export type { GenerateOptions, GenerateResult } from './generate.ts';
+export type { CallControl } from './control.ts';
+export { MAX_BATCH } from './batch.ts';
+export { CHUNK_ROWS, defaultThreads, resolveSettings, type EngineSettings, type PrefillGemm } from './settings.ts';
+export { callMemoryBytes, textWeightBytes } from './memory.ts';
+export { DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
+export { EngineHost } from './engine-host.ts';
+
+// The checkpoint: config, tensor names, tokenizer, weights
+export { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from './checkpoint.ts';
+export { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
+export {
+  TENSOR_KINDS,
+  embedTokensName,
+  expectedTextTensors,
+  finalNormName,
+  isVisionTensor,
+  kindOf,
+  layerOf,
+  layerTensorNames,
+  tiedAliases,
+  type TensorKind,
+} from './names.ts';
+export { Tokenizer, gemma3TokenizerDir } from './tokenizer.ts';
+export { checkpointSource, copyBf16, overlaySource, readBf16, type WeightSource } from './weight-source.ts';
+export { GENERATION_CONFIG, PRESETS, makeTinyCheckpoint, type Preset } from './tiny-checkpoint.ts';
+
+// Formats: BF16, safetensors, .npy, ONNX graphs
+export { bf16ToF32, bf16Value, f32ToBf16, f32ToBf16Bits } from './bf16.ts';
+export {
+  SafetensorsFile,
+  numel,
+  parseSafetensors,
+  writeSafetensors,
+  type DType,
+  type TensorToWrite,
+} from './safetensors.ts';
+export { readNpy, writeNpy } from './npy.ts';
+export { DataType, GraphBuilder } from './onnx-builder.ts';
+
+// The BF16 kernels (the benchmarks time them against their references)
+export {
+  adviseHugePages,
+  gemmBf16Parts,
+  jsKernels,
+  kernelInfo,
+  matmulBf16,
+  matmulBf16Parts,
+  nativeKernels,
+  readBandwidth,
+  setKernelThreads,
+  widenBf16,
+  type KernelImpl,
+  type KernelInfo,
+} from './kernels.ts';

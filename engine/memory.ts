@@ -1,0 +1,48 @@
+// What an engine holds and what one call adds to it: the figures the memory gate (taskset/memory-gate.ts) and the
+// evaluator's admission use, checked against measured peaks in test/engine/memory.test.ts.
+import type { Gemma3TextConfig, LayerType } from './config.ts';
+import { BLOCK_ELEMENTS } from './head.ts';
+import { expectedTextTensors, largestDecoderMatrix } from './names.ts';
+import { CHUNK_ROWS } from './settings.ts';
+
+/** Bytes of the weights an engine holds: every text tensor in BF16. */
+export function textWeightBytes(config: Gemma3TextConfig): number {
+  let params = 0;
+  for (const shape of expectedTextTensors(config).values()) params += shape.reduce((a, b) => a * b, 1);
+  return 2 * params;
+}
+
+/**
+ * The most memory one call adds (docs/engine.md, "Memory per call"): its KV cache, one chunk's activations (the projections'
+ * inputs and outputs, attention scores, masks and probabilities over the cache), the prefill GEMM's scratch and one
+ * head block.
+ */
+export function callMemoryBytes(
+  config: Gemma3TextConfig,
+  call: { batch: number; tokens: number; chunkRows?: number },
+): { cache: number; chunk: number; total: number } {
+  const {
+    hidden_size: H,
+    intermediate_size: I,
+    num_attention_heads: nH,
+    num_key_value_heads: nKV,
+    head_dim: D,
+  } = config;
+  const { batch: B, tokens } = call;
+  const perChunk = Math.max(1, Math.floor((call.chunkRows ?? CHUNK_ROWS) / B));
+  const T = Math.min(perChunk, tokens);
+  const M = B * T;
+  const slots = (type: LayerType) => (type === 'full_attention' ? tokens : Math.min(tokens, config.sliding_window));
+  const cache = config.layer_types.reduce((sum, type) => sum + 2 * 4 * B * nKV * slots(type) * D, 0);
+  const S = tokens + T; // the widest key range: a full layer's cache and the chunk
+  const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
+  // Scores of the cache and of the chunk, joined, masked, softmax and its two parts; the masks of both layer types.
+  const attention = 4 * B * nH * T * S * 7;
+  const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
+  // The prefill GEMM's scratch, either one's: onnxruntime's float32 weight tile, or AMX's three BF16 parts of the
+  // widest input, in superblocks of 32 rows × 6 tiles of 1 KiB per 32 columns (engine/native/kernels.cc, gemm).
+  const amxParts = Math.ceil(M / 32) * 6 * Math.ceil(Math.max(H, I, nH * D) / 32) * 1024;
+  const gemm = Math.max(4 * largestDecoderMatrix(config), amxParts);
+  const chunk = rows + attention + head + gemm;
+  return { cache, chunk, total: cache + chunk };
+}

@@ -1,0 +1,27 @@
+// The projector: where every weight product of a forward pass runs, chosen once when the engine is created, so that
+// no forward pass asks which. Two exist: the CPU's (cpu-projector.ts: our BF16 kernel, and a prefill GEMM for long
+// prompts) and a device's (device.ts: onnxruntime sessions holding each weight on a GPU).
+import type { Chunk } from './chunk.ts';
+import type { WeightSource } from './weight-source.ts';
+
+/**
+ * The projections of one chunk: y_p [M, N_p] = x [M, K] · W_pᵀ for each named BF16 weight W_p [N_p, K] (Linear
+ * weights as stored, all of the same input x; M = the chunk's rows). Several names in one call let the kernel read x
+ * once for a layer's q, k and v, or gate and up.
+ */
+export type Project = (names: string[], x: Float32Array) => Promise<Float32Array[]>;
+
+export interface Projector {
+  /** The projections of `chunk` on `weights`; scratch the chunk needs lives as long as the returned function. */
+  forChunk(weights: WeightSource, chunk: Chunk): Project;
+  /** Logits [R, n] of the vocabulary block n0 … n0 + n − 1 for final-normed rows [R, H] (the tied head's rows). */
+  head(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number): Promise<Float32Array>;
+  /**
+   * Past slots a call's first chunk attends to besides its own keys: 0, or 1 never-attended slot (position −1, zeros)
+   * where the provider cannot take a past of length 0 (onnxruntime's WebGPU crashes on it, measured on lavapipe).
+   */
+  readonly firstChunkPastSlots: 0 | 1;
+  /** A call on `weights` ended: what it made for its own edits goes. */
+  endCall(weights: WeightSource): Promise<void>;
+  release(): Promise<void>;
+}

@@ -1,0 +1,92 @@
+// The engine's settings, resolved once when an engine is created (never at import): where the projections run, the
+// threads, the prefill chunk, which GEMM prompts prefill through and from how many tokens. One machine, one value:
+// the service and its evaluation processes resolve the same settings (IWIBENCH_PREFILL_GEMM is inherited).
+import os from 'node:os';
+import { IwiError } from '../core/errors.ts';
+import { checkDevice, type Device } from './device.ts';
+import { kernelInfo } from './kernels.ts';
+
+/**
+ * The prefill GEMM: 'amx', the addon's gemmBf16Parts on AMX's tile unit (BF16 weights where they lie, activations
+ * split exactly into three BF16 parts: 1.4–1.8× onnxruntime's float32 MatMul peak here), or 'onnxruntime', its MLAS
+ * GEMM on a float32 tile widened from each weight.
+ */
+export type PrefillGemm = 'amx' | 'onnxruntime';
+
+/** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
+export const CHUNK_ROWS = 512;
+
+/** What a caller may set; everything left out is resolved from the machine (resolveSettings). */
+export type EngineOptionsSettings = {
+  /** Where the projections run: 'cpu' (default) our BF16 kernel, else an onnxruntime provider (device.ts). */
+  device?: Device;
+  threads?: number;
+  /** Rows of a prefill chunk (batch × tokens per sequence); tests use small values to cross chunk boundaries. */
+  chunkRows?: number;
+  /** Prompts of at least this many tokens prefill through the GEMM (default: gemmMinTokensFor(prefillGemm)). */
+  gemmMinTokens?: number;
+  /** The prefill GEMM (default: IWIBENCH_PREFILL_GEMM, else the best here); tests compare both. */
+  prefillGemm?: PrefillGemm;
+};
+
+export type EngineSettings = Readonly<Required<EngineOptionsSettings>>;
+
+/** The settings of an engine: each option as given (checked), else from the environment and this machine. */
+export function resolveSettings(
+  options: EngineOptionsSettings,
+  env: NodeJS.ProcessEnv = process.env,
+  amx = kernelInfo().amx === true,
+): EngineSettings {
+  checkDevice(options.device);
+  for (const key of ['chunkRows', 'gemmMinTokens', 'threads'] as const) {
+    const value = options[key];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1))
+      throw new IwiError('ENGINE_SETTING_INVALID', `${key} must be a positive integer, got ${value}`);
+  }
+  const prefillGemm =
+    options.prefillGemm === undefined
+      ? prefillGemmFrom(env.IWIBENCH_PREFILL_GEMM, amx)
+      : prefillGemmFrom(options.prefillGemm, amx, 'prefillGemm');
+  return Object.freeze({
+    device: options.device ?? 'cpu',
+    threads: options.threads ?? defaultThreads(),
+    chunkRows: options.chunkRows ?? CHUNK_ROWS,
+    prefillGemm,
+    gemmMinTokens: options.gemmMinTokens ?? gemmMinTokensFor(prefillGemm),
+  });
+}
+
+/** The prefill GEMM a setting asks for (unset: AMX where the addon has it); throws if it names none or one not here. */
+export function prefillGemmFrom(
+  setting: string | undefined,
+  amx: boolean,
+  name = 'IWIBENCH_PREFILL_GEMM',
+): PrefillGemm {
+  if (setting === undefined || setting === '') return amx ? 'amx' : 'onnxruntime';
+  if (setting !== 'amx' && setting !== 'onnxruntime')
+    throw new IwiError('ENGINE_SETTING_INVALID', `${name} must be amx or onnxruntime, got "${setting}"`);
+  if (setting === 'amx' && !amx)
+    throw new IwiError(
+      'ENGINE_SETTING_INVALID',
+      `${name} is amx, but AMX is not available here (kernelInfo().amx is false)`,
+    );
+  return setting;
+}
+
+/**
+ * Prompts of at least this many tokens are prefilled through the GEMM, shorter ones in our kernel: about where the
+ * two cross on a 1B layer's matrices (docs/engine.md, "Numerics"): 16 tokens on AMX, else 128 with the AVX-512
+ * kernel and 64 with AVX2 (and the fallback).
+ */
+export function gemmMinTokensFor(gemm: PrefillGemm): number {
+  if (gemm === 'amx') return 16;
+  return kernelInfo().vectorBits === 512 ? 128 : 64;
+}
+
+/**
+ * One onnxruntime thread per logical CPU. onnxruntime's own default counts physical cores, which on this kind of
+ * 2-vCPU machine is 1: half the memory bandwidth a decode step needs (measured: 220 → 130 ms/token at 1B).
+ */
+export function defaultThreads(): number {
+  return os.availableParallelism();
+}

@@ -1,0 +1,112 @@
+// Gemma 3's text decoder over one chunk (Hugging Face's Gemma3TextModel.forward): the scaled embedding, the RoPE
+// tables and masks of each layer type, every decoder layer (decoder-layer.ts) and the final norm. A chunk is part of
+// a left-padded batch; the KV cache carries what earlier chunks and decode steps left.
+import type * as ort from 'onnxruntime-node';
+import { bf16ToF32 } from './bf16.ts';
+import { withNeverSlot, type Chunk } from './chunk.ts';
+import type { Gemma3TextConfig } from './config.ts';
+import { between, type CallControl } from './control.ts';
+import { decoderLayer, type LayerContext, type Residual } from './decoder-layer.ts';
+import { embedScale } from './gemma3-graph.ts';
+import { tensor, type Graphs } from './graphs.ts';
+import type { KvCache } from './kv-cache.ts';
+import { embedTokensName, layerTensorNames } from './names.ts';
+import type { Projector } from './projector.ts';
+import type { WeightSource } from './weight-source.ts';
+
+/** Chunks of at least this many rows yield between layers as well as between chunks (CallControl.between). */
+const SLICE_ROWS = 64;
+
+/** Residual streams to keep: after each layer of `layers`, the chunk's rows from … to − 1 (batch 1). */
+export type Collect = { layers: number[]; from: number; to: number };
+
+export class Gemma3TextModel {
+  constructor(
+    readonly config: Gemma3TextConfig,
+    private readonly graphs: Graphs,
+    private readonly projector: Projector,
+  ) {}
+
+  /** The final-normed hidden states [B·T, H] of a chunk and, for `collect`, the residual streams it asks for. */
+  async forward(
+    weights: WeightSource,
+    cache: KvCache,
+    chunk: Chunk,
+    control: CallControl,
+    collect: Collect = { layers: [], from: 0, to: 0 },
+  ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
+    const c = this.config;
+    const H = c.hidden_size;
+    const M = chunk.ids.length;
+    const scale = (name: string) => {
+      const w = bf16ToF32(weights.bf16(name));
+      for (let i = 0; i < w.length; i++) w[i] = Math.fround(1 + w[i]!);
+      return tensor(w, [w.length]);
+    };
+    const context: LayerContext = {
+      config: c,
+      graphs: this.graphs,
+      project: this.projector.forChunk(weights, chunk),
+      cache,
+      chunk,
+      positions: await this.positions(cache, chunk),
+      firstChunkPastSlots: this.projector.firstChunkPastSlots,
+      scale,
+    };
+    const h = this.embed(weights, chunk);
+    const first = layerTensorNames(c.tensor_prefix, 0).input_layernorm;
+    const { y } = await this.graphs.norm.run({ x: tensor(h, [M, H]), scale: scale(first) });
+    let residual: Residual = { h, x: y!.data as Float32Array };
+    const layerRows = new Map<number, Float32Array>();
+    for (let layer = 0; layer < c.num_hidden_layers; layer++) {
+      residual = await decoderLayer(layer, residual, context);
+      if (collect.layers.includes(layer)) layerRows.set(layer, residual.h.slice(collect.from * H, collect.to * H));
+      // A prefill chunk is seconds of work at 1B: its layers are slices too, so that another call waits for one layer.
+      if (M >= SLICE_ROWS && layer + 1 < c.num_hidden_layers) await between(control);
+    }
+    cache.advance(chunk.positions, chunk.start, chunk.T);
+    return { final: residual.x, layerRows };
+  }
+
+  /** Gemma3TextScaledWordEmbedding: embedding rows × √H in float32. */
+  private embed(weights: WeightSource, chunk: Chunk): Float32Array {
+    const H = this.config.hidden_size;
+    const M = chunk.ids.length;
+    const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
+    const factor = embedScale(this.config);
+    const h = new Float32Array(M * H);
+    const row = new Float32Array(H);
+    for (let i = 0; i < M; i++) {
+      const id = chunk.ids[i]!;
+      bf16ToF32(embedding.subarray(id * H, (id + 1) * H), row);
+      for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * factor);
+    }
+    return h;
+  }
+
+  /**
+   * RoPE angles and masks, shared by every layer of a type. A call's first chunk finds its cache empty: it attends to
+   * its own keys only (and the projector's never-attended past slots, position −1), and the cache is not scored.
+   */
+  private positions(cache: KvCache, chunk: Chunk): Promise<ort.InferenceSession.OnnxValueMapType> {
+    const B = cache.batch;
+    const { T } = chunk;
+    const feeds: Record<string, ort.Tensor> = {
+      rope_positions: tensor(
+        Int32Array.from(chunk.positions, (p) => Math.max(p, 0)),
+        [B, T],
+      ),
+      query_positions: tensor(chunk.positions, [B, T]),
+    };
+    const fresh = chunk.start === 0;
+    for (const type of new Set(this.config.layer_types)) {
+      const keys = !fresh
+        ? cache.keyPositions(type, chunk.positions, T)
+        : this.projector.firstChunkPastSlots === 1
+          ? withNeverSlot(chunk.positions, B, T)
+          : chunk.positions;
+      feeds[`key_positions_${type}`] = tensor(keys, [B, keys.length / B]);
+    }
+    return this.graphs.positions.run(feeds);
+  }
+}
