@@ -11,6 +11,7 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, Tokenizer } from '../engine/index.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
+import { Evaluator } from '../taskset/evaluation.ts';
 import { writeReport } from '../taskset/report/index.ts';
 import { startServiceProcess } from './service-process.ts';
 import { Taskset } from '../taskset/taskset.ts';
@@ -78,7 +79,7 @@ export async function main(argv: string[]): Promise<void> {
   const summary = await runPilot({
     episodes,
     service,
-    location: { modelDir },
+    evaluator: Evaluator.open({ location: { modelDir }, pristineCacheDir: path.join(outputDir, 'pristine-cache') }),
     taskset: new Taskset({ tokenizer }),
     editor: config,
     editorLabel: label,

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
-import { evaluateEpisode } from '../taskset/evaluation.ts';
+import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
@@ -63,12 +63,9 @@ export async function main(argv: string[]): Promise<void> {
   const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
-  const results = await evaluateEpisode({
-    location,
-    device: deviceFromFlags(flags),
-    task,
+  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
+  const results = await evaluator.evaluate(task, patch, {
     outputDir: flags['output-dir']!,
-    patch,
     args: { command: 'evaluate-patch', ...flags },
   });
   process.stdout.write(

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../core/files.ts';
-import { RESULTS_FORMAT, evaluateEpisode, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
+import { Evaluator, RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import {
@@ -85,12 +85,9 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
-  const results = await evaluateEpisode({
-    location,
-    device: deviceFromFlags(flags),
-    task: merged,
+  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
+  const results = await evaluator.evaluate(merged, patch, {
     outputDir,
-    patch,
     editor: original.editor,
     resources: original.resources,
     args: { command: 'replay-patch', results: resultsFile, ...flags },

@@ -4,8 +4,10 @@
 // command: completed attempts are kept, interrupted ones rerun). The service: --service-env, else the environment's,
 // else one started here; the checkpoint: the target flags, else the one the service serves (from the HF cache).
 import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
+import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
@@ -64,8 +66,11 @@ export async function main(argv: string[]): Promise<void> {
   const summary = await runPilot({
     episodes: calibration.episodes,
     service,
-    location: target.location,
-    device: deviceFromFlags(flags),
+    evaluator: Evaluator.open({
+      location: target.location,
+      device: deviceFromFlags(flags),
+      pristineCacheDir: path.join(outputDir, 'pristine-cache'),
+    }),
     taskset: new Taskset({ tokenizer: target.tokenizer }),
     editor: config,
     editorLabel: label,

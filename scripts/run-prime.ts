@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { runAttempt } from '../taskset/attempt.ts';
+import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, familyProblems, parseCommand } from './args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
@@ -64,8 +65,7 @@ export async function main(argv: string[]): Promise<void> {
   const { results, run } = await runAttempt({
     task,
     service,
-    location: target.location,
-    device: deviceFromFlags(flags),
+    evaluator: Evaluator.open({ location: target.location, device: deviceFromFlags(flags) }),
     editor: config,
     editorLabel: label,
     dir: outputDir,

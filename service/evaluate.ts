@@ -3,7 +3,7 @@
 // digest verified), generates the given items greedily with the fixed inference code and hands back the raw
 // outputs with the patch's id and stats. It knows nothing of families or scoring: items in, raw outputs out. The
 // runner starts one such process for the pristine weights and one for the edited weights, never inside the service.
-// Beside it: what such a process needs in memory, the model a location names, and a patch's summary without a
+// Beside it: the target a location names with what such a process needs in memory, and a patch's summary without a
 // process (to refuse a wrong folder before anything runs).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -164,22 +164,23 @@ export function patchSummary(ref: PatchRef): PatchSummary {
   return summarise(loadPatch(ref.dir, ref.id));
 }
 
-/** The model id and revision of the checkpoint at `location`, as an evaluation of it records them. */
-export function targetModel(location: CheckpointLocation): EvaluationRun['model'] {
-  const checkpoint = Checkpoint.open(location);
-  checkpoint.close();
-  return { id: checkpoint.modelId, revision: checkpoint.revision };
-}
-
 /** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
 const RUNTIME_BYTES = 2 ** 29;
 
-/** What one evaluation process holds at most: its BF16 weights, one batch of 8 items, and the runtime. */
-export function evaluationProcessBytes(location: CheckpointLocation): number {
+/**
+ * The target at `location` as evaluations record and admit it, read once: its model id and revision, and what one
+ * evaluation process holds at most (its BF16 weights, one batch of MAX_BATCH items, and the runtime).
+ */
+export function evaluationTarget(location: CheckpointLocation): {
+  model: EvaluationRun['model'];
+  processBytes: number;
+} {
   const checkpoint = Checkpoint.open(location);
   const { config } = checkpoint;
   checkpoint.close();
-  return textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
+  const processBytes =
+    textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
+  return { model: { id: checkpoint.modelId, revision: checkpoint.revision }, processBytes };
 }
 
 /** The job file of one evaluation process: the checkpoint, the items, and the patch to apply (null: pristine weights). */

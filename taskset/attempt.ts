@@ -4,10 +4,10 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CheckpointLocation, Device } from '../engine/index.ts';
 import { writeJsonAtomic } from '../core/files.ts';
-import { evaluateEpisode, type ResultsFile } from './evaluation.ts';
-import { runEditor, type EditorConfig, type EditorRunResult } from './harness/index.ts';
+import type { BudgetState } from '../service/api/index.ts';
+import { RESOURCE_COUNTS, type Evaluator, type Resources, type ResultsFile } from './evaluation.ts';
+import { runEditor, type EditorConfig, type EditorRunResult, type EditorUsage } from './harness/index.ts';
 import { AdminClient } from './service-client.ts';
 import type { ServiceEnv } from './service-client.ts';
 import type { Task } from './taskset.ts';
@@ -56,17 +56,14 @@ function isAlive(pid: number): boolean {
 export type AttemptOptions = {
   task: Task;
   service: ServiceEnv;
-  location: CheckpointLocation;
-  /** Where evaluation runs the projections: the device of the service the editor used (EvaluateOptions.device). */
-  device?: Device;
+  /** Scores the submitted patch (on the device of the service the editor used). */
+  evaluator: Evaluator;
   editor: EditorConfig;
   editorLabel: string;
   dir: string;
   budgets?: Record<string, number>;
   /** Evaluate only the first N items of each kind (smoke tests; see Task.subset). */
   itemsPerKind?: number;
-  /** Shared pristine outputs (see EvaluateOptions.pristineCacheDir). */
-  pristineCacheDir?: string;
   args?: Record<string, unknown>;
 };
 
@@ -88,29 +85,10 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   // it holds the patch id the service reported at submission.
   const patch = { dir: path.join(dir, 'patch'), id: run.submitted.patch.sha256 };
   cpSync(run.submitted.patch.dir, patch.dir, { recursive: true });
-  const used = summary.budget.used;
-  const results = await evaluateEpisode({
-    location: options.location,
-    device: options.device,
-    task: task.subset(options.itemsPerKind),
-    pristineCacheDir: options.pristineCacheDir,
+  const results = await options.evaluator.evaluate(task.subset(options.itemsPerKind), patch, {
     outputDir: dir,
-    patch,
     editor: { label: options.editorLabel, model: options.editor.model },
-    resources: {
-      turns: used.turns!,
-      tool_calls: used.tool_calls!,
-      forward_tokens: used.forward_tokens!,
-      run_target_sequence_evaluations: used.run_target_sequence_evaluations!,
-      inspect_target_sequence_evaluations: used.inspect_target_sequence_evaluations!,
-      editor: {
-        requests: run.usage.requests,
-        input_tokens: run.usage.input_tokens,
-        cached_input_tokens: run.usage.cached_input_tokens,
-        output_tokens: run.usage.output_tokens,
-        reasoning_tokens: run.usage.reasoning_tokens,
-      },
-    },
+    resources: resourcesUsed(summary.budget.used, run.usage),
     args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
   });
   await admin.deleteEpisode(editor.episodeId);
@@ -126,4 +104,15 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   };
   writeJsonAtomic(path.join(dir, 'attempt.json'), status);
   return { results, run };
+}
+
+/** What the editor spent: the service's counters of the episode, and the editor API's usage from the harness. */
+function resourcesUsed(used: BudgetState['used'], usage: EditorUsage): Resources {
+  const count = (name: (typeof RESOURCE_COUNTS)[number]) => {
+    const value = used[name];
+    if (value === undefined) throw new Error(`the service's episode summary has no "${name}" count`);
+    return value;
+  };
+  const counts = Object.fromEntries(RESOURCE_COUNTS.map((name) => [name, count(name)]));
+  return { ...(counts as Record<(typeof RESOURCE_COUNTS)[number], number>), editor: { ...usage } };
 }

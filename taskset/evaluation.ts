@@ -2,15 +2,17 @@
 // generated on the pristine weights and on the patched weights, each in a fresh `node` process running the fixed
 // inference code (service/evaluate.ts), then checked and scored here. results.json holds every item's prompt,
 // output, verdict and detail, the score, resource use, patch statistics, versions and arguments.
+//
+// The Evaluator is built once by the command that evaluates (the target, its device, the pristine cache) and handed
+// down to the pilot and its attempts: `evaluator.evaluate(task, patch, record)`.
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Device } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
-  evaluationProcessBytes,
+  evaluationTarget,
   patchSummary,
-  targetModel,
   type CheckpointLocation,
   type EvaluationItem,
   type EvaluationRun,
@@ -21,27 +23,24 @@ import { PACKAGE_VERSION } from '../core/version.ts';
 import { reserveMemory } from './memory-gate.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
+import type { EditorUsage } from './harness/index.ts';
 import type { EpisodeScore } from './scoring.ts';
 import type { Task } from './taskset.ts';
 import { FAMILY_VERSION, type EpisodeSpec, type Item, type Verdict } from './types.ts';
 
 export const RESULTS_FORMAT = 'iwibench-results/1';
 
+/** The service's counters of an episode that results.json records. */
+export const RESOURCE_COUNTS = [
+  'turns',
+  'tool_calls',
+  'forward_tokens',
+  'run_target_sequence_evaluations',
+  'inspect_target_sequence_evaluations',
+] as const;
+
 /** What the editor spent, from the service's episode summary and the harness (absent for a bare patch). */
-export type Resources = {
-  turns: number;
-  tool_calls: number;
-  forward_tokens: number;
-  run_target_sequence_evaluations: number;
-  inspect_target_sequence_evaluations: number;
-  editor?: {
-    requests: number;
-    input_tokens: number;
-    cached_input_tokens: number;
-    output_tokens: number;
-    reasoning_tokens: number;
-  };
-};
+export type Resources = Record<(typeof RESOURCE_COUNTS)[number], number> & { editor?: EditorUsage };
 
 export type ItemResult = {
   id: string;
@@ -73,98 +72,115 @@ export type ResultsFile = {
   created_at: string;
 };
 
-/** Run one fresh evaluation process once the memory gate lets it start, and read back its outputs. */
-async function runWorker(
-  { location, device }: Pick<EvaluateOptions, 'location' | 'device'>,
-  items: EvaluationItem[],
-  outFile: string,
-  patch?: PatchRef,
-): Promise<EvaluationRun> {
-  let pid: number | undefined;
-  const release = await reserveMemory(
-    evaluationProcessBytes(location),
-    () => pid,
-    `evaluation process (${patch ? 'patched' : 'pristine'})`,
-  );
-  try {
-    return await evaluateInFreshProcess({ location, items, patch: patch ?? null, device }, outFile, {
-      onStart: (child) => {
-        pid = child.pid;
-        // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
-        // successor waits for the pid before clearing the folder.
-        writeJsonAtomic(`${outFile}.pid`, child.pid);
-      },
-    });
-  } finally {
-    release();
-  }
-}
-
 export function evaluationItems(spec: EpisodeSpec): EvaluationItem[] {
   return gradedItems(spec).map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens }));
 }
 
-export type EvaluateOptions = {
-  location: CheckpointLocation;
-  /** Where the evaluation processes' engine runs its projections (absent: cpu): the service's device. */
-  device?: Device;
-  task: Task;
+/** What an evaluation's results.json records beside the score: where, by whom, at what cost, with which arguments. */
+export type EvaluationRecord = {
   outputDir: string;
-  /** The patch to evaluate and the id it must hold (from the submission's records): any other is refused. */
-  patch?: PatchRef;
   editor?: ResultsFile['editor'];
   resources?: Resources | null;
   args?: Record<string, unknown>;
-  /**
-   * A folder of pristine runs keyed by model, revision and items: an episode evaluated again (another attempt or
-   * editor, a replay) reuses the pristine outputs of its first fresh-process evaluation instead of regenerating them.
-   */
-  pristineCacheDir?: string;
 };
 
-/** Evaluate pristine and patched weights in fresh processes, score, and write results.json. */
-export async function evaluateEpisode(options: EvaluateOptions): Promise<ResultsFile> {
-  const { task, outputDir } = options;
-  // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process checks
-  // again, from the bytes it applies, and its id and stats are what results.json records).
-  if (options.patch) patchSummary(options.patch);
-  const items = evaluationItems(task.spec);
-  const base = await pristineRun(options, items);
-  const edited = options.patch
-    ? await runWorker(options, items, path.join(outputDir, 'outputs-edited.json'), options.patch)
-    : base;
-  const results = buildResults(options, base, edited);
-  writeJsonAtomic(path.join(outputDir, 'results.json'), results);
-  return results;
-}
+/**
+ * Evaluates patches of one target: each run in a fresh process once the memory gate lets it start, the pristine
+ * outputs shared through the cache when there is one. Built once by a command (Evaluator.open) and handed down.
+ */
+export class Evaluator {
+  private constructor(
+    readonly location: CheckpointLocation,
+    /** Where the evaluation processes' engine runs its projections: the device of the service the editor used. */
+    readonly device: Device,
+    /** The target's model id and revision (read once, at open). */
+    readonly model: EvaluationRun['model'],
+    /** The memory one evaluation process holds at most (the memory gate's reservation). */
+    private readonly processBytes: number,
+    /**
+     * A folder of pristine runs keyed by model, revision and items: an episode evaluated again (another attempt or
+     * editor, a replay) reuses the pristine outputs of its first fresh-process evaluation instead of regenerating them.
+     */
+    private readonly pristineCacheDir: string | undefined,
+  ) {}
 
-async function pristineRun(options: EvaluateOptions, items: EvaluationItem[]): Promise<EvaluationRun> {
-  const file = path.join(options.outputDir, 'outputs-pristine.json');
-  if (!options.pristineCacheDir) return runWorker(options, items, file);
-  const model = targetModel(options.location);
-  const key = createHash('sha256')
-    .update(
-      JSON.stringify([
-        model.id,
-        model.revision,
-        items,
-        // A device's outputs are its own; the CPU's key is the one it had before devices existed (its cache stays).
-        ...(options.device && options.device !== 'cpu' ? [options.device] : []),
-      ]),
-    )
-    .digest('hex');
-  const cached = path.join(options.pristineCacheDir, `${key}.json`);
-  if (existsSync(cached)) {
-    copyFileSync(cached, file);
-    return JSON.parse(readFileSync(cached, 'utf8')) as EvaluationRun;
+  static open(options: { location: CheckpointLocation; device?: Device; pristineCacheDir?: string }): Evaluator {
+    const { model, processBytes } = evaluationTarget(options.location);
+    return new Evaluator(options.location, options.device ?? 'cpu', model, processBytes, options.pristineCacheDir);
   }
-  const run = await runWorker(options, items, file);
-  writeJsonAtomic(cached, run);
-  return run;
+
+  /**
+   * Evaluate pristine and patched weights in fresh processes, score, and write results.json to record.outputDir.
+   * `patch` must hold the id asked for (from the submission's records): any other is refused. No patch: the pristine
+   * weights are scored against themselves.
+   */
+  async evaluate(task: Task, patch: PatchRef | undefined, record: EvaluationRecord): Promise<ResultsFile> {
+    // Refuse a folder that does not hold the patch asked for before any evaluation runs (the evaluation process checks
+    // again, from the bytes it applies, and its id and stats are what results.json records).
+    if (patch) patchSummary(patch);
+    const items = evaluationItems(task.spec);
+    const base = await this.pristineRun(items, record.outputDir);
+    const edited = patch ? await this.run(items, path.join(record.outputDir, 'outputs-edited.json'), patch) : base;
+    const results = buildResults(task, patch, record, base, edited);
+    writeJsonAtomic(path.join(record.outputDir, 'results.json'), results);
+    return results;
+  }
+
+  private async pristineRun(items: EvaluationItem[], outputDir: string): Promise<EvaluationRun> {
+    const file = path.join(outputDir, 'outputs-pristine.json');
+    if (!this.pristineCacheDir) return this.run(items, file);
+    const key = createHash('sha256')
+      .update(
+        JSON.stringify([
+          this.model.id,
+          this.model.revision,
+          items,
+          // A device's outputs are its own; the CPU's key is the one it had before devices existed (its cache stays).
+          ...(this.device !== 'cpu' ? [this.device] : []),
+        ]),
+      )
+      .digest('hex');
+    const cached = path.join(this.pristineCacheDir, `${key}.json`);
+    if (existsSync(cached)) {
+      copyFileSync(cached, file);
+      return JSON.parse(readFileSync(cached, 'utf8')) as EvaluationRun;
+    }
+    const run = await this.run(items, file);
+    writeJsonAtomic(cached, run);
+    return run;
+  }
+
+  /** One fresh evaluation process, once the memory gate lets it start; its outputs read back. */
+  private async run(items: EvaluationItem[], outFile: string, patch?: PatchRef): Promise<EvaluationRun> {
+    let pid: number | undefined;
+    const release = await reserveMemory(
+      this.processBytes,
+      () => pid,
+      `evaluation process (${patch ? 'patched' : 'pristine'})`,
+    );
+    try {
+      const job = { location: this.location, items, patch: patch ?? null, device: this.device };
+      return await evaluateInFreshProcess(job, outFile, {
+        onStart: (child) => {
+          pid = child.pid;
+          // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
+          // successor waits for the pid before clearing the folder.
+          writeJsonAtomic(`${outFile}.pid`, child.pid);
+        },
+      });
+    } finally {
+      release();
+    }
+  }
 }
 
-export function buildResults(options: EvaluateOptions, base: EvaluationRun, edited: EvaluationRun): ResultsFile {
-  const { task } = options;
+function buildResults(
+  task: Task,
+  asked: PatchRef | undefined,
+  record: EvaluationRecord,
+  base: EvaluationRun,
+  edited: EvaluationRun,
+): ResultsFile {
   const { spec } = task;
   const text = (run: EvaluationRun) => Object.fromEntries(Object.entries(run.outputs).map(([id, o]) => [id, o.text]));
   const score = task.score(text(base), text(edited));
@@ -173,9 +189,9 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
     return { output, verdict: v, passed: v.behaviour && v.content };
   };
   // The patch as the evaluation process read it (its id checked against the one asked for, from the bytes it applied).
-  const patch = options.patch ? edited.patch : null;
-  if (options.patch && patch?.sha256 !== options.patch.id)
-    throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${options.patch.id}`);
+  const patch = asked ? edited.patch : null;
+  if (asked && patch?.sha256 !== asked.id)
+    throw new Error(`the edited run applied patch ${patch?.sha256 ?? 'none'}, not ${asked.id}`);
   return {
     format: RESULTS_FORMAT,
     versions: {
@@ -184,9 +200,9 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
       model_id: base.model.id,
       revision: base.model.revision,
     },
-    args: options.args ?? {},
+    args: record.args ?? {},
     episode: { family: spec.family, seed: spec.seed, control_seed: spec.controlSeed, params_key: spec.paramsKey },
-    editor: options.editor ?? null,
+    editor: record.editor ?? null,
     patch: patch
       ? {
           dir: patch.dir,
@@ -197,7 +213,7 @@ export function buildResults(options: EvaluateOptions, base: EvaluationRun, edit
         }
       : null,
     score,
-    resources: options.resources ?? null,
+    resources: record.resources ?? null,
     items: gradedItems(spec).map((item) => ({
       id: item.id,
       kind: item.kind,

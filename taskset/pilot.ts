@@ -3,11 +3,11 @@
 // after any evaluation process they left behind has ended; pilot.json lists every attempt.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { CheckpointLocation, Device } from '../engine/index.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
 import type { Calibration } from './calibration.ts';
+import type { Evaluator } from './evaluation.ts';
 import type { EditorConfig } from './harness/index.ts';
 import type { ServiceEnv } from './service-client.ts';
 import type { Taskset } from './taskset.ts';
@@ -15,9 +15,8 @@ import type { Taskset } from './taskset.ts';
 export type PilotOptions = {
   episodes: Calibration['episodes'];
   service: ServiceEnv;
-  location: CheckpointLocation;
-  /** The service's device, for evaluation (AttemptOptions.device). */
-  device?: Device;
+  /** Scores every attempt's patch (its pristine cache shared by the pilot's attempts). */
+  evaluator: Evaluator;
   taskset: Taskset;
   editor: EditorConfig;
   editorLabel: string;
@@ -81,14 +80,12 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
         const { results: r } = await runAttempt({
           task: options.taskset.task(attempt),
           service: options.service,
-          location: options.location,
-          device: options.device,
+          evaluator: options.evaluator,
           editor: options.editor,
           editorLabel: options.editorLabel,
           dir,
           budgets: options.budgets,
           itemsPerKind: options.itemsPerKind,
-          pristineCacheDir: path.join(options.outputDir, 'pristine-cache'),
           args: options.args,
         });
         results.set(attempt.id, completedAttempt(dir)!);

@@ -13,7 +13,7 @@ import {
   evaluateInFreshProcess,
   evaluateItems,
   patchSummary,
-  targetModel,
+  evaluationTarget,
   type EvaluationItem,
 } from '../../service/evaluate.ts';
 import { Checkpoint } from '../../engine/index.ts';
@@ -92,7 +92,7 @@ describe('evaluateInFreshProcess', () => {
     const inProcess = await evaluateItems(location, items, { patch });
     expect(run.outputs).toEqual(inProcess.outputs);
     expect(run.forward_tokens).toBe(inProcess.forward_tokens);
-    expect(run.model).toEqual(targetModel(location));
+    expect(run.model).toEqual(evaluationTarget(location).model);
   });
 
   it('runs the pristine weights when the job names no patch', async () => {
