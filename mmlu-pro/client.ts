@@ -1,7 +1,8 @@
-// The one place that talks to the `openai` SDK. Requests carry the reference's parameters (run_openai.py
-// get_chat_completion / get_completion). Failures are sorted by the SDK's error classes, never by message text:
+// The one place that talks to the `openai` SDK. Requests carry the original's parameters and nothing else
+// (run_openai.py get_chat_completion / get_completion: model, temperature, max_tokens, top_p, stop as the config gives
+// it, frequency_penalty 0, presence_penalty 0); "Question:" is added to stop only with stop_at_question. Failures are sorted by the SDK's error classes, never by message text:
 // - per question (reported, not scored, asked again by the next run): timeouts, HTTP errors left after the retries
-//   (429, 5xx, a 400 for one over-long prompt), a response without an answer;
+//   (429, 5xx, a 400 for one over-long prompt), a response without text (where the original's .strip() raises);
 // - fatal (the run stops, answers so far are kept): the server cannot be reached, or refuses us (401, 403, 404).
 import OpenAI, {
   APIConnectionError,
@@ -13,7 +14,11 @@ import OpenAI, {
   PermissionDeniedError,
 } from 'openai';
 import type { MmluProConfig } from './config.ts';
-import { STOP_AT_NEXT_QUESTION, type Prompt } from './prompts.ts';
+import type { Prompt } from './prompts.ts';
+import { pyStrip } from './python.ts';
+
+/** What stop_at_question adds: where a model starts inventing the next question. */
+export const STOP_AT_NEXT_QUESTION = 'Question:';
 
 export type Usage = { prompt_tokens: number; completion_tokens: number };
 
@@ -49,7 +54,11 @@ export function createCompletionClient(settings: Pick<MmluProConfig, 'server' | 
     max_tokens: inference.max_tokens,
     frequency_penalty: 0,
     presence_penalty: 0,
-    stop: [...new Set([STOP_AT_NEXT_QUESTION, ...inference.stop])],
+    stop: inference.stop_at_question
+      ? [...new Set([STOP_AT_NEXT_QUESTION, ...[inference.stop].flat()])]
+      : Array.isArray(inference.stop)
+        ? [...inference.stop]
+        : inference.stop,
   };
 
   async function complete(prompt: Prompt): Promise<CompletionResult> {
@@ -57,13 +66,14 @@ export function createCompletionClient(settings: Pick<MmluProConfig, 'server' | 
       if (prompt.kind === 'chat') {
         const response = await client.chat.completions.create({ ...sampling, messages: prompt.messages });
         const choice = response.choices?.[0];
-        if (!choice) return badResponse('no choices in the chat completion');
-        return { ok: true, text: (choice.message?.content ?? '').trim(), usage: usageOf(response.usage) };
+        const content = choice?.message?.content;
+        if (typeof content !== 'string') return badResponse('no text in the chat completion');
+        return { ok: true, text: pyStrip(content), usage: usageOf(response.usage) };
       }
       const response = await client.completions.create({ ...sampling, prompt: prompt.text });
       const choice = response.choices?.[0];
       if (!choice || typeof choice.text !== 'string') return badResponse('no text in the completion');
-      return { ok: true, text: choice.text.trim(), usage: usageOf(response.usage) };
+      return { ok: true, text: pyStrip(choice.text), usage: usageOf(response.usage) };
     } catch (error) {
       return failureOf(error, server.url);
     }

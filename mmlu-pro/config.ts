@@ -1,12 +1,14 @@
-// Settings of one MMLU-Pro run: built-in defaults (the values of OAI-API-MMLU-Pro's example config.toml, which
-// mmlu-pro/config.toml copies), then a config.toml (the fork's sections and keys, plus ours), then command-line
-// flags. Every problem is collected and reported at once; an unknown section or key is an error.
-// The result is fully defaulted and frozen.
+// Settings of one MMLU-Pro run: built-in defaults (the values of OAI-API-MMLU-Pro 6c0efcf's example config.toml,
+// which mmlu-pro/config.toml copies verbatim), then a config.toml (the fork's sections and keys, plus ours), then
+// command-line flags. A key the original does not read is ignored, as toml.load leaves it, with a warning; a value of
+// the wrong type or range is an error (every problem reported at once). The result is fully defaulted and frozen.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { CATEGORIES, isCategory, type Category } from './data.ts';
 import { LANGUAGES, LANGUAGE_CODES, isLanguageCode, type LanguageCode } from './languages.ts';
 import { STYLES, type Style } from './prompts.ts';
+import { PY_WORD } from './python.ts';
 import { SCORING_PROFILES, isScoringProfile, type ScoringProfile } from './score.ts';
 
 export type MmluProConfig = {
@@ -17,7 +19,10 @@ export type MmluProConfig = {
     temperature: number;
     top_p: number;
     max_tokens: number;
-    stop: string[];
+    /** Sent as the config gives it: a string or a list. */
+    stop: string | string[];
+    /** Ours: also stop at "Question:" (where a model starts inventing the next question); off in the original. */
+    stop_at_question: boolean;
     system_prompt: string;
     style: Style;
   };
@@ -41,7 +46,7 @@ export const DEFAULTS = {
     url: 'http://localhost:8000/v1', // vLLM's OpenAI-compatible endpoint
     api_key: 'api key', // local servers ignore it; the SDK insists on one
     model: 'llama3',
-    model_note: '', // a label for this run of the model (e.g. "Q4_K_M"): report, and the output folder's name
+    model_note: 'LORA', // a label for this run of the model (e.g. "Q4_K_M"): the output folder's name
     timeout: 600.0, // seconds per request attempt
     max_retries: 5, // ours: SDK retries (backoff 0.5 s doubling to 8 s); the SDK's own default is 2
   },
@@ -49,7 +54,8 @@ export const DEFAULTS = {
     temperature: 0.0,
     top_p: 1.0, // vLLM's default
     max_tokens: 1024,
-    stop: ['<|eot_id|>'] as string[], // sent in addition to "Question:", which every request stops at
+    stop: '<|eot_id|>' as string | string[], // sent as given, a string or a list
+    stop_at_question: false, // ours: also stop at "Question:"
     system_prompt: undefined as string | undefined, // undefined: the language's prompt (languages.ts)
     style: 'multi_chat' as Style,
   },
@@ -65,7 +71,7 @@ export const DEFAULTS = {
   log: {
     verbosity: 0, // 0 quiet, 1 extraction failures and skips, 2 every answer
     log_prompt: true, // store each prompt in <category>_result.json
-    output_dir: undefined as string | undefined, // undefined: eval_results/<model>
+    output_dir: undefined as string | undefined, // undefined: eval_results_<language>/<model>-<model_note>
   },
 };
 // -------------------------------------------------------------------------------------------------------------------
@@ -85,6 +91,7 @@ const SCHEMA: Record<'server' | 'inference' | 'test' | 'log', Record<string, Kin
     top_p: 'number',
     max_tokens: 'integer',
     stop: 'string or strings',
+    stop_at_question: 'boolean',
     system_prompt: 'string',
     style: 'string',
   },
@@ -108,6 +115,7 @@ export const FLAG_SETTINGS = {
   model_note: 'server.model_note',
   timeout: 'server.timeout',
   style: 'inference.style',
+  stop_at_question: 'inference.stop_at_question',
   category: 'test.categories', // one or more; each may be comma-separated
   parallel: 'test.parallel',
   cot: 'test.cot',
@@ -138,8 +146,14 @@ type Raw = {
   log: Record<string, unknown>;
 };
 
-/** Parses a config.toml; unknown sections and keys, and values of the wrong type, are errors. */
-export function readConfigFile(file: string): Partial<Raw> {
+/**
+ * Parses a config.toml. Values of the wrong type are errors; sections and keys the runner does not know are left out
+ * and named to `warn` (the original's toml.load keeps them and nothing reads them).
+ */
+export function readConfigFile(
+  file: string,
+  warn: (message: string) => void = (message) => console.warn(message),
+): Partial<Raw> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -153,14 +167,18 @@ export function readConfigFile(file: string): Partial<Raw> {
     throw new ConfigError([`${file}: ${(error as Error).message}`]);
   }
   const problems: string[] = [];
+  const known: Record<string, unknown> = {};
   for (const [section, value] of Object.entries(table)) {
     if (section === 'comment') {
       if (typeof value !== 'string') problems.push(`${file}: comment must be a string`);
+      known.comment = value;
       continue;
     }
     if (!Object.hasOwn(SCHEMA, section)) {
-      problems.push(
-        `${file}: unknown ${isTable(value) ? 'section' : 'key'} "${section}" (known: comment, ${Object.keys(SCHEMA)
+      warn(
+        `${file}: ignoring unknown ${isTable(value) ? 'section' : 'key'} "${section}" (known: comment, ${Object.keys(
+          SCHEMA,
+        )
           .map((s) => `[${s}]`)
           .join(', ')})`,
       );
@@ -171,16 +189,19 @@ export function readConfigFile(file: string): Partial<Raw> {
       continue;
     }
     const kinds = SCHEMA[section as keyof typeof SCHEMA];
+    const keys: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
       const kind = Object.hasOwn(kinds, key) ? kinds[key] : undefined;
       if (!kind)
-        problems.push(`${file}: unknown key "${key}" in [${section}] (known: ${Object.keys(kinds).join(', ')})`);
+        warn(`${file}: ignoring unknown key "${key}" in [${section}] (known: ${Object.keys(kinds).join(', ')})`);
       else if (!hasKind(v, kind))
         problems.push(`${file}: [${section}] ${key} must be ${article(kind)}, got ${JSON.stringify(v)}`);
+      else keys[key] = v;
     }
+    known[section] = keys;
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return table as Partial<Raw>;
+  return known as Partial<Raw>;
 }
 
 /** Defaults, then the file's values, then the flags; checks every value and returns a frozen config. */
@@ -244,11 +265,12 @@ function check(raw: Raw): MmluProConfig {
     'inference.top_p must be in (0, 1]',
   );
   need(isInt(inference.max_tokens, 1), 'inference.max_tokens must be a positive integer');
-  const stop = typeof inference.stop === 'string' ? [inference.stop] : inference.stop;
+  const stop = inference.stop;
   need(
-    Array.isArray(stop) && stop.every((s) => typeof s === 'string' && s !== ''),
-    'inference.stop must be a non-empty string or a list of them',
+    typeof stop === 'string' || (Array.isArray(stop) && stop.every((s) => typeof s === 'string')),
+    'inference.stop must be a string or a list of strings',
   );
+  need(typeof inference.stop_at_question === 'boolean', 'inference.stop_at_question must be true or false');
   need(
     inference.system_prompt === undefined || typeof inference.system_prompt === 'string',
     'inference.system_prompt must be a string',
@@ -277,7 +299,7 @@ function check(raw: Raw): MmluProConfig {
     `test.parallel (--parallel) must be an integer from 1 to 1024, got ${JSON.stringify(test.parallel)}`,
   );
   need(typeof test.cot === 'boolean', 'test.cot (--cot) must be true or false');
-  const language = typeof test.language === 'string' ? test.language.toLowerCase() : test.language;
+  const language = test.language;
   need(
     typeof language === 'string' && isLanguageCode(language),
     `test.language (--language) must be one of ${LANGUAGE_CODES.join(', ')}, got ${JSON.stringify(test.language)}`,
@@ -322,7 +344,8 @@ function check(raw: Raw): MmluProConfig {
       temperature: inference.temperature as number,
       top_p: inference.top_p as number,
       max_tokens: inference.max_tokens as number,
-      stop: stop as string[],
+      stop: (Array.isArray(stop) ? [...stop] : stop) as string | string[],
+      stop_at_question: inference.stop_at_question as boolean,
       system_prompt: (inference.system_prompt as string | undefined) ?? LANGUAGES[lang].systemPrompt,
       style: inference.style as Style,
     },
@@ -343,9 +366,13 @@ function check(raw: Raw): MmluProConfig {
   };
 }
 
-/** The reference's output folder name: every non-word character of the model name becomes "-"; then the note. */
-export function modelFolderName(model: string, note = ''): string {
-  return (note === '' ? model : `${model}-${note}`).replace(/[^\p{L}\p{N}_]/gu, '-');
+/**
+ * The original's output folder: `eval_results_<language>/` + the model name with every non-word character (Python's
+ * \W) made "-", then "-" and the note as it is (an empty note still leaves the "-").
+ */
+export function outputFolder(config: Pick<MmluProConfig, 'server' | 'test'>): string {
+  const model = config.server.model.replace(new RegExp(`(?!${PY_WORD}).`, 'gsu'), '-');
+  return path.join(`eval_results_${config.test.language}`, `${model}-${config.server.model_note}`);
 }
 
 function deepFreeze<T extends object>(value: T): T {

@@ -1,11 +1,12 @@
-// MMLU-Pro questions from local files only: the dataset's parquet export (a folder, or the Hugging Face cache
-// layout) or the fork's JSON-lines files per language. No network: a missing file is an error naming where we looked.
+// MMLU-Pro questions from local files only: the fork's JSON-lines files per language (`datasets/`, as the original
+// opens them), or the dataset's parquet export (a folder, or the Hugging Face cache layout). No network: a missing
+// file is an error naming where we looked.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
-import { LANGUAGES, type LanguageCode } from './languages.ts';
+import type { LanguageCode } from './languages.ts';
 
 /** The 14 categories, in the order of the reference config.toml (and so of the markdown table). */
 export const CATEGORIES = [
@@ -30,7 +31,7 @@ export function isCategory(value: string): value is Category {
   return (CATEGORIES as readonly string[]).includes(value);
 }
 
-/** One row, field names as in the dataset. `options` has the "N/A" padding removed. */
+/** One row, field names as in the dataset. `options` has the "N/A" padding removed (only that, as the original). */
 export type Question = {
   question_id: number;
   question: string;
@@ -61,12 +62,18 @@ function defaultHubCache(): string {
   return path.join(os.homedir(), '.cache', 'huggingface', 'hub');
 }
 
+/** Where the original reads its data: `datasets/` in the working folder. */
+export const ORIGINAL_DATA_DIR = 'datasets';
+
 /**
  * The folder that holds the files. `dataDir` may be a plain folder, a Hugging Face hub cache (holding
  * `datasets--TIGER-Lab--MMLU-Pro`), `HF_HOME` (holding `hub/`), or the dataset's cache folder itself; the last
- * three resolve to the snapshot named by `refs/main`. Without `dataDir`, the Hugging Face cache is used.
+ * three resolve to the snapshot named by `refs/main`. Without `dataDir`: `./datasets` as the original, if there is
+ * one, else the Hugging Face cache.
  */
 export function resolveDataDir(dataDir?: string): string {
+  if (dataDir === undefined && existsSync(ORIGINAL_DATA_DIR) && statSync(ORIGINAL_DATA_DIR).isDirectory())
+    return path.resolve(ORIGINAL_DATA_DIR);
   const start = path.resolve(dataDir ?? defaultHubCache());
   for (const repo of [path.join(start, HF_REPO_FOLDER), path.join(start, 'hub', HF_REPO_FOLDER), start]) {
     if (existsSync(path.join(repo, 'snapshots'))) return snapshotOf(repo);
@@ -96,33 +103,38 @@ function snapshotOf(repo: string): string {
 
 /**
  * Files of one split for one language, searched in `dir` then `dir/data` (the dataset repo's layout).
- * English prefers the parquet shards; every language accepts `MMLU-Pro-<Split>-<suffix>.json` (any case), and English
- * also the fork's unsuffixed `MMLU-Pro-<Split>.json`.
+ * First the name the original opens, `MMLU-Pro-<Split>-<language>.json`, in any case (the fork ships `-ID` and `-JA`
+ * and opens `-id` and `-ja`, which only a case-insensitive file system finds); then, for English, the parquet shards
+ * and the unsuffixed `MMLU-Pro-<Split>.json`.
  */
 export function findSplitFiles(dir: string, split: 'test' | 'validation', language: LanguageCode): string[] {
   const folders = [dir, path.join(dir, 'data')].filter((f) => existsSync(f) && statSync(f).isDirectory());
   const Split = split === 'test' ? 'Test' : 'Validation';
-  const jsonNames = [`MMLU-Pro-${Split}-${LANGUAGES[language].fileSuffix}.json`];
-  if (language === 'en') jsonNames.push(`MMLU-Pro-${Split}.json`);
+  const original = `MMLU-Pro-${Split}-${language}.json`;
+  const jsonFile = (folder: string, names: string[], wanted: string): string | null => {
+    const matches = names.filter((n) => n.toLowerCase() === wanted.toLowerCase());
+    if (matches.length > 1) throw new Error(`${folder}: ambiguous ${split} files ${matches.join(', ')}`);
+    return matches.length === 1 ? path.join(folder, matches[0]!) : null;
+  };
   for (const folder of folders) {
     const names = readdirSync(folder).sort();
+    const file = jsonFile(folder, names, original);
+    if (file) return [file];
     if (language === 'en') {
       const shards = names.filter((n) => PARQUET_SHARD(split).test(n));
       if (shards.length > 0) return shards.map((n) => path.join(folder, n));
-    }
-    for (const wanted of jsonNames) {
-      const matches = names.filter((n) => n.toLowerCase() === wanted.toLowerCase());
-      if (matches.length > 1) throw new Error(`${folder}: ambiguous ${split} files ${matches.join(', ')}`);
-      if (matches.length === 1) return [path.join(folder, matches[0]!)];
+      const unsuffixed = jsonFile(folder, names, `MMLU-Pro-${Split}.json`);
+      if (unsuffixed) return [unsuffixed];
     }
   }
+  const jsonNames = [original, ...(language === 'en' ? [`MMLU-Pro-${Split}.json`] : [])];
   const wanted = [...(language === 'en' ? [`${split}-*.parquet`] : []), ...jsonNames].join(' or ');
   throw new Error(`no ${split} data for language "${language}": looked for ${wanted} in ${folders.join(', ') || dir}`);
 }
 
 /** Reads all requested files; validation only when CoT examples are needed. */
 export async function loadDataset(dir: string, language: LanguageCode, withValidation: boolean): Promise<Dataset> {
-  const padding = ['N/A', ...LANGUAGES[language].padding];
+  const padding = ['N/A'];
   const test = await Promise.all(findSplitFiles(dir, 'test', language).map((f) => readQuestionFile(f, padding)));
   const validation = withValidation
     ? await Promise.all(findSplitFiles(dir, 'validation', language).map((f) => readQuestionFile(f, padding)))

@@ -1,31 +1,27 @@
-// Answer extraction, one function per scoring profile (score.ts SCORING_PROFILES). All three keep the reference's
-// three rules in order: (1) "answer is (X)", (2) "Answer: X" (the reference's greedy `.*[aA]nswer:…` without dot-all:
-// the last match on the first line that has one), (3) the last standalone capital A–J anywhere; else null.
+// Answer extraction, one function per scoring profile (score.ts SCORING_PROFILES). All keep the reference's three
+// rules in order: (1) "answer is (X)", (2) "answer: X" (a greedy `.*` before it without dot-all: the last match on the
+// first line that has one), (3) the last standalone capital A–J anywhere; else null.
 //
-// - original: OAI-API-MMLU-Pro's rules, case as they are (capital letters only), with the language's own phrases
-//   (languages.ts). The fixes its README lists (square brackets like round ones, words inside the brackets ignored)
-//   are tried only where the rule they fix found nothing.
+// - original and no_random: run_openai.py at 6c0efcf exactly: rule 1 `<phrase> \(?([A-J])\)?` (Japanese: then " です"),
+//   rule 2 `.*<phrase>:\s*\(?([A-J])\)?`, with the language's phrase ("Answer is", "Jawaban adalah", "答えは", "대답은",
+//   "答案是"; languages.ts), case-sensitive; rule 3 `\b[A-J]\b(?!.*\b[A-J]\b)` with dot-all.
 // - tiger: TIGER-Lab evaluate_from_api.py: English phrases, rule 2 without brackets.
 // - lenient: this project's refinements: rule 1 case-insensitive inside brackets, brackets of either kind, a letter
 //   glued to a word is not an answer; English phrases in every language.
 //
-// Python's `re` on str decides what a word character (\b, \w) and a space (\s) are: Unicode letters, digits and "_";
-// Unicode whitespace including \x1c-\x1f. The classes below spell that out, since JavaScript's differ.
+// Python's `re` on str decides what a word character (\b) and a space (\s) are (python.ts); `.` is anything but \n.
 import { LANGUAGES, type LanguageCode } from './languages.ts';
+import { PY_SPACE, PY_WORD } from './python.ts';
 import type { ScoringProfile } from './score.ts';
 
-const WORD = '[\\p{L}\\p{N}_]';
-const NOT_WORD_BEFORE = `(?<!${WORD})`;
-const NOT_WORD_AFTER = `(?!${WORD})`;
-const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
-const OPEN = '[([（［]';
-const CLOSE = '[)\\]）］]';
-const INSIDE = '[^()\\[\\]（）［］\\n]*';
+const NOT_WORD_BEFORE = `(?<!${PY_WORD})`;
+const NOT_WORD_AFTER = `(?!${PY_WORD})`;
 
-/** The predicted letter A–J under `profile`, or null (scored as a random guess). */
+/** The predicted letter A–J under `profile`, or null (a random guess, or no answer under no_random). */
 export function extractAnswer(text: string, profile: ScoringProfile, language: LanguageCode): string | null {
   switch (profile) {
     case 'original':
+    case 'no_random':
       return extractOriginal(text, language);
     case 'tiger':
       return extractTiger(text);
@@ -35,18 +31,17 @@ export function extractAnswer(text: string, profile: ScoringProfile, language: L
 }
 
 // --- original -------------------------------------------------------------------------------------------------------
-type Rules = { answerIs: RegExp; answerIsBracket: RegExp; answerColon: RegExp; answerColonBracket: RegExp };
+type Rules = { answerIs: RegExp; answerColon: RegExp };
 const originalRules = new Map<LanguageCode, Rules>();
 
 function rulesFor(language: LanguageCode): Rules {
   let rules = originalRules.get(language);
   if (!rules) {
-    const { answerIs, answerIsEnd, answerLabel } = LANGUAGES[language];
+    // The phrases hold no regex syntax.
+    const { answerIs, answerIsEnd } = LANGUAGES[language];
     rules = {
       answerIs: new RegExp(`${answerIs} \\(?([A-J])\\)?${answerIsEnd}`, 'u'),
-      answerIsBracket: new RegExp(`${answerIs}${PY_SPACE}*${OPEN}(${INSIDE})${CLOSE}`, 'gu'),
-      answerColon: new RegExp(`${answerLabel}:${PY_SPACE}*\\(?([A-J])`, 'gu'),
-      answerColonBracket: new RegExp(`${answerLabel}:${PY_SPACE}*${OPEN}(${INSIDE})${CLOSE}`, 'gu'),
+      answerColon: new RegExp(`${answerIs}:${PY_SPACE}*\\(?([A-J])`, 'gu'),
     };
     originalRules.set(language, rules);
   }
@@ -57,20 +52,9 @@ function extractOriginal(text: string, language: LanguageCode): string | null {
   const rules = rulesFor(language);
   return (
     rules.answerIs.exec(text)?.[1] ??
-    firstLetterInBrackets(rules.answerIsBracket, text) ??
     lastOnFirstLine(rules.answerColon, text, (m) => m[1]!) ??
-    lastOnFirstLine(rules.answerColonBracket, text, (m) => standaloneLetter(m[1]!)) ??
     lastStandaloneCapital(text)
   );
-}
-
-/** The fork's fix: "answer is [B]", "answer is (Option B)", "answer is [C. Paris]": the first standalone capital inside. */
-function firstLetterInBrackets(pattern: RegExp, text: string): string | null {
-  for (const match of text.matchAll(pattern)) {
-    const letter = standaloneLetter(match[1]!);
-    if (letter) return letter;
-  }
-  return null;
 }
 
 // --- tiger ----------------------------------------------------------------------------------------------------------
@@ -111,10 +95,6 @@ function lastStandaloneCapital(text: string): string | null {
   return last;
 }
 
-function standaloneLetter(text: string): string | null {
-  return new RegExp(`${NOT_WORD_BEFORE}[A-J]${NOT_WORD_AFTER}`, 'u').exec(text)?.[0] ?? null;
-}
-
 /**
  * `re.search(r'.*<pattern>', text)` without dot-all: the greedy `.*` picks the last match on the first line that
  * has one. Found by one linear scan (a global `pattern`) instead of backtracking; `letterOf` may reject a match.
@@ -126,7 +106,10 @@ function lastOnFirstLine(
 ): string | null {
   let line = -1;
   let letter: string | null = null;
-  for (const match of text.matchAll(pattern)) {
+  pattern.lastIndex = 0;
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    // Every start position, overlapping ones included: in "Answer is: Answer is: B" the greedy `.*` takes the second.
+    pattern.lastIndex = match.index + 1;
     const found = letterOf(match);
     if (found === null) continue;
     const lineStart = text.lastIndexOf('\n', match.index - 1);
@@ -134,5 +117,6 @@ function lastOnFirstLine(
     line = lineStart;
     letter = found;
   }
+  pattern.lastIndex = 0;
   return letter;
 }

@@ -6,7 +6,7 @@ export {
   ConfigError,
   readConfigFile,
   resolveConfig,
-  modelFolderName,
+  outputFolder,
   type MmluProConfig,
   type FlagOverrides,
 } from './config.ts';
@@ -32,7 +32,7 @@ export {
   GUESS_SEED,
   guessIndex,
   originalGuess,
-  originalSummary,
+  categorySummary,
   scoreOne,
   tally,
   rates,
@@ -52,7 +52,6 @@ export {
 export { ResultStore, questionKey, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
 export {
   markdownTable,
-  pythonFixed,
   reportText,
   tokenStats,
   type CategoryScore,
@@ -68,3 +67,4 @@ export {
   type PairedScore,
 } from './compare.ts';
 export { mcnemarExact } from './stats.ts';
+export { pythonFixed, pythonFloat, pythonJson, pyStrip } from './python.ts';

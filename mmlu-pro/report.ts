@@ -1,7 +1,9 @@
-// The numbers a run reports, and the reference's report.txt lines and markdown table (run_openai.py print_score,
-// save_summary, final_report, token_report). Raw counts everywhere; percentages are rounded only when printed.
+// The numbers a run reports, and report.txt as the original writes it: run_openai.py 6c0efcf's log lines
+// (print_score, save_summary, final_report, token_report), or run_no_random.py's under the no_random profile.
+// Raw counts everywhere; percentages are rounded only when printed, as Python rounds (python.ts).
 import type { RequestFailure, Usage } from './client.ts';
-import { addTallies, rates, type Rates, type Tally } from './score.ts';
+import { pythonFixed } from './python.ts';
+import { addTallies, rates, type Rates, type ScoringProfile, type Tally } from './score.ts';
 
 export type FailedQuestion = { question_id: number; category: string } & RequestFailure;
 
@@ -35,85 +37,80 @@ export function tokenStats(usages: Usage[], seconds: number): TokenStats | null 
   };
 }
 
+/** print_score: `label, count/total, pct%`, pct 0 when count is 0 (so 0/0 prints 0.00%). */
+function scoreLine(label: string, count: number, total: number): string {
+  return `${label}, ${count}/${total}, ${pythonFixed(count > 0 ? (count / total) * 100 : 0, 2)}%`;
+}
+
 /**
- * Python's `f"{x:.{digits}f}"`: the exact binary value rounded half to even. JavaScript's toFixed rounds an exact tie
- * up (97 / 800 * 100 is exactly 12.125: Python "12.12", toFixed "12.13"); toFixed(100) is exact for these numbers.
+ * The score lines after a category (`perCategory`) or after the benchmark. The original: Total, then the three
+ * random-guess lines: after a category when it has answers, after the benchmark only when both the right and the
+ * wrong guesses are non-zero (`if random_corr and random_wrong`). no_random: Total and No Answer, always.
  */
-export function pythonFixed(x: number, digits: number): string {
-  if (!Number.isFinite(x) || Math.abs(x) >= 1e21) return x.toFixed(digits);
-  const exact = Math.abs(x).toFixed(100);
-  const [whole, fraction] = exact.split('.') as [string, string];
-  const rest = fraction.slice(digits);
-  let kept = BigInt(whole + fraction.slice(0, digits));
-  const half = `5${'0'.repeat(rest.length - 1)}`;
-  if (rest > half || (rest === half && kept % 2n === 1n)) kept += 1n;
-  const text = kept.toString().padStart(digits + 1, '0');
-  const rounded = digits === 0 ? text : `${text.slice(0, -digits)}.${text.slice(-digits)}`;
-  return x < 0 || Object.is(x, -0) ? `-${rounded}` : rounded; // Python keeps the sign: f"{-0.004:.2f}" is "-0.00"
-}
-
-/** The original's print_score: `label, corr/total, acc%`, acc 0 when nothing is right (so 0/0 prints 0.00%). */
-function scoreLine(label: string, corr: number, wrong: number): string {
-  const total = corr + wrong;
-  return `${label}, ${corr}/${total}, ${pythonFixed(corr > 0 ? (corr / total) * 100 : 0, 2)}%`;
-}
-
-/** The original's four summary lines; `always` false: the random-guess lines only when both counts are non-zero. */
-function summaryLines(t: Tally, always: boolean): string[] {
-  const wrong = t.total - t.correct;
+function scoreLines(t: Tally, profile: ScoringProfile, perCategory: boolean): string[] {
+  const lines = [scoreLine('Total', t.correct, t.total)];
+  if (profile === 'no_random') return [...lines, scoreLine('No Answer', t.no_answer, t.total)];
   const randomWrong = t.random_guesses - t.random_correct;
-  const lines = [scoreLine('Total', t.correct, wrong)];
-  if (always || (t.random_correct > 0 && randomWrong > 0)) {
+  if (perCategory ? t.total > 0 : t.random_correct > 0 && randomWrong > 0) {
     lines.push(
-      scoreLine('Random Guess Attempts', t.random_guesses, t.total - t.random_guesses),
-      scoreLine('Correct Random Guesses', t.random_correct, randomWrong),
-      scoreLine('Adjusted Score Without Random Guesses', t.correct - t.random_correct, wrong - randomWrong),
+      scoreLine('Random Guess Attempts', t.random_guesses, t.total),
+      scoreLine('Correct Random Guesses', t.random_correct, t.random_guesses),
+      scoreLine('Adjusted Score Without Random Guesses', t.correct - t.random_correct, t.total - t.random_guesses),
     );
   }
   return lines;
 }
 
-/** `| overall | biology | … |`, dashes as long as each name, then the percentages (final_report). */
-export function markdownTable(categories: CategoryScore[]): string {
+/**
+ * `| overall | biology | … |`, dashes as long as each name, then the percentages (final_report). Where the original
+ * divides by zero (a category without answers; overall, except under no_random) we write "n/a".
+ */
+export function markdownTable(categories: CategoryScore[], profile: ScoringProfile = 'original'): string {
   const overall = overallScore(categories);
+  const overallRatio = overall.accuracy ?? (profile === 'no_random' ? 0 : null);
   const names = ['overall', ...categories.map((c) => c.category)];
-  const values = [overall.accuracy, ...categories.map((c) => c.accuracy)].map((ratio) =>
+  const values = [overallRatio, ...categories.map((c) => c.accuracy)].map((ratio) =>
     ratio === null ? 'n/a' : pythonFixed(ratio * 100, 2),
   );
   return [
     `| ${names.join(' | ')} |`,
-    `| ${names.map((n) => '-'.repeat(n.length)).join(' | ')} |`,
+    `| ${names.map((n) => '-'.repeat([...n].length)).join(' | ')} |`,
     `| ${values.join(' | ')} |`,
   ].join('\n');
 }
 
+/** `timedelta(seconds=s).seconds` as hours, minutes, seconds (whole days dropped, as the original drops them). */
+function elapsedText(seconds: number): string {
+  const whole = Math.floor(Math.round(seconds * 1e6) / 1e6) % 86400;
+  return `${Math.floor(whole / 3600)} hours, ${Math.floor((whole % 3600) / 60)} minutes, ${whole % 60} seconds`;
+}
+
 /**
- * report.txt: our heading, then the original's lines (per category as save_summary(report=True) prints them, then
- * final_report's), then failed requests, token usage as token_report, and the markdown table.
+ * report.txt, line for line as the original logs it: per category "Finished testing …" and its score lines, then
+ * "Finished the benchmark …", the overall score lines, token usage (token_report) and the markdown table.
+ * `seconds`: each category's wall time (categories run one after another, as in the original) and the whole run's.
  */
 export function reportText(input: {
-  heading: string[];
   categories: CategoryScore[];
-  failed: FailedQuestion[];
+  profile: ScoringProfile;
+  seconds: { categories: number[]; total: number };
   tokens: TokenStats | null;
 }): string {
-  const { categories, failed, tokens } = input;
-  const lines = [...input.heading, ''];
-  for (const c of categories)
+  const { categories, profile, seconds, tokens } = input;
+  const lines: string[] = [];
+  categories.forEach((c, i) =>
     lines.push(
-      `Finished testing ${c.category}.`,
-      ...(c.total > 0 ? summaryLines(c, true) : [scoreLine('Total', 0, 0)]),
-    );
-  lines.push('Finished the benchmark.', ...summaryLines(overallScore(categories), false));
-  lines.push(`Failed requests (not scored; a rerun asks them again): ${failed.length}`);
-  for (const f of failed.slice(0, 20))
-    lines.push(`  ${f.category} ${f.question_id}: ${f.kind}${f.status ? ` ${f.status}` : ''}: ${f.message}`);
-  if (failed.length > 20) lines.push(`  … and ${failed.length - 20} more (see summary.json)`);
+      `Finished testing ${c.category} in ${elapsedText(seconds.categories[i] ?? 0)}.`,
+      ...scoreLines(c, profile, true),
+    ),
+  );
+  lines.push(`Finished the benchmark in ${elapsedText(seconds.total)}.`);
+  lines.push(...scoreLines(overallScore(categories), profile, false));
   if (tokens) {
     const tokenLine = (label: string, s: TokenStat) =>
       `${label} tokens: min ${s.min}, average ${pythonFixed(s.mean, 0)}, max ${s.max}, total ${s.total}, tk/s ${pythonFixed(s.per_second, 2)}`;
     lines.push('Token Usage:', tokenLine('Prompt', tokens.prompt), tokenLine('Completion', tokens.completion));
   }
-  lines.push('Markdown Table:', markdownTable(categories));
+  lines.push('Markdown Table:', markdownTable(categories, profile));
   return `${lines.join('\n')}\n`;
 }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { resolveConfig, type MmluProConfig } from './config.ts';
 import type { Category } from './data.ts';
 import { extractAnswer } from './extract.ts';
-import { ResultStore, writeJsonAtomic, type ResultRecord } from './results.ts';
+import { ResultStore, writeJsonAtomic, writeResultFile, type ResultRecord } from './results.ts';
 import { summarize, type RunInfo, type RunSummary } from './runner.ts';
 import type { ScoringProfile } from './score.ts';
 
@@ -41,7 +41,7 @@ export function rescoreFolder(
       .read(category)
       .map((r) => ({ ...r, pred: extractAnswer(r.response, scoring, config.test.language) }));
     records.set(category, rescored);
-    if (rescored.length > 0) writeJsonAtomic(path.join(outputDir, `${category}_result.json`), rescored);
+    if (rescored.length > 0) writeResultFile(path.join(outputDir, `${category}_result.json`), rescored);
   }
   const run: RunInfo = {
     ...previous,
@@ -52,7 +52,8 @@ export function rescoreFolder(
   };
   writeJsonAtomic(path.join(outputDir, 'run.json'), run);
   const answered = [...records.values()].reduce((n, r) => n + r.length, 0);
-  return summarize({ config, records, failed: [], tokens: null, asked: 0, skipped: answered, outputDir, run });
+  const seconds = { categories: [...records.keys()].map(() => 0), total: 0 }; // nothing was asked
+  return summarize({ config, records, failed: [], tokens: null, seconds, asked: 0, skipped: answered, outputDir, run });
 }
 
 /** run.json writes unset settings as null; the config reader wants them left out. */

@@ -1,22 +1,22 @@
 // Answers on disk, so that a killed run loses nothing and a rerun skips what is answered.
-// - `<category>_result.json`: the reference's file, a JSON array of records (question fields, prompt if log_prompt,
-//   response, pred), sorted by question_id. Always replaced atomically: temp file in the same folder, fsync, rename.
+// - `<category>_result.json`: the original's file, a JSON array of records (question fields, prompt if log_prompt,
+//   response, pred) in its bytes (json.dumps(indent="\t"), python.ts), sorted by question_id (the original's order is
+//   that in which answers came back). Always replaced atomically: temp file in the same folder, fsync, rename.
 // - `<category>_result.journal.jsonl`: while a run is going, each answer is appended as one line with one write()
 //   call, which a killed process cannot tear; rewriting the whole array per answer would cost O(n²) bytes.
 //   The next run (or the end of this one) folds the journal into the result file and deletes it.
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import type { Usage } from './client.ts';
 import type { Question } from './data.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { writeFileAtomic } from '../core/files.ts';
+import { pythonJson } from './python.ts';
 
 export type ResultRecord = Question & {
   /** Present when log_prompt is on: the chat messages, or the completion text (no_chat), as the reference logs it. */
   prompt?: ChatMessage[] | string;
   response: string;
   pred: string | null;
-  usage?: Usage | null;
 };
 
 /** Resume identity, as the reference's: the same question_id and the same question text. */
@@ -31,9 +31,14 @@ export function resultFileName(category: string): string {
 /** Atomic writes (temp file, fsync, rename): the project's one implementation. */
 export { writeFileAtomic };
 
-/** Result files keep tab indentation, as the reference's json.dump(indent='\t'). */
+/** Our own JSON files (run.json, summary.json): tab-indented, one trailing newline. */
 export function writeJsonAtomic(file: string, value: unknown): void {
   writeFileAtomic(file, `${JSON.stringify(value, null, '\t')}\n`);
+}
+
+/** `<category>_result.json` in the original's bytes. */
+export function writeResultFile(file: string, records: ResultRecord[]): void {
+  writeFileAtomic(file, pythonJson(records));
 }
 
 export class ResultStore {
@@ -57,7 +62,7 @@ export class ResultStore {
   recover(category: string): Map<string, ResultRecord> {
     const records = this.read(category);
     if (existsSync(this.journalPath(category))) {
-      writeJsonAtomic(this.resultPath(category), records);
+      writeResultFile(this.resultPath(category), records);
       rmSync(this.journalPath(category));
     }
     return new Map(records.map((r) => [questionKey(r), r]));
@@ -82,7 +87,7 @@ export class ResultStore {
     }
     const records = this.read(category);
     if (records.length > 0 || existsSync(this.resultPath(category)))
-      writeJsonAtomic(this.resultPath(category), records);
+      writeResultFile(this.resultPath(category), records);
     rmSync(this.journalPath(category), { force: true });
     return records;
   }

@@ -1,10 +1,11 @@
-// One MMLU-Pro run: load the data, skip what the output folder already answers, ask the rest with `parallel`
-// requests in flight, extract and score, then write summaries and the report. See mmlu-pro/README.md.
+// One MMLU-Pro run: load the data, skip what the output folder already answers, ask the rest category by category
+// (as the original) with `parallel` requests in flight, extract and score, then write summaries and the report.
+// See mmlu-pro/README.md.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { createCompletionClient, FatalServerError, type Usage } from './client.ts';
-import { modelFolderName, type MmluProConfig } from './config.ts';
+import { outputFolder, type MmluProConfig } from './config.ts';
 import {
   examplesByCategory,
   loadDataset,
@@ -26,8 +27,9 @@ import {
   type FailedQuestion,
   type TokenStats,
 } from './report.ts';
+import { pythonJson } from './python.ts';
 import { questionKey, ResultStore, writeFileAtomic, writeJsonAtomic, type ResultRecord } from './results.ts';
-import { originalSummary, scoreOne, tally, type Rates, type ScoringProfile, type Tally } from './score.ts';
+import { categorySummary, scoreOne, tally, type Rates, type ScoringProfile, type Tally } from './score.ts';
 
 /** What a run reports; printed as JSON by the CLI and saved as summary.json. */
 export type RunSummary = {
@@ -43,6 +45,8 @@ export type RunSummary = {
   asked: number;
   skipped: number;
   markdown_table: string;
+  /** report.txt's text. */
+  report: string;
   run: RunInfo;
 };
 
@@ -87,8 +91,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
       );
   }
 
-  const outputDir =
-    config.log.output_dir ?? path.join('eval_results', modelFolderName(config.server.model, config.server.model_note));
+  const outputDir = config.log.output_dir ?? outputFolder(config);
   const run: RunInfo = {
     tool: 'iwibench mmlu-pro',
     version: PACKAGE_VERSION,
@@ -104,16 +107,19 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   writeJsonAtomic(path.join(outputDir, 'run.json'), run);
 
   const store = new ResultStore(outputDir, log);
-  const toAsk: Question[] = [];
+  const todo = new Map<Category, Question[]>();
   let skipped = 0;
   for (const [category, questions] of selected) {
     const alreadyAnswered = store.recover(category);
-    const todo = questions.filter((q) => !alreadyAnswered.has(questionKey(q)));
-    skipped += questions.length - todo.length;
-    toAsk.push(...todo);
+    todo.set(
+      category,
+      questions.filter((q) => !alreadyAnswered.has(questionKey(q))),
+    );
+    skipped += questions.length - todo.get(category)!.length;
   }
+  const toAskCount = selected.size === 0 ? 0 : [...todo.values()].reduce((n, q) => n + q.length, 0);
   if (config.log.verbosity >= 1 && skipped > 0) log(`skipping ${skipped} questions already answered in ${outputDir}`);
-  options.events?.start?.({ toAsk: toAsk.length, skipped });
+  options.events?.start?.({ toAsk: toAskCount, skipped });
 
   const client = createCompletionClient(config);
   const failed: FailedQuestion[] = [];
@@ -128,6 +134,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
       systemPromptFor(config.inference.system_prompt, category),
       config.test.cot ? (examples.get(category) ?? []) : [],
       question,
+      config.test.language,
     );
     const result = await client.complete(prompt);
     if (!result.ok) {
@@ -137,7 +144,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     }
     const pred = extractAnswer(result.text, config.test.scoring, config.test.language);
     const logged = config.log.log_prompt ? { prompt: prompt.kind === 'chat' ? prompt.messages : prompt.text } : {};
-    const record: ResultRecord = { ...question, ...logged, response: result.text, pred, usage: result.usage };
+    const record: ResultRecord = { ...question, ...logged, response: result.text, pred };
     store.append(record);
     answered += 1;
     if (result.usage) usages.push(result.usage);
@@ -158,23 +165,28 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     }
   }
 
-  // `parallel` workers share one queue. The first error stops them all taking more work; a FatalServerError is
-  // the server's fault, anything else a bug. Either way the answers so far are written before it is thrown.
+  // Per category, `parallel` workers share one queue. The first error stops them all taking more work; a
+  // FatalServerError is the server's fault, anything else a bug. Either way the answers so far are written first.
   const stop: { error: unknown } = { error: null };
-  let next = 0;
   let done = 0;
-  async function worker(): Promise<void> {
-    while (stop.error === null && next < toAsk.length) {
-      try {
-        await ask(toAsk[next++]!);
-      } catch (error) {
-        stop.error ??= error;
+  const categorySeconds: number[] = [];
+  for (const [category, toAsk] of todo) {
+    const categoryStarted = performance.now();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (stop.error === null && next < toAsk.length) {
+        try {
+          await ask(toAsk[next++]!);
+        } catch (error) {
+          stop.error ??= error;
+        }
+        options.events?.progress?.(++done, toAskCount);
       }
-      options.events?.progress?.(++done, toAsk.length);
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(config.test.parallel, toAsk.length) }, worker));
+    store.finalize(category);
+    categorySeconds.push((performance.now() - categoryStarted) / 1000);
   }
-  await Promise.all(Array.from({ length: Math.min(config.test.parallel, toAsk.length) }, worker));
-  for (const category of selected.keys()) store.finalize(category);
   const seconds = (performance.now() - started) / 1000;
 
   const records = new Map([...selected.keys()].map((category) => [category, store.read(category)]));
@@ -183,6 +195,7 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
     records,
     failed,
     tokens: tokenStats(usages, seconds),
+    seconds: { categories: categorySeconds, total: seconds },
     asked: answered,
     skipped,
     outputDir,
@@ -197,12 +210,16 @@ export async function runMmluPro(config: MmluProConfig, options: RunOptions = {}
   return summary;
 }
 
-/** Per-category summaries (the original's shape), report.txt and summary.json from the answered records. */
+/**
+ * Per-category summaries and report.txt (the original's bytes), and summary.json (ours) from the answered records.
+ * `seconds`: each category's wall time and the whole run's, for report.txt.
+ */
 export function summarize(input: {
   config: MmluProConfig;
   records: Map<Category, ResultRecord[]>;
   failed: FailedQuestion[];
   tokens: TokenStats | null;
+  seconds: { categories: number[]; total: number };
   asked: number;
   skipped: number;
   outputDir: string;
@@ -212,18 +229,12 @@ export function summarize(input: {
   const scoring = config.test.scoring;
   const categories = [...input.records].map(([category, records]) => categoryScore(category, tally(records, scoring)));
   for (const score of categories)
-    writeJsonAtomic(path.join(outputDir, `${score.category}_summary.json`), originalSummary(score.category, score));
-  const heading = [
-    `MMLU-Pro, iwibench ${run.version}: model ${config.server.model} at ${config.server.url}`,
-    ...(config.server.model_note ? [`model note: ${config.server.model_note}`] : []),
-    `scoring profile: ${scoring}${run.rescored_from ? ` (rescored from the responses in ${run.rescored_from})` : ''}`,
-    `style ${config.inference.style}, ${config.test.cot ? '5-shot CoT' : 'zero-shot'}, language ${config.test.language}, ` +
-      `${config.test.subset === null ? 'all questions' : `first ${config.test.subset} per category`}`,
-    `data: ${[...run.data.test, ...run.data.validation].map((f) => `${f.name} (sha256 ${f.sha256.slice(0, 12)}…)`).join(', ')}`,
-    ...(config.comment ? [`comment: ${config.comment}`] : []),
-  ];
-  const text = reportText({ heading, categories, failed, tokens: input.tokens });
-  writeFileAtomic(path.join(outputDir, 'report.txt'), text);
+    writeFileAtomic(
+      path.join(outputDir, `${score.category}_summary.json`),
+      pythonJson(categorySummary(score.category, score, scoring), true),
+    );
+  const report = reportText({ categories, profile: scoring, seconds: input.seconds, tokens: input.tokens });
+  writeFileAtomic(path.join(outputDir, 'report.txt'), report);
   const summary: RunSummary = {
     model: config.server.model,
     scoring,
@@ -234,7 +245,8 @@ export function summarize(input: {
     tokens: input.tokens,
     asked: input.asked,
     skipped: input.skipped,
-    markdown_table: markdownTable(categories),
+    markdown_table: markdownTable(categories, scoring),
+    report,
     run,
   };
   writeJsonAtomic(path.join(outputDir, 'summary.json'), summary);
@@ -259,6 +271,7 @@ function answerSettings(config: MmluProConfig, files: RunInfo['data']): Record<s
     top_p: config.inference.top_p,
     max_tokens: config.inference.max_tokens,
     stop: config.inference.stop,
+    stop_at_question: config.inference.stop_at_question,
     test_sha256: files.test.map((f) => f.sha256),
     validation_sha256: files.validation.map((f) => f.sha256),
   };

@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MultiBar, Presets } from 'cli-progress';
-import { DEFAULTS as SETTINGS, readConfigFile, resolveConfig, type FlagOverrides } from '../mmlu-pro/config.ts';
+import { readConfigFile, resolveConfig, type FlagOverrides } from '../mmlu-pro/config.ts';
 import { compareFolders, comparisonTable } from '../mmlu-pro/compare.ts';
 import { rescoreFolder } from '../mmlu-pro/rescore.ts';
 import { runMmluPro } from '../mmlu-pro/runner.ts';
@@ -22,50 +22,45 @@ import { isScoringProfile, SCORING_PROFILES } from '../mmlu-pro/score.ts';
 type Flag = { short?: string; type: 'string' | 'boolean'; multiple?: true; number?: true; help: string };
 
 // --- flags --------------------------------------------------------------------------------------------------------
-// The original's flags (with its short forms) first, then ours. Unset flags leave the config file's value.
+// The original's flags (run_openai.py 6c0efcf -h: its short forms and help), then ours. As there, a flag left out,
+// empty or 0 leaves the config file's value (`if args.x:`); --model sets the model note too and --model_note sets
+// nothing; --language counts only with --cot, and --cot sets the language (default en).
 const RUN_FLAGS: Record<string, Flag> = {
   config: {
     short: 'c',
     type: 'string',
-    help: 'configuration file (default: ./config.toml if present, else the built-in defaults)',
+    help: 'Configuration file. Default=config.toml (ours: the built-in defaults when there is none)',
   },
-  url: { short: 'u', type: 'string', help: `server url (default ${SETTINGS.server.url})` },
+  url: { short: 'u', type: 'string', help: 'server url' },
   api: { short: 'a', type: 'string', help: 'api key' },
-  model: { short: 'm', type: 'string', help: `model name (default ${SETTINGS.server.model})` },
-  model_note: {
-    type: 'string',
-    help: 'a note on the model (e.g. a quantization): in the report and the output folder name',
-  },
-  timeout: { type: 'string', number: true, help: `request timeout in seconds (default ${SETTINGS.server.timeout})` },
+  model: { short: 'm', type: 'string', help: 'Model name (also the model note, as in the original)' },
+  model_note: { type: 'string', help: 'Additional note on model name (ignored, as in the original)' },
+  timeout: { type: 'string', number: true, help: 'Request timeout in seconds' },
   category: {
     type: 'string',
     multiple: true,
-    help: 'categories to run: repeat the flag or separate with commas (default all 14)',
+    help: 'a category (ours: repeat the flag or separate with commas for more)',
   },
-  parallel: {
-    short: 'p',
-    type: 'string',
-    number: true,
-    help: `number of parallel requests (default ${SETTINGS.test.parallel})`,
-  },
-  verbosity: { short: 'v', type: 'string', number: true, help: 'verbosity level 0-2 (default 0)' },
-  log_prompt: { type: 'boolean', help: 'keep each exact prompt in the result files (the example config turns it on)' },
-  cot: { type: 'boolean', help: 'use the 5 chain-of-thought examples (the example config turns it on)' },
+  parallel: { short: 'p', type: 'string', number: true, help: 'Number of parallel requests' },
+  verbosity: { short: 'v', type: 'string', number: true, help: 'Verbosity level 0-2' },
+  log_prompt: { type: 'boolean', help: 'Writes exact prompt and response into log.txt' },
+  cot: { type: 'boolean', help: 'Use COT instructions' },
   language: {
     type: 'string',
-    help: 'en | id | ja | ko | zh: system prompt, examples, data files, extraction phrases (default en)',
+    help: 'Language of MMLU-Pro test. Default=en. Supported: en, id, ja, ko, zh (only with --cot, as in the original)',
   },
   scoring: {
     type: 'string',
-    help: `${SCORING_PROFILES.join(' | ')}: how answers are read and guessed (default original)`,
+    help: `${SCORING_PROFILES.join(' | ')}: how answers are read and guessed (default original; no_random: no guess)`,
   },
   style: { type: 'string', help: 'multi_chat | single_chat | no_chat (default multi_chat)' },
+  stop_at_question: { type: 'boolean', help: 'also stop at "Question:" (not sent by the original)' },
   subset: { type: 'string', number: true, help: 'only the first N questions of each category' },
   data_dir: {
     type: 'string',
     help: 'parquet / JSON-lines folder, or a Hugging Face cache (default: the Hugging Face cache)',
   },
-  output_dir: { type: 'string', help: 'result folder (default eval_results/<model>[-<model_note>])' },
+  output_dir: { type: 'string', help: 'result folder (default eval_results_<language>/<model>-<model_note>)' },
   comment: { type: 'string', help: 'free text copied into the report' },
   help: { short: 'h', type: 'boolean', help: 'print this help' },
 };
@@ -143,11 +138,10 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(HELP.run);
     return;
   }
-  const { config: configFlag, help: _help, cot, log_prompt, ...rest } = values;
-  // The original's store_true flags can only switch a setting on.
-  const overrides = { ...rest, cot: cot || undefined, log_prompt: log_prompt || undefined } as FlagOverrides;
-  const configFile = typeof configFlag === 'string' ? configFlag : existsSync('config.toml') ? 'config.toml' : null;
-  const config = resolveConfig(configFile ? readConfigFile(configFile) : {}, overrides);
+  const warn = (message: string) => process.stderr.write(`mmlu-pro: ${message}\n`);
+  const configFile =
+    typeof values.config === 'string' ? values.config : existsSync('config.toml') ? 'config.toml' : null;
+  const config = resolveConfig(configFile ? readConfigFile(configFile, warn) : {}, originalOverrides(values, warn));
 
   const tty = process.stderr.isTTY === true;
   const bars = tty
@@ -181,7 +175,7 @@ export async function main(argv: string[]): Promise<void> {
     bars?.stop();
   }
   process.stderr.write(
-    `\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`,
+    `\n${summary.report}scoring: ${summary.scoring}\nReport saved to: ${summary.output_dir}/report.txt\n`,
   );
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   if (summary.failed.length > 0) {
@@ -190,6 +184,27 @@ export async function main(argv: string[]): Promise<void> {
     );
     process.exitCode = 1;
   }
+}
+
+const ORIGINAL_FLAGS = ['url', 'api', 'model', 'timeout', 'category', 'parallel', 'verbosity', 'log_prompt', 'cot'];
+
+/** The flags as run_openai.py 6c0efcf applies them (see RUN_FLAGS); ours as given. */
+function originalOverrides(values: Record<string, unknown>, warn: (message: string) => void): FlagOverrides {
+  const { config: _config, help: _help, model_note, language, ...rest } = values;
+  const overrides: Record<string, unknown> = Object.fromEntries(
+    Object.entries(rest).filter(
+      ([flag, value]) => !ORIGINAL_FLAGS.includes(flag) || (value !== 0 && value !== '' && value !== false),
+    ),
+  );
+  if (overrides.model !== undefined) overrides.model_note = overrides.model;
+  if (model_note !== undefined)
+    warn(
+      '--model_note is ignored, as in run_openai.py 6c0efcf (--model sets the note; or set model_note in the config)',
+    );
+  if (overrides.cot) overrides.language = language ?? 'en';
+  else if (language !== undefined)
+    warn('--language is ignored without --cot, as in run_openai.py 6c0efcf (or set language in the config)');
+  return overrides as FlagOverrides;
 }
 
 async function compare(argv: string[]): Promise<void> {

@@ -139,15 +139,15 @@ describe('npx iwibench mmlu-pro', () => {
         ['--model', 'm', '--parallel', 'many', '-v', 'x'],
         /--parallel must be a number, got "many"\n--verbosity must be a number, got "x"/,
       ],
-      [['--model', 'm', '--scoring', 'strict'], /--scoring\) must be one of original, tiger, lenient/],
+      [['--model', 'm', '--scoring', 'strict'], /--scoring\) must be one of original, no_random, tiger, lenient/],
       [
         ['rescore'],
-        /rescore needs one result folder, got 0\n--scoring must be one of original, tiger, lenient, got null/,
+        /rescore needs one result folder, got 0\n--scoring must be one of original, no_random, tiger, lenient, got null/,
       ],
       [['--model', 'm', '--no-such-flag'], /Unknown option '--no-such-flag'/],
       [['--model', 'm', '--config', path.join(out, 'none.toml')], /cannot read config file/],
       [['--model', 'm', '--data_dir', path.join(scratch.dir, 'nowhere')], /is not a folder/],
-      [['--model', 'm', '--language', 'ko', '--data_dir', DATA_DIR], /no test data for language "ko"/],
+      [['--model', 'm', '--cot', '--language', 'ko', '--data_dir', DATA_DIR], /no test data for language "ko"/],
       [['compare', out], /compare needs two result folders/],
     ];
     const sub = (args: string[]) => args[0] === 'compare' || args[0] === 'rescore';
@@ -207,10 +207,10 @@ describe('npx iwibench mmlu-pro', () => {
       expect(summary).toMatchObject({
         model: 'from-config',
         scoring: 'original',
-        output_dir: path.join('eval_results', 'from-config-note'),
+        output_dir: path.join('eval_results_en', 'from-config-note'),
       });
       expect(summary.categories.map((c: { category: string }) => c.category)).toEqual(['math', 'law']);
-      expect(existsSync(path.join(work, 'eval_results', 'from-config-note', 'law_summary.json'))).toBe(true);
+      expect(existsSync(path.join(work, 'eval_results_en', 'from-config-note', 'law_summary.json'))).toBe(true);
 
       // -c another file, -u and -m over it.
       const other = path.join(scratch.dir, 'other.toml');
@@ -235,10 +235,40 @@ describe('npx iwibench mmlu-pro', () => {
         ]),
       );
       expect(JSON.parse(stdout)).toMatchObject({ model: 'short', overall: { total: 4, correct: 4 } });
+      // As run_openai.py 6c0efcf: -m sets the model note too; --model_note and --language without --cot set nothing.
       expect(JSON.parse(readFileSync(path.join(out, 'run.json'), 'utf8')).config).toMatchObject({
-        server: { url: server.url },
-        test: { cot: false },
+        server: { url: server.url, model: 'short', model_note: 'short' },
+        test: { cot: false, language: 'en' },
       });
+      const ignored = path.join(scratch.dir, 'ignored-flags');
+      const quirks = await captureOutput(() =>
+        main([
+          '-c',
+          other,
+          '-u',
+          server.url,
+          '--model_note',
+          'n',
+          '--language',
+          'ko',
+          '-p',
+          '0',
+          '--category',
+          'math',
+          '--subset',
+          '1',
+          '--data_dir',
+          DATA_DIR,
+          '--output_dir',
+          ignored,
+        ]),
+      );
+      expect(JSON.parse(quirks.stdout).run.config).toMatchObject({
+        server: { model: 'nope', model_note: 'LORA' },
+        test: { language: 'en', parallel: 16 },
+      });
+      expect(quirks.stderr).toMatch(/--model_note is ignored/);
+      expect(quirks.stderr).toMatch(/--language is ignored without --cot/);
     } finally {
       await server.close();
     }

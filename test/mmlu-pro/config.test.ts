@@ -5,7 +5,7 @@ import {
   ConfigError,
   DEFAULTS,
   FLAG_SETTINGS,
-  modelFolderName,
+  outputFolder,
   readConfigFile,
   resolveConfig,
   type FlagName,
@@ -17,12 +17,12 @@ import { REPO_ROOT, scratchDir } from './helpers.ts';
 const scratch = scratchDir();
 afterAll(scratch.remove);
 
-// OAI-API-MMLU-Pro's example config, as its README shows it (with the model_note key its script reads).
+// OAI-API-MMLU-Pro 6c0efcf's config.toml, byte for byte (the Korean and Chinese prompts in its comments).
 const FORK_EXAMPLE = `[server]
 url = "http://localhost:8000/v1"
 api_key = "api key"
 model = "llama3"
-model_note = ""
+model_note = "LORA"
 timeout = 600.0
 
 [inference]
@@ -39,7 +39,13 @@ system_prompt = "You are an expert that knows everything. You are tasked with an
 # system_prompt = "Anda adalah seseorang yang pintar dan mengetahui segalanya. Anda diberi perintah untuk menjawab pertanyaan pilihan ganda. Berikut adalah pertanyaan pilihan ganda tentang {subject}. Jawab dengan format: 'Jawabannya adalah (pilihan jawaban)'."
 
 # Japan system prompt
-# あなたはすべてを知っている専門家です。多肢選択式の質問に回答することが求められます。次は、{subject} に関する多肢選択式の質問です。最終的な回答を「答えは (選択した回答) です」という形式で入力してください。
+# system_prompt = "あなたはすべてを知っている専門家です。多肢選択式の質問に回答することが求められます。次は、{subject} に関する多肢選択式の質問です。最終的な回答を「答えは (選択した回答) です」という形式で入力してください。"
+
+# Korean system prompt
+# system_prompt = "당신은 모든 것을 아는 전문가입니다. 당신은 객관식 질문에 답하는 임무를 맡고 있습니다. 다음은 {subject}에 관한 객관식 질문(답변 포함)입니다. 최종 답변은 '대답은 (선택된 답변)' 형식으로 작성해 주세요."
+
+# Chinese system prompt
+# system_prompt = "你是一位无所不知的专家。你的任务是回答一道多项选择题。以下是一道关于{subject}的多项选择题（附答案）。请以“答案是（选定答案）”的格式给出你的最终答案。"
 
 # "single_chat" inserts all the COT examples and question into a single message. Default  style for GPT-4O script, but raises a lot of format issues especially for small models.
 # "multi_chat" inserts COT examples into multi-turn messages. Use for instruct/chat models.
@@ -49,14 +55,18 @@ style = "multi_chat"
 [test]
 categories = ['biology', 'business', 'chemistry', 'computer science', 'economics', 'engineering', 'health', 'history', 'law', 'math', 'philosophy', 'physics', 'psychology', 'other']
 parallel = 16
+
+# Use chain of thoughts prompting or no.
 cot = true
+
+# Supported languages = en, id, ja, ko, zh
+language = "en"
 
 [log]
 # Verbosity between 0-2
 verbosity = 0
 # If true, logs exact prompt sent to the model in the test result files.
-log_prompt = true
-`;
+log_prompt = true`;
 
 function tomlFile(name: string, text: string): string {
   const file = path.join(scratch.dir, name);
@@ -83,7 +93,7 @@ describe('config', () => {
       url: 'http://localhost:8000/v1',
       api_key: 'api key',
       model: 'llama3',
-      model_note: '',
+      model_note: 'LORA',
       timeout: 600,
       max_retries: 5,
     });
@@ -91,7 +101,8 @@ describe('config', () => {
       temperature: 0,
       top_p: 1,
       max_tokens: 1024,
-      stop: ['<|eot_id|>'],
+      stop: '<|eot_id|>',
+      stop_at_question: false,
       style: 'multi_chat',
     });
     expect(fromExample.inference.system_prompt).toBe(LANGUAGES.en.systemPrompt);
@@ -106,10 +117,12 @@ describe('config', () => {
     expect(DEFAULTS.test.scoring).toBe('original');
   });
 
-  it("takes the language's system prompt when the file gives none", () => {
-    expect(resolveConfig({}, { language: 'JA' }).inference.system_prompt).toBe(LANGUAGES.ja.systemPrompt);
+  it("takes the language's system prompt when the file gives none; the language is case-sensitive", () => {
+    expect(resolveConfig({}, { language: 'ja' }).inference.system_prompt).toBe(LANGUAGES.ja.systemPrompt);
+    // The original's `language == "ja"` fails for "JA" (no labels: every request errors); ours says so up front.
+    expect(problemsOf(() => resolveConfig({}, { language: 'JA' })).join('\n')).toMatch(/language .* got "JA"/);
     expect(LANGUAGES.id.systemPrompt).toContain("'Jawabannya adalah (pilihan jawaban)'");
-    expect(Object.isFrozen(resolveConfig().inference.stop)).toBe(true);
+    expect(Object.isFrozen(resolveConfig({ inference: { stop: ['a'] } }).inference.stop)).toBe(true);
   });
 
   it('lets every flag override its key', () => {
@@ -121,6 +134,7 @@ describe('config', () => {
       model_note: 'Q4_K_M',
       timeout: 5,
       style: 'no_chat',
+      stop_at_question: true,
       category: 'math',
       parallel: 3,
       cot: false,
@@ -161,18 +175,22 @@ describe('config', () => {
     );
   });
 
-  it('rejects unknown sections and keys, and wrong types, listing every problem', () => {
-    const file = tomlFile(
-      'bad.toml',
-      '[server]\nmodel = 3\nhost = "x"\n[inference]\ntemprature = 0.1\nconstructor = 1\n[extra]\na = 1\n',
+  it('ignores unknown sections and keys as toml.load leaves them, naming each; rejects wrong types', () => {
+    const unknown = tomlFile(
+      'unknown.toml',
+      '[server]\nhost = "x"\n[inference]\ntemprature = 0.1\nconstructor = 1\n[extra]\na = 1\n',
     );
-    const problems = problemsOf(() => readConfigFile(file));
-    expect(problems).toHaveLength(5);
+    const warnings: string[] = [];
+    const read = readConfigFile(unknown, (m) => warnings.push(m));
+    expect(resolveConfig(read)).toEqual(resolveConfig());
+    expect(warnings).toHaveLength(4);
+    expect(warnings.join('\n')).toMatch(/ignoring unknown key "host" in \[server\]/);
+    expect(warnings.join('\n')).toMatch(/ignoring unknown key "temprature" in \[inference\]/);
+    expect(warnings.join('\n')).toMatch(/ignoring unknown key "constructor" in \[inference\]/);
+    expect(warnings.join('\n')).toMatch(/ignoring unknown section "extra"/);
+    const problems = problemsOf(() => readConfigFile(tomlFile('bad.toml', '[server]\nmodel = 3\ntimeout = "x"\n')));
+    expect(problems).toHaveLength(2);
     expect(problems.join('\n')).toMatch(/\[server\] model must be a string/);
-    expect(problems.join('\n')).toMatch(/unknown key "host" in \[server\]/);
-    expect(problems.join('\n')).toMatch(/unknown key "temprature" in \[inference\]/);
-    expect(problems.join('\n')).toMatch(/unknown key "constructor" in \[inference\]/);
-    expect(problems.join('\n')).toMatch(/unknown section "extra"/);
   });
 
   it('reports a TOML syntax error and a missing file', () => {
@@ -203,7 +221,7 @@ describe('config', () => {
     expect(text).toMatch(/unknown category "astrology"/);
     expect(text).toMatch(/style .* must be one of multi_chat, single_chat, no_chat/);
     expect(text).toMatch(/language .* must be one of en, id, ja, ko, zh/);
-    expect(text).toMatch(/scoring .* must be one of original, tiger, lenient/);
+    expect(text).toMatch(/scoring .* must be one of original, no_random, tiger, lenient/);
     expect(text).toMatch(/parallel .* from 1 to 1024/);
     expect(text).toMatch(/verbosity .* 0, 1 or 2/);
     expect(text).toMatch(/url .* http\(s\) URL/);
@@ -211,13 +229,18 @@ describe('config', () => {
     expect(text).toMatch(/server.model \(--model\) must not be empty/);
   });
 
-  it('accepts stop as a string or a list', () => {
-    expect(resolveConfig({ inference: { stop: '<|im_end|>' } }).inference.stop).toEqual(['<|im_end|>']);
+  it('keeps stop as the config gives it, a string or a list', () => {
+    expect(resolveConfig({ inference: { stop: '<|im_end|>' } }).inference.stop).toBe('<|im_end|>');
     expect(resolveConfig({ inference: { stop: ['a', 'b'] } }).inference.stop).toEqual(['a', 'b']);
   });
 
-  it('makes the model name and note path-safe as the reference (\\W → -)', () => {
-    expect(modelFolderName('meta-llama/Llama-3.1-8B:q4')).toBe('meta-llama-Llama-3-1-8B-q4');
-    expect(modelFolderName('llama3', 'Q4_K_M 8k')).toBe('llama3-Q4_K_M-8k');
+  it('names the output folder as the original: eval_results_<language>/<model, \\W → ->-<note as it is>', () => {
+    const folder = (model: string, model_note: string, language = 'en') =>
+      outputFolder(resolveConfig({ server: { model, model_note }, test: { language } }));
+    expect(folder('meta-llama/Llama-3.1-8B:q4', 'Q4_K_M 8k')).toBe(
+      path.join('eval_results_en', 'meta-llama-Llama-3-1-8B-q4-Q4_K_M 8k'),
+    );
+    expect(folder('llama3', '', 'ko')).toBe(path.join('eval_results_ko', 'llama3-'));
+    expect(folder('모델 1', 'x', 'zh')).toBe(path.join('eval_results_zh', '모델-1-x')); // \\w is Unicode in Python
   });
 });

@@ -13,8 +13,16 @@ import {
   resolveDataDir,
   selectQuestions,
 } from '../../mmlu-pro/data.ts';
-import { LANGUAGES, LANGUAGE_CODES } from '../../mmlu-pro/languages.ts';
-import { jsonLines, questions, rows, SHOTS_PER_CATEGORY, TEST_PER_CATEGORY } from './fixtures.ts';
+import { LANGUAGE_CODES } from '../../mmlu-pro/languages.ts';
+import {
+  FORK_FILE_SUFFIX,
+  jsonLines,
+  questions,
+  rows,
+  SHOTS_PER_CATEGORY,
+  TEST_PER_CATEGORY,
+  TRANSLATED_PADDING,
+} from './fixtures.ts';
 import { DATA_DIR, scratchDir } from './helpers.ts';
 
 const scratch = scratchDir();
@@ -50,29 +58,33 @@ describe('loading MMLU-Pro', () => {
     expect(jsonl.questions).toEqual(parquet.questions);
   });
 
-  it("finds each language's validation file whatever the case of its name (ID, JA, en, ko, zh)", () => {
+  it("finds the file the original opens, MMLU-Pro-Validation-<language>.json, in the fork's case (ID, JA, en, ko, zh)", () => {
     for (const code of LANGUAGE_CODES) {
       const [file] = findSplitFiles(DATA_DIR, 'validation', code);
-      if (code === 'en') expect(path.basename(file!)).toBe('validation-00000-of-00001.parquet');
-      else expect(path.basename(file!)).toBe(`MMLU-Pro-Validation-${LANGUAGES[code].fileSuffix}.json`);
+      expect(path.basename(file!)).toBe(`MMLU-Pro-Validation-${FORK_FILE_SUFFIX[code]}.json`);
     }
+    // English without the fork's file: the dataset's parquet.
+    expect(findSplitFiles(DATA_DIR, 'test', 'en').map((f) => path.basename(f))).toEqual([
+      'test-00000-of-00001.parquet',
+    ]);
   });
 
   it('a missing test file for a language is a clear error', async () => {
     await expect(loadDataset(DATA_DIR, 'ja', true)).rejects.toThrow(
-      /no test data for language "ja": looked for MMLU-Pro-Test-JA.json/,
+      /no test data for language "ja": looked for MMLU-Pro-Test-ja.json/,
     );
   });
 
-  it('reads a JSON-lines test file of another language (any case of its name), dropping its translated padding', async () => {
+  it('reads a JSON-lines test file of another language (any case of its name), dropping only "N/A"', async () => {
     const dir = path.join(scratch.dir, 'ja');
     mkdirSync(dir);
     writeFileSync(path.join(dir, 'MMLU-Pro-Validation-JA.json'), jsonLines(rows('validation', 'ja')));
     writeFileSync(path.join(dir, 'mmlu-pro-test-ja.json'), jsonLines(rows('test', 'ja')));
-    expect(rows('test', 'ja').some((r) => r.options.includes('該当なし'))).toBe(true);
+    expect(rows('test', 'ja').some((r) => r.options.includes(TRANSLATED_PADDING.ja))).toBe(true);
     const data = await loadDataset(dir, 'ja', true);
     expect(data.test).toEqual(questions('test', 'ja'));
-    expect(data.test.some((q) => q.options.includes('該当なし'))).toBe(false);
+    // The original's preprocess drops "N/A" only: the translated padding is an option it shows the model.
+    expect(data.test.some((q) => q.options.includes(TRANSLATED_PADDING.ja))).toBe(true);
   });
 
   it('resolves the Hugging Face cache layout through refs/main', async () => {

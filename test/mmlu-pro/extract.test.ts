@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { extractAnswer } from '../../mmlu-pro/extract.ts';
 import type { LanguageCode } from '../../mmlu-pro/languages.ts';
 
-// [language, response, original, tiger, lenient, why]. Each expected letter was worked out by hand from the rules
-// (extract.ts header): original = the fork's rules per language, case as they are, bracket fixes only where a rule
-// found nothing; tiger = TIGER-Lab's English rules; lenient = case-insensitive brackets, no letter glued to a word.
+// [language, response, original, tiger, lenient, why]. Each expected letter was worked out from the rules (extract.ts
+// header): original = run_openai.py 6c0efcf's rules per language, case-sensitive (its letters were checked once by
+// running its extract_answer on these responses); tiger = TIGER-Lab's English rules; lenient = case-insensitive
+// brackets, no letter glued to a word.
 type Row = [LanguageCode, string, string | null, string | null, string | null, string];
 const TABLE: Row[] = [
   ['en', 'Let me work it out. The answer is (B).', 'B', 'B', 'B', 'rule 1, round brackets'],
@@ -20,14 +21,7 @@ const TABLE: Row[] = [
   ['en', 'so the answer is D.', 'D', 'D', 'D', 'rule 1 without brackets'],
   ['en', 'The answer is [C]', 'C', 'C', 'C', "square brackets: the fork's fix (original), rule 3 (tiger)"],
   ['en', 'The answer is [c]', null, null, 'C', 'square brackets, lower case'],
-  [
-    'en',
-    'The answer is (Option B), not A.',
-    'B',
-    'A',
-    'A',
-    "words inside the brackets: the fork's fix; the others fall to rule 3",
-  ],
+  ['en', 'The answer is (Option B), not A.', 'A', 'A', 'A', 'no bracket fix in 6c0efcf: rule 3 for the original too'],
   ['en', 'The answer is (E Paris is the capital)', 'E', 'E', 'E', 'words after the letter inside the brackets'],
   [
     'en',
@@ -40,26 +34,26 @@ const TABLE: Row[] = [
   [
     'en',
     'The answer is Because of entropy. Final: the answer is (F)',
-    'B',
+    'F',
     'B',
     'F',
-    'a letter glued to a word: only lenient skips it',
+    '6c0efcf\'s rule 1 wants a capital "Answer is": rule 3 (F); tiger\'s lower-case rule 1 reads the B',
   ],
   [
     'en',
     'The answer is (A). Wait, no: the answer is (B).',
+    'B',
     'A',
     'A',
-    'A',
-    'rule 1 takes the first match, as re.search',
+    '6c0efcf: no "Answer is" in capitals, so rule 3, the last standalone capital',
   ],
   [
     'en',
     'The answer is (C).\n\nWhy not the others: A is too small and B too large.',
+    'B',
     'C',
     'C',
-    'C',
-    'rule 1 wins over trailing letters',
+    '6c0efcf: rule 3 takes the trailing B; tiger and lenient read rule 1',
   ],
   ['en', 'Answer: D', 'D', 'D', 'D', 'rule 2'],
   ['en', 'answer: (G)', 'G', 'G', 'G', 'rule 2 with brackets (tiger: rule 3)'],
@@ -67,19 +61,19 @@ const TABLE: Row[] = [
   [
     'en',
     'Answer: B or maybe Answer: C\nAnswer: D',
+    'D',
     'C',
     'C',
-    'C',
-    'rule 2: last match on the first line with one (greedy .*)',
+    '6c0efcf\'s rule 2 wants "Answer is:": rule 3 (D); tiger\'s rule 2 takes the last on the first line',
   ],
   ['en', 'Answer:\n  J', 'J', 'J', 'J', 'rule 2: \\s* crosses the line break'],
   [
     'en',
     'Answer: Based on the data, I pick C',
-    'B',
+    'C',
     'B',
     'C',
-    '"Answer: Based": B for the original and tiger, skipped by lenient',
+    '6c0efcf: rule 3 (C); tiger\'s "Answer: B" reads the B of Based',
   ],
   ['en', '(E) Paris', 'E', 'E', 'E', 'rule 3: Paris is not a standalone letter'],
   ['en', 'Option A looks right, but B is better', 'B', 'B', 'B', 'rule 3: the last standalone capital'],
@@ -101,12 +95,12 @@ const TABLE: Row[] = [
     "the language's phrase for the original; English for lenient",
   ],
   ['id', 'Jawabannya adalah (B).', 'B', 'B', 'B', 'Indonesian rule 1'],
-  ['id', 'Jawaban: C, bukan A', 'C', 'A', 'A', 'Indonesian rule 2; the others fall to rule 3'],
+  ['id', 'Jawaban: C, bukan A', 'A', 'A', 'A', '6c0efcf\'s rule 2 wants "Jawaban adalah:": rule 3 for all'],
   ['id', 'Jawabannya adalah [E]', 'E', 'E', 'E', 'Indonesian, square brackets'],
   ['ko', '대답은 (C)입니다.', 'C', 'C', 'C', 'Korean rule 1'],
-  ['ko', '대답: D 입니다, A 아님', 'D', 'A', 'A', 'Korean rule 2'],
+  ['ko', '대답: D 입니다, A 아님', 'A', 'A', 'A', '6c0efcf\'s rule 2 wants "대답은:": rule 3 for all'],
   ['zh', '答案是（B）。', 'B', 'B', 'B', 'Chinese full-width brackets: the bracket fix; rule 3 for the others'],
-  ['zh', '答案: C，不是 A', 'C', 'A', 'A', 'Chinese rule 2'],
+  ['zh', '答案: C，不是 A', 'A', 'A', 'A', '6c0efcf\'s rule 2 wants "答案是:": rule 3 for all'],
 ];
 
 describe('extractAnswer, per language and profile', () => {

@@ -1,6 +1,7 @@
 // MMLU-Pro-format data made by the tests themselves: a small synthetic dataset (no real questions) written as the
 // dataset's parquet files (TIGER-Lab's schema: question_id and answer_index INT64, options a LIST of UTF8 strings,
-// "N/A" padding to ten options) and as the fork's JSON-lines files per language (translated padding, "A: …" CoT).
+// "N/A" padding to ten options) and as the fork's JSON-lines files per language (padding that the translators
+// translated on some rows, which the original keeps as an option; "A: …" CoT).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
@@ -8,6 +9,15 @@ import { CATEGORIES, type Category, type Question } from '../../mmlu-pro/data.ts
 import { LANGUAGES, type LanguageCode } from '../../mmlu-pro/languages.ts';
 
 const LETTERS = 'ABCDEFGHIJ';
+
+/** What the padding reads as in our files per language: translated outside English (the original drops only "N/A"). */
+export const TRANSLATED_PADDING: Record<LanguageCode, string> = {
+  en: 'N/A',
+  id: 'T/A',
+  ja: '該当なし',
+  ko: '해당 없음',
+  zh: '不适用',
+};
 
 /** A raw row as the files hold it: options padded with `padding` to ten. */
 export type Row = Omit<Question, 'options'> & { options: string[] };
@@ -32,7 +42,7 @@ function row(
   const count = optionCountOf(i, categoryIndex);
   const answerIndex = (i * 7 + categoryIndex * 3) % count;
   const options = Array.from({ length: count }, (_, k) => `${category} ${split} ${i} option ${k + 1}`);
-  const padding = language === 'en' ? 'N/A' : (LANGUAGES[language].padding[0] ?? 'N/A');
+  const padding = TRANSLATED_PADDING[language];
   // Like the real files: options padded to ten with "N/A" on some rows.
   const padded = i % 3 === 0 ? [...options, ...Array(10 - count).fill(padding)] : options;
   return {
@@ -59,10 +69,9 @@ export function rows(split: 'test' | 'validation', language: LanguageCode = 'en'
   );
 }
 
-/** The rows as the runner sees them: padding dropped. */
+/** The rows as the runner sees them: "N/A" dropped, and only that (a translated padding stays, as in the original). */
 export function questions(split: 'test' | 'validation', language: LanguageCode = 'en'): Question[] {
-  const drop = new Set(['N/A', ...LANGUAGES[language].padding]);
-  return rows(split, language).map((r) => ({ ...r, options: r.options.filter((o) => !drop.has(o)) }));
+  return rows(split, language).map((r) => ({ ...r, options: r.options.filter((o) => o !== 'N/A') }));
 }
 
 /** The dataset's parquet schema (as TIGER-Lab's files declare it) and `rows` as one parquet file. */
@@ -100,6 +109,9 @@ export function jsonLines(data: Row[]): string {
   return data.map((r) => JSON.stringify(r)).join('\n') + '\n';
 }
 
+/** The case of the fork's file names (it ships -ID and -JA, and opens -id and -ja). */
+export const FORK_FILE_SUFFIX: Record<LanguageCode, string> = { en: 'en', id: 'ID', ja: 'JA', ko: 'ko', zh: 'zh' };
+
 /**
  * A data folder as the runner expects one: `test-00000-of-00001.parquet`, `validation-00000-of-00001.parquet`, and
  * the fork's `MMLU-Pro-Validation-<suffix>.json` for all five languages. Returns the folder.
@@ -110,7 +122,7 @@ export function writeDataDir(dir: string): string {
   writeFileSync(path.join(dir, 'validation-00000-of-00001.parquet'), parquetBytes(rows('validation')));
   for (const language of Object.values(LANGUAGES)) {
     writeFileSync(
-      path.join(dir, `MMLU-Pro-Validation-${language.fileSuffix}.json`),
+      path.join(dir, `MMLU-Pro-Validation-${FORK_FILE_SUFFIX[language.code]}.json`),
       jsonLines(rows('validation', language.code)),
     );
   }

@@ -91,10 +91,13 @@ describe('buildPrompt', () => {
 });
 
 describe('formatExample and the system prompt', () => {
-  it('strips the leading "A: " (and the Chinese file\'s "A：") and trims', () => {
+  it('strips a leading "A: " only (the Chinese file\'s "A：" stays), then strips as Python strips', () => {
     expect(formatExample('Q?', ['x'], 'A: because.').answer).toBe('because.');
-    expect(formatExample('Q?', ['x'], 'A：我们一步一步来想。').answer).toBe('我们一步一步来想。');
+    expect(formatExample('Q?', ['x'], 'A：我们一步一步来想。').answer).toBe('A：我们一步一步来想。');
+    expect(formatExample('Q?', ['x'], 'A:because.').answer).toBe('A:because.');
     expect(formatExample('Q?', ['x'], '  no prefix here  ').answer).toBe('no prefix here');
+    // Python's str.strip() takes \x1c-\x1f and \x85 but leaves \ufeff; JavaScript's trim() does the opposite.
+    expect(formatExample('Q?', ['x'], '\x1c\x85why\ufeff').answer).toBe('why\ufeff');
     expect(formatExample('  Q?  ', ['x', 'y']).example).toBe('Question:   Q?  \nOptions: A. x\nB. y');
   });
 
@@ -105,11 +108,6 @@ describe('formatExample and the system prompt', () => {
     expect(systemPromptFor(LANGUAGES.en.systemPrompt, 'law')).toBe(
       'You are an expert that knows everything. You are tasked with answering a multiple-choice question. The following is a multiple choice question (with answers) about law. Give your final answer in the format of `The answer is (chosen answer)`.',
     );
-    // Each language's prompt asks for the phrase its extraction reads (languages.ts answerIs).
-    for (const language of Object.values(LANGUAGES)) {
-      const phrase = language.code === 'en' ? 'The answer is (' : `${language.answerIs} (`;
-      expect(language.systemPrompt.replace(/[「“']/g, '').replace('（', ' ('), language.code).toContain(phrase);
-    }
   });
 });
 
@@ -131,17 +129,17 @@ describe('5-shot prompts from the validation split (synthetic files)', () => {
     expect(prompt.messages.some((m) => m.content.includes('N/A'))).toBe(false);
   });
 
-  it('Chinese: the translated "N/A" padding (不适用) dropped, the Chinese system prompt', async () => {
-    const { questions: zh } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), [
-      'N/A',
-      ...LANGUAGES.zh.padding,
-    ]);
+  it('Chinese: only "N/A" dropped (不适用 stays), the config\'s Chinese system prompt', async () => {
+    const { questions: zh } = await readQuestionFile(path.join(DATA_DIR, 'MMLU-Pro-Validation-zh.json'), ['N/A']);
     const math = examplesByCategory(zh).get('math')!;
     expect(math).toHaveLength(5);
-    expect(math.some((q) => q.options.includes('不适用'))).toBe(false);
+    expect(math.some((q) => q.options.includes('不适用'))).toBe(true);
     expect(math).toEqual(questions('validation', 'zh').filter((q) => q.category === 'math'));
-    const prompt = buildPrompt('multi_chat', systemPromptFor(LANGUAGES.zh.systemPrompt, 'math'), math, question);
+    const prompt = buildPrompt('multi_chat', systemPromptFor(LANGUAGES.zh.systemPrompt, 'math'), math, question, 'zh');
     if (prompt.kind !== 'chat') throw new Error('expected chat');
-    expect(prompt.messages[0]!.content).toContain('以下是关于math的多项选择题');
+    expect(prompt.messages[0]!.content).toContain('以下是一道关于math的多项选择题（附答案）');
+    expect(prompt.messages[1]!.content).toMatch(
+      /^问题：Synthetic validation question 0 about math \(zh\)\?\n选项: A\. /,
+    );
   });
 });

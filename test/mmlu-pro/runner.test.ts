@@ -59,7 +59,8 @@ function expectedPred(q: Question, profile: ScoringProfile): string | null {
     case 'wrong':
       return wrongLetter(q);
     case 'glued':
-      return profile === 'lenient' ? q.answer : 'B'; // "answer is B(ecause)"
+      // TIGER's rule 1 reads "answer is B(ecause)"; 6c0efcf's wants "Answer is", so its rule 3 takes the last capital.
+      return profile === 'tiger' ? 'B' : q.answer;
     case 'unparsable':
       return null;
   }
@@ -74,16 +75,24 @@ function expectedGuess(q: Question, profile: ScoringProfile): number {
 
 /** What the report must say, worked out from the script alone. */
 function expectedCounts(questions: Question[], profile: ScoringProfile = 'original') {
-  let [correct, randomGuesses, randomCorrect] = [0, 0, 0];
+  let [correct, randomGuesses, randomCorrect, noAnswer] = [0, 0, 0, 0];
+  const guesses = profile !== 'no_random'; // run_no_random.py: no letter is wrong
   for (const q of questions) {
     const pred = expectedPred(q, profile);
-    if (pred === null) {
+    if (pred === null) noAnswer += 1;
+    if (pred === null && guesses) {
       randomGuesses += 1;
       if (expectedGuess(q, profile) === q.answer_index) randomCorrect += 1;
     }
-    if (pred === null ? expectedGuess(q, profile) === q.answer_index : pred === q.answer) correct += 1;
+    if (pred === null ? guesses && expectedGuess(q, profile) === q.answer_index : pred === q.answer) correct += 1;
   }
-  return { total: questions.length, correct, random_guesses: randomGuesses, random_correct: randomCorrect };
+  return {
+    total: questions.length,
+    correct,
+    random_guesses: randomGuesses,
+    random_correct: randomCorrect,
+    no_answer: noAnswer,
+  };
 }
 
 function questionFor(request: FakeRequest): Question {
@@ -100,15 +109,17 @@ const pct = (part: number, whole: number) => (part > 0 ? ((part / whole) * 100).
 
 describe('a run against a fake OpenAI-compatible server', () => {
   it('the scripted counts differ between the profiles (else the next test would prove little)', () => {
-    const [original, tiger, lenient] = (['original', 'tiger', 'lenient'] as const).map((p) =>
+    const [original, noRandom, tiger, lenient] = (['original', 'no_random', 'tiger', 'lenient'] as const).map((p) =>
       expectedCounts(selected, p),
     );
-    expect(original).toEqual(tiger);
+    expect(original.correct).not.toBe(tiger.correct);
     expect(original.random_guesses).toBeGreaterThan(lenient.random_guesses);
     expect(original.correct).not.toBe(lenient.correct);
+    expect(noRandom.correct).toBe(original.correct - original.random_correct);
+    expect(original.random_correct).toBeGreaterThan(0);
   });
 
-  it.each(['original', 'tiger', 'lenient'] as const)(
+  it.each(['original', 'no_random', 'tiger', 'lenient'] as const)(
     'multi_chat, 5-shot, scoring %s: counts, files and report as scripted',
     async (profile) => {
       const server = await startFakeServer((r) => ({ content: scriptedReply(questionFor(r)) }));
@@ -140,7 +151,7 @@ describe('a run against a fake OpenAI-compatible server', () => {
         expect(summary.overall.adjusted_accuracy).toBe(
           (overall.correct - overall.random_correct) / (overall.total - overall.random_guesses),
         );
-        expect(summary.overall.unparsed_rate).toBe(overall.random_guesses / overall.total);
+        expect(summary.overall.unparsed_rate).toBe(overall.no_answer / overall.total);
         expect(summary).toMatchObject({ asked: selected.length, skipped: 0, failed: [] });
 
         // Each question asked once, with the reference's request parameters.
@@ -152,7 +163,7 @@ describe('a run against a fake OpenAI-compatible server', () => {
             temperature: 0,
             top_p: 1,
             max_tokens: 1024,
-            stop: ['Question:'],
+            stop: [],
             frequency_penalty: 0,
             presence_penalty: 0,
           });
@@ -189,17 +200,30 @@ describe('a run against a fake OpenAI-compatible server', () => {
           }
           const c = expectedCounts(expected, profile);
           const wrong = c.total - c.correct;
-          expect(readJson(path.join(out, `${category}_summary.json`))).toEqual({
-            [category]: { corr: c.correct, wrong, acc: c.correct / c.total },
-            random: { corr: c.random_correct, wrong: c.random_guesses - c.random_correct },
-            total: { corr: c.correct, wrong, acc: c.correct / c.total },
-          });
+          const acc = c.correct / c.total;
+          expect(readJson(path.join(out, `${category}_summary.json`))).toEqual(
+            profile === 'no_random'
+              ? {
+                  [category]: { corr: c.correct, wrong, no_answer: c.no_answer, acc },
+                  total: { corr: c.correct, wrong, acc, no_answer: c.no_answer },
+                }
+              : {
+                  [category]: { corr: c.correct, wrong, acc },
+                  random: { corr: c.random_correct, wrong: c.random_guesses - c.random_correct },
+                  total: { corr: c.correct, wrong, acc },
+                },
+          );
         }
         const report = readFileSync(path.join(out, 'report.txt'), 'utf8');
-        expect(report).toContain(`scoring profile: ${profile}`);
-        expect(report).toContain(
-          `Finished the benchmark.\nTotal, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\n`,
+        expect(report).toMatch(
+          new RegExp(
+            `\nFinished the benchmark in 0 hours, 0 minutes, \\d+ seconds\\.\nTotal, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\n`,
+          ),
         );
+        if (profile === 'no_random')
+          expect(report).toContain(
+            `Total, ${overall.correct}/${overall.total}, ${pct(overall.correct, overall.total)}%\nNo Answer, ${overall.no_answer}/${overall.total}, ${pct(overall.no_answer, overall.total)}%\nToken Usage:`,
+          );
         const randomWrong = overall.random_guesses - overall.random_correct;
         if (overall.random_correct > 0 && randomWrong > 0) {
           expect(report).toContain(

@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CPythonRandom } from '../../mmlu-pro/cpython-random.ts';
-import { pythonFixed } from '../../mmlu-pro/report.ts';
+import { pythonFixed, pythonJson } from '../../mmlu-pro/python.ts';
 import {
   guessIndex,
   mulberry32,
   originalGuess,
-  originalSummary,
+  categorySummary,
+  EMPTY_TALLY,
   rates,
   scoreOne,
   tally,
@@ -68,26 +69,44 @@ describe('scoring', () => {
     expect(scoreOne(record(70, '', 'G', 6), 'tiger')).toEqual({ correct: true, guessed: true }); // `not pred`: "" too
     expect(scoreOne(record(70, null, 'B', 1), 'original')).toEqual({ correct: false, guessed: true });
     expect(scoreOne(record(70, null, 'B', 1), 'lenient')).toEqual({ correct: true, guessed: true });
+    // no_random (run_no_random.py): no guess, so no letter is wrong even where the guess would have been right.
+    expect(scoreOne(record(70, null, 'G', 6), 'no_random')).toEqual({ correct: false, guessed: false });
+    expect(scoreOne(record(5, 'C'), 'no_random')).toEqual({ correct: true, guessed: false });
   });
 
   it('tallies raw counts and derives the rates from them', () => {
     const records = [record(1, 'C'), record(2, 'C'), record(3, 'A'), record(70, null, 'G', 6), record(0, null, 'A', 0)];
     const t = tally(records, 'original');
-    expect(t).toEqual({ total: 5, correct: 3, random_guesses: 2, random_correct: 1 });
+    expect(t).toEqual({ total: 5, correct: 3, random_guesses: 2, random_correct: 1, no_answer: 2 });
     expect(rates(t)).toEqual({ accuracy: 3 / 5, adjusted_accuracy: 2 / 3, unparsed_rate: 2 / 5 });
+    const n = tally(records, 'no_random');
+    expect(n).toEqual({ total: 5, correct: 2, random_guesses: 0, random_correct: 0, no_answer: 2 });
     expect(rates(tally([], 'original'))).toEqual({ accuracy: null, adjusted_accuracy: null, unparsed_rate: null });
   });
 
-  it("writes <category>_summary.json in the original's shape", () => {
-    expect(originalSummary('law', { total: 5, correct: 3, random_guesses: 2, random_correct: 1 })).toEqual({
-      law: { corr: 3, wrong: 2, acc: 0.6 },
-      random: { corr: 1, wrong: 1 },
-      total: { corr: 3, wrong: 2, acc: 0.6 },
-    });
-    expect(originalSummary('law', { total: 2, correct: 0, random_guesses: 0, random_correct: 0 })).toEqual({
+  it("writes <category>_summary.json in the original's shape and bytes, and run_no_random.py's", () => {
+    const t = { total: 5, correct: 3, random_guesses: 2, random_correct: 1, no_answer: 2 };
+    // json.dumps({...}, indent="\t") of the original's floats, written out by hand.
+    expect(pythonJson(categorySummary('law', t, 'original'), true)).toBe(
+      '{\n\t"law": {\n\t\t"corr": 3.0,\n\t\t"wrong": 2.0,\n\t\t"acc": 0.6\n\t},\n' +
+        '\t"random": {\n\t\t"corr": 1.0,\n\t\t"wrong": 1.0\n\t},\n' +
+        '\t"total": {\n\t\t"corr": 3.0,\n\t\t"wrong": 2.0,\n\t\t"acc": 0.6\n\t}\n}',
+    );
+    expect(
+      categorySummary('law', { ...t, total: 2, correct: 0, random_guesses: 0, random_correct: 0 }, 'original'),
+    ).toEqual({
       law: { corr: 0, wrong: 2, acc: 0 },
       random: { corr: 0, wrong: 0 },
       total: { corr: 0, wrong: 2, acc: 0 },
+    });
+    expect(categorySummary('law', { ...t, correct: 2, random_guesses: 0, random_correct: 0 }, 'no_random')).toEqual({
+      law: { corr: 2, wrong: 3, no_answer: 2, acc: 0.4 },
+      total: { corr: 2, wrong: 3, acc: 0.4, no_answer: 2 },
+    });
+    // A category without answers: the original's save_summary writes only the total.
+    expect(categorySummary('law', EMPTY_TALLY, 'original')).toEqual({ total: { corr: 0, wrong: 0, acc: 0 } });
+    expect(categorySummary('law', EMPTY_TALLY, 'no_random')).toEqual({
+      total: { corr: 0, wrong: 0, acc: 0, no_answer: 0 },
     });
   });
 });
