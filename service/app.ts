@@ -6,7 +6,7 @@ import { addApiSchemas } from './api/index.ts';
 import { Authenticator, type Tokens } from './auth.ts';
 import { EpisodeRegistry } from './episodes.ts';
 import { IwiError, boundedMessage, describeValidation, errorReply, httpStatus, isIwiError } from './errors.ts';
-import { episodeRoutes, requestEpisodes } from './routes/episodes.ts';
+import { episodeRoutes } from './routes/episodes.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import type { Target } from './target.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
@@ -33,6 +33,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
   });
   addApiSchemas(app);
+  app.decorateRequest('episode', null); // set by the episode routes (routes/episodes.ts)
   if (restored.restored > 0 || restored.leftovers > 0)
     app.log.info(restored, 'episodes restored from the output folder');
 
@@ -59,7 +60,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
       });
       return;
     }
-    const episode = requestEpisodes.get(request);
+    const { episode } = request;
     reply.code(httpStatus(iwi)).send({ ...errorReply(iwi), ...(episode ? { budget: episode.ledger.state() } : {}) });
   });
 

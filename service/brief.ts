@@ -1,6 +1,6 @@
 // The editor brief: objective, a compact tensor manifest, relevant token ids, practice examples, budgets, limits and
 // the tool definitions. Nothing of the terminal grading inputs reaches this far (the service never receives them).
-import type { Manifest, ManifestRow } from './weights/manifest.ts';
+import type { Manifest, ManifestRow } from './weights/index.ts';
 import { LIMITS, type EpisodeBrief } from './api/index.ts';
 import type { EpisodeSession } from './episodes.ts';
 import type { Target } from './target.ts';

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SafetensorsFile, type TensorToWrite, writeSafetensors } from '../engine/index.ts';
-import type { ArrayOperand, WriteOp } from './weights/ops.ts';
+import type { ArrayOperand, WriteOp } from './weights/index.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 
 const ARRAY_FIELDS = ['values', 'u', 'v'] as const;

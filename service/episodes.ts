@@ -12,8 +12,7 @@ import { readOps, writeOp } from './episode-log.ts';
 import { SECRET_FILE_MODE, removeAtomicLeftovers, writeJsonAtomic } from '../core/files.ts';
 import type { Target } from './target.ts';
 import type { ToolContext } from './tools/context.ts';
-import { patchDigest, writeEpisodePatch } from './weights/patch.ts';
-import type { EpisodeWeights, WriteOutcome } from './weights/store.ts';
+import { type EpisodeWeights, patchDigest, writeEpisodePatch, type WriteOutcome } from './weights/index.ts';
 
 type StateFile = {
   id: string;

@@ -24,7 +24,7 @@ import {
   type WeightSource,
 } from '../engine/index.ts';
 import type { ChatMessage } from '../core/chat.ts';
-import { loadPatch, replayPatch, type LoadedPatch, type PatchRef, type TensorStats } from './weights/patch.ts';
+import { type LoadedPatch, loadPatch, type PatchRef, replayPatch, type TensorStats } from './weights/index.ts';
 
 export type { CheckpointLocation, PatchRef };
 

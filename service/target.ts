@@ -12,7 +12,7 @@ import {
   type WeightSource,
 } from '../engine/index.ts';
 import type { ChatMessage } from '../core/chat.ts';
-import { WeightStore } from './weights/store.ts';
+import { PatchedSources, WeightStore } from './weights/index.ts';
 import { ExecutionQueue } from './queue.ts';
 import { LIMITS } from './api/limits.ts';
 import { IwiError } from './errors.ts';
@@ -27,6 +27,8 @@ export type TargetOptions = { device?: Device; threads?: number; callTimeLimitSe
 
 export class Target {
   readonly queue: ExecutionQueue;
+  /** Submitted patches over the pristine weights (the OpenAI-compatible endpoints' `<id>+patch:<sha256>`). */
+  readonly patched: PatchedSources;
 
   private constructor(
     readonly checkpoint: Checkpoint,
@@ -38,6 +40,7 @@ export class Target {
     callTimeLimitSeconds: number,
   ) {
     this.queue = new ExecutionQueue(256, callTimeLimitSeconds * 1000);
+    this.patched = new PatchedSources(checkpoint, store.pristineSource);
   }
 
   static async load(location: CheckpointLocation, options: TargetOptions = {}): Promise<Target> {

@@ -23,7 +23,7 @@ import {
   layerTensorNames,
   makeTinyCheckpoint,
 } from '../../engine/index.ts';
-import { WeightStore } from '../../service/weights/store.ts';
+import { WeightStore } from '../../service/weights/index.ts';
 import { parseFlags } from '../args.ts';
 import { benchHeader } from './header.ts';
 

@@ -31,7 +31,7 @@ import type { Slice } from '../queue.ts';
 import type { Target } from '../target.ts';
 import { inspectTarget } from '../tools/inspect-target.ts';
 import { runTarget } from '../tools/run-target.ts';
-import { parseRevert } from '../weights/ops.ts';
+import { parseRevert } from '../weights/index.ts';
 import { PACKAGE_VERSION } from '../../core/version.ts';
 
 export type EpisodeRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
@@ -39,8 +39,12 @@ export type EpisodeRoutesOptions = { target: Target; registry: EpisodeRegistry; 
 /** Every episode route's error replies: one schema, by `$ref`. */
 const errors = { '4xx': ref(ErrorReply), '5xx': ref(ErrorReply) };
 
-/** The episode a request concerns, for the error handler (it reports the budget with every tool error). */
-export const requestEpisodes = new WeakMap<FastifyRequest, EpisodeSession>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The episode a request concerns, once its route has found it: the error handler reports its budget. */
+    episode: EpisodeSession | null;
+  }
+}
 
 export async function episodeRoutes(
   plain: FastifyInstance,
@@ -60,7 +64,7 @@ export async function episodeRoutes(
     const key = request.headers['x-episode-key'];
     const editor = auth.roleOf(request.headers.authorization) === 'editor';
     const episode = editor ? registry.forEditor(id, typeof key === 'string' ? key : undefined) : registry.get(id);
-    requestEpisodes.set(request, episode);
+    request.episode = episode;
     return episode;
   };
   const params = EpisodeParams;

@@ -4,7 +4,7 @@ import { IwiError } from '../errors.ts';
 import type { WeightSource } from '../../engine/index.ts';
 import type { ChatMessage } from '../../core/chat.ts';
 import type { SequenceInput } from '../target.ts';
-import type { EpisodeWeights } from '../weights/store.ts';
+import type { EpisodeWeights } from '../weights/index.ts';
 
 export type ToolContext = { ledger: BudgetLedger; weights: WeightSource; store: EpisodeWeights };
 

@@ -3,7 +3,7 @@
 // or alias) or an array handle. An episode's weights run the read (EpisodeWeights.read in store.ts).
 import { IwiError } from '../../core/errors.ts';
 import type { HandleInfo } from './handles.ts';
-import { READ_OP_FIELDS, READ_OPS, type ReadOpName } from '../api/tools.ts';
+import { READ_OP_FIELDS, type ReadWeightsArgs } from '../api/tools.ts';
 import type { ManifestRow } from './manifest.ts';
 import type { Summary } from './summary.ts';
 
@@ -16,21 +16,19 @@ export type ReadResult =
   | { op: 'slice'; target: string; slice: string; shape: number[]; handle: HandleInfo }
   | ({ op: 'summary'; target: string; slice: string } & Summary);
 
-/** The read op's name and fields, checked against READ_OP_FIELDS; their values are checked where they are used (store.ts). */
-export type ReadRequest = { op: ReadOpName } & Record<string, unknown>;
-
-export function checkReadRequest(request: unknown): ReadRequest {
-  if (typeof request !== 'object' || request === null || Array.isArray(request))
-    throw new IwiError('OP_INVALID', `a read op must be an object, got ${JSON.stringify(request)}`);
-  const r = request as Record<string, unknown>;
-  if (!(READ_OPS as readonly unknown[]).includes(r.op))
-    throw new IwiError('OP_INVALID', `unknown read op ${JSON.stringify(r.op)} (known: ${READ_OPS.join(', ')})`);
-  const op = r.op as ReadOpName;
-  const fields: readonly string[] = READ_OP_FIELDS[op];
-  const extra = Object.keys(r).filter((k) => k !== 'op' && !fields.includes(k));
+/**
+ * A read as the route's body schema typed it (ReadWeightsArgs: the op, each field's type). What the schema cannot say
+ * is checked here: which fields each op takes (READ_OP_FIELDS); the values against the weights are checked where they
+ * are used (store.ts).
+ */
+export function checkReadFields(request: ReadWeightsArgs): void {
+  const fields: readonly string[] = READ_OP_FIELDS[request.op];
+  const extra = Object.keys(request).filter((k) => k !== 'op' && !fields.includes(k));
   if (extra.length)
-    throw new IwiError('OP_INVALID', `${op}: unknown field(s) ${extra.join(', ')} (fields: ${fields.join(', ')})`);
-  return r as ReadRequest;
+    throw new IwiError(
+      'OP_INVALID',
+      `${request.op}: unknown field(s) ${extra.join(', ')} (fields: ${fields.join(', ')})`,
+    );
 }
 
 /** Flat row-major values → nested lists of `shape`. */

@@ -29,7 +29,8 @@ import {
   type ArrayOperand,
   type WriteOp,
 } from './ops.ts';
-import { checkReadRequest, nest, type ReadResult } from './reads.ts';
+import { checkReadFields, nest, type ReadResult } from './reads.ts';
+import type { ReadWeightsArgs } from '../api/tools.ts';
 import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
 import { summarize } from './summary.ts';
 
@@ -157,22 +158,14 @@ export class EpisodeWeights {
    * tensors: only the selection is decoded from the bits, and a summary streams over them. A read changes nothing but
    * the episode's handles.
    */
-  read(request: unknown): ReadResult {
-    const r = checkReadRequest(request);
+  read(r: ReadWeightsArgs): ReadResult {
+    checkReadFields(r);
     const { op } = r;
     if (op === 'metadata') {
       const tensors = this.manifest.filter((r.filter ?? {}) as ManifestFilter); // validated by filter()
       return { op, count: tensors.length, tensors };
     }
     const source = this.readTarget(r);
-    if (r.slice !== undefined && r.slice !== null && !Array.isArray(r.slice)) {
-      throw new IwiError(
-        'SLICE_INVALID',
-        `slice of ${source.label} must be a list with one entry per dimension, got ${JSON.stringify(r.slice)}`,
-      );
-    }
-    if (r.as_handle !== undefined && typeof r.as_handle !== 'boolean')
-      throw new IwiError('OP_INVALID', `slice: as_handle must be true or false, got ${JSON.stringify(r.as_handle)}`);
     const spec = (r.slice ?? []) as SliceSpec;
     const selection = resolveSlice(spec, source.shape, source.label);
     const base = { target: source.label, slice: formatSlice(spec), shape: selection.shape };
@@ -250,7 +243,7 @@ export class EpisodeWeights {
   }
 
   /** What a slice or summary reads: a tensor's BF16 bits or a handle's float32 values. */
-  private readTarget(r: Record<string, unknown>): ReadTarget {
+  private readTarget(r: ReadWeightsArgs): ReadTarget {
     if ((r.tensor === undefined) === (r.handle === undefined)) {
       throw new IwiError(
         'OP_INVALID',

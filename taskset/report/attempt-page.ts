@@ -3,7 +3,7 @@
 // script, no network); everything from the run is escaped. A page stays under PAGE_LIMIT: long values are
 // summarised one by one, and when the transcript alone would pass its share, later tool calls are listed in one
 // line each (name, outcome, budget left) and the page says so.
-import { resolveSlice, formatSlice, type SliceSpec } from '../../service/weights/slice.ts';
+import { formatSlice, resolveSlice, type SliceSpec } from '../../service/weights/index.ts';
 import type { ItemResult, ResultsFile } from '../evaluation.ts';
 import type { EditorUsage } from '../harness/tally.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';

@@ -92,6 +92,7 @@ describe('layers', () => {
     );
     expect(graph.get(path.join('engine', 'npy.ts'))).toContain(path.join('core', 'files.ts'));
     expect(graph.get(path.join('service', 'target.ts'))).toContain(path.join('engine', 'index.ts'));
+    expect(graph.get(path.join('service', 'target.ts'))).toContain(path.join('service', 'weights', 'index.ts'));
     expect(graph.get(path.join('taskset', 'harness', 'builtin-demo.ts'))).toContain(
       path.join('taskset', 'harness', 'builtin.ts'),
     ); // type-only
@@ -111,10 +112,19 @@ describe('layers', () => {
     ).toEqual([]);
   });
 
+  /** Imports of `dir`'s files from outside it that are not its face. */
+  const pastTheFace = (dir: string, face: string) =>
+    SOURCE_DIRS.flatMap((source) => violations(source, (i) => !under(i, dir) || i === face)).filter(
+      (edge) => !under(edge.split(' → ')[0]!, dir),
+    );
+
   it('every other part reaches the engine through its face, engine/index.ts', () => {
-    const face = path.join('engine', 'index.ts');
-    const outside = SOURCE_DIRS.filter((dir) => dir !== 'engine');
-    expect(outside.flatMap((dir) => violations(dir, (i) => !under(i, 'engine') || i === face))).toEqual([]);
+    expect(pastTheFace('engine', path.join('engine', 'index.ts'))).toEqual([]);
+  });
+
+  it('every other part reaches the weight store through its face, service/weights/index.ts', () => {
+    const weights = path.join('service', 'weights');
+    expect(pastTheFace(weights, path.join(weights, 'index.ts'))).toEqual([]);
   });
 
   it('the wire contract (service/api/) imports only itself, the engine, core/ and packages', () => {
