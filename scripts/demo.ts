@@ -12,7 +12,7 @@ import { Checkpoint, Tokenizer } from '../engine/index.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { Evaluator } from '../taskset/evaluation.ts';
-import { writeReport } from '../taskset/report/index.ts';
+import { writeReport } from '../report/index.ts';
 import { startServiceProcess } from './service-process.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';

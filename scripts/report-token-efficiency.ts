@@ -4,7 +4,7 @@
 // editor tokens, and target forward tokens apart; then the same per family and over all families (column `scope`).
 // `--editor` repeats, one per editor, as in the seed's commands; all editors' rows go to one F. Writes F and its
 // sidecar F-without-.csv + .json (version, arguments, time); prints a JSON summary.
-import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns } from '../taskset/report/index.ts';
+import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns } from '../report/index.ts';
 import { UsageError, defineCommand, parseCommand } from './args.ts';
 
 const defaults = {

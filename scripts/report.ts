@@ -6,7 +6,7 @@
 // with a replay.json next to it (replay-patch's output folder) is shown as a replay, not counted as an attempt.
 // --editor (repeatable) keeps only attempts whose results carry one of these editor labels; results with no label
 // (a bare evaluate-patch) take the label when exactly one --editor is given. Prints the output paths as JSON.
-import { writeReport } from '../taskset/report/index.ts';
+import { writeReport } from '../report/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 
 const defaults = {

@@ -1,8 +1,9 @@
 // The layers, checked from the import lines of the sources (type-only imports and re-exports count): core/ is the
-// kernel every layer may import and imports none of them; the engine (engine/) needs only itself and core/;
-// the wire contract (service/api/) is data over core/ and the engine; the weight store (service/weights/) takes its
-// op grammar and limits from that contract but never sees the service's HTTP side; and no module imports itself round
-// a circle.
+// kernel every layer may import and imports none of them; the engine (engine/) needs only itself and core/, and every
+// other part reaches it through engine/index.ts; the wire contract (service/api/) is data over core/ and the engine;
+// the weight store (service/weights/) takes its op grammar and limits from that contract but never sees the service's
+// HTTP side, and is reached through its index.ts; the report (report/) reads result folders and only commands import
+// it; and no module imports itself round a circle.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
@@ -10,7 +11,18 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SOURCE_DIRS = ['core', 'engine', 'service', 'taskset', 'toy', 'mmlu-pro', 'editor-proxy', 'scripts', 'bin'];
+const SOURCE_DIRS = [
+  'core',
+  'engine',
+  'service',
+  'taskset',
+  'report',
+  'toy',
+  'mmlu-pro',
+  'editor-proxy',
+  'scripts',
+  'bin',
+];
 
 function sourceFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -139,11 +151,17 @@ describe('layers', () => {
     );
   });
 
-  it('the libraries (core/, engine/, service/, taskset/) import no command (scripts/, bin/): the CLI sits on top', () => {
+  it('the libraries (core/, engine/, service/, taskset/, report/) import no command (scripts/, bin/): the CLI sits on top', () => {
     const isCommand = (i: string) => under(i, 'scripts') || under(i, 'bin');
-    expect(['core', 'engine', 'service', 'taskset'].flatMap((dir) => violations(dir, (i) => !isCommand(i)))).toEqual(
-      [],
-    );
+    expect(
+      ['core', 'engine', 'service', 'taskset', 'report'].flatMap((dir) => violations(dir, (i) => !isCommand(i))),
+    ).toEqual([]);
+  });
+
+  it('the report (report/) reads result folders: nothing below the CLI imports it', () => {
+    expect(
+      ['core', 'engine', 'service', 'taskset'].flatMap((dir) => violations(dir, (i) => !under(i, 'report'))),
+    ).toEqual([]);
   });
 
   it('has no import cycles', () => {

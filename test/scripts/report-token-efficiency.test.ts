@@ -6,11 +6,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Usage } from '../../taskset/harness/trace.ts';
-import { readCsvRecords } from '../../taskset/report/csv.ts';
-import { writeReport } from '../../taskset/report/index.ts';
+import { readCsvRecords } from '../../report/csv.ts';
+import { writeReport } from '../../report/index.ts';
 import { editorGroups } from '../../scripts/report-token-efficiency.ts';
 import { REPO_ROOT } from '../fixtures.ts';
-import { GRID, attemptFolderName, tempDir, writeGrid, writeTrace } from '../taskset/report/fixtures.ts';
+import { GRID, attemptFolderName, tempDir, writeGrid, writeTrace } from '../report/fixtures.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');

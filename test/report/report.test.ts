@@ -5,9 +5,9 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readCsvRecords } from '../../../taskset/report/csv.ts';
-import { PACKAGE_VERSION } from '../../../core/version.ts';
-import { REPO_ROOT } from '../../fixtures.ts';
+import { readCsvRecords } from '../../report/csv.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
+import { REPO_ROOT } from '../fixtures.ts';
 import { GRID, MODEL, attemptFolderName, tempDir, writeGrid, writeRuns } from './fixtures.ts';
 
 const exec = promisify(execFile);

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { csvField, parseCsv, readCsvRecords, toCsv } from '../../../taskset/report/csv.ts';
+import { csvField, parseCsv, readCsvRecords, toCsv } from '../../report/csv.ts';
 import { tempDir } from './fixtures.ts';
 
 describe('csv', () => {

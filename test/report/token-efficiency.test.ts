@@ -5,17 +5,17 @@ import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Usage } from '../../../taskset/harness/trace.ts';
-import { readCsvRecords } from '../../../taskset/report/csv.ts';
+import type { Usage } from '../../taskset/harness/trace.ts';
+import { readCsvRecords } from '../../report/csv.ts';
 import {
   findAttempts,
   readTraceUsage,
   tokenEfficiency,
   writeReport,
   type ResultsCsvRecord,
-} from '../../../taskset/report/index.ts';
-import { PACKAGE_VERSION } from '../../../core/version.ts';
-import { REPO_ROOT } from '../../fixtures.ts';
+} from '../../report/index.ts';
+import { PACKAGE_VERSION } from '../../core/version.ts';
+import { REPO_ROOT } from '../fixtures.ts';
 import { GRID, attemptFolderName, tempDir, writeGrid, writeTrace } from './fixtures.ts';
 
 const exec = promisify(execFile);

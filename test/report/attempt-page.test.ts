@@ -4,10 +4,10 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeSafetensors } from '../../../engine/index.ts';
-import { readAttemptFolder } from '../../../taskset/report/attempt-folder.ts';
-import { renderAttemptPage } from '../../../taskset/report/attempt-page.ts';
-import { diffWords, summariseJson } from '../../../taskset/report/html-kit.ts';
+import { writeSafetensors } from '../../engine/index.ts';
+import { readAttemptFolder } from '../../report/attempt-folder.ts';
+import { renderAttemptPage } from '../../report/attempt-page.ts';
+import { diffWords, summariseJson } from '../../report/html-kit.ts';
 import { GRID, OBJECTIVE, resultsFile, tempDir, writeTrace } from './fixtures.ts';
 
 function render(dir: string) {

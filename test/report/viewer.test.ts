@@ -10,9 +10,9 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResultsFile } from '../../../taskset/evaluation.ts';
-import { num } from '../../../taskset/report/html-kit.ts';
-import { REPO_ROOT } from '../../fixtures.ts';
+import type { ResultsFile } from '../../taskset/evaluation.ts';
+import { num } from '../../report/html-kit.ts';
+import { REPO_ROOT } from '../fixtures.ts';
 import { launchChromium, openPage, screenshotDir, widerThanViewport } from './browser.ts';
 import { tempDir } from './fixtures.ts';
 

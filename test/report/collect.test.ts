@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectResults, labelAttempts, readResults } from '../../../taskset/report/collect.ts';
+import { collectResults, labelAttempts, readResults } from '../../report/collect.ts';
 import { GRID, attemptFolderName, resultsFile, tempDir, writeGrid, writeRuns } from './fixtures.ts';
 
 describe('collectResults', () => {

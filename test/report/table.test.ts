@@ -1,7 +1,7 @@
 // The report's tables: per-attempt patch summary, group means and order, and the seeded bootstrap interval.
 import { describe, expect, it } from 'vitest';
-import type { LabelledAttempt } from '../../../taskset/report/collect.ts';
-import { attemptRow, attemptRows, bootstrapMeanCi, mean, summaryRows } from '../../../taskset/report/table.ts';
+import type { LabelledAttempt } from '../../report/collect.ts';
+import { attemptRow, attemptRows, bootstrapMeanCi, mean, summaryRows } from '../../report/table.ts';
 import { GRID, resultsFile, type FixtureAttempt } from './fixtures.ts';
 
 const labelled = (a: FixtureAttempt, file = `runs/${a.family}-${a.seed}/results.json`): LabelledAttempt => ({

@@ -4,10 +4,10 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../../../taskset/evaluation.ts';
-import type { TraceLine, Usage } from '../../../taskset/harness/trace.ts';
-import type { RetentionCount } from '../../../taskset/scoring.ts';
-import { FAMILY_VERSION, type FamilyId } from '../../../taskset/types.ts';
+import { RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../../taskset/evaluation.ts';
+import type { TraceLine, Usage } from '../../taskset/harness/trace.ts';
+import type { RetentionCount } from '../../taskset/scoring.ts';
+import { FAMILY_VERSION, type FamilyId } from '../../taskset/types.ts';
 
 export const MODEL = { id: 'google/gemma-3-1b-it', revision: 'dcc83ea841ab6100d6b47a070329e1ba4cf78752' };
 export const TARGET_ITEMS = 24;

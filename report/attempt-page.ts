@@ -3,9 +3,9 @@
 // script, no network); everything from the run is escaped. A page stays under PAGE_LIMIT: long values are
 // summarised one by one, and when the transcript alone would pass its share, later tool calls are listed in one
 // line each (name, outcome, budget left) and the page says so.
-import { formatSlice, resolveSlice, type SliceSpec } from '../../service/weights/index.ts';
-import type { ItemResult, ResultsFile } from '../evaluation.ts';
-import type { EditorUsage } from '../harness/tally.ts';
+import { formatSlice, resolveSlice, type SliceSpec } from '../service/weights/index.ts';
+import type { ItemResult, ResultsFile } from '../taskset/evaluation.ts';
+import type { EditorUsage } from '../taskset/harness/tally.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';

@@ -4,8 +4,8 @@
 // time; the CSVs themselves stay plain RFC 4180 (no comment rows), and every results row carries its own model
 // revision and versions.
 import path from 'node:path';
-import { writeFileAtomic, writeJsonAtomic } from '../../core/files.ts';
-import { PACKAGE_VERSION } from '../../core/version.ts';
+import { writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
 import { readAttemptFolder, readReplay, type Replay } from './attempt-folder.ts';
 import { editorUsage, renderAttemptPage } from './attempt-page.ts';
 import { collectResults, compare, labelAttempts, type Collected, type LabelledAttempt } from './collect.ts';

@@ -7,9 +7,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeReport } from '../../../taskset/report/index.ts';
-import { PAGE_LIMIT } from '../../../taskset/report/attempt-page.ts';
-import { FAMILY_IDS } from '../../../taskset/types.ts';
+import { writeReport } from '../../report/index.ts';
+import { PAGE_LIMIT } from '../../report/attempt-page.ts';
+import { FAMILY_IDS } from '../../taskset/types.ts';
 import { launchChromium, openPage } from './browser.ts';
 import {
   GRID,

@@ -6,8 +6,8 @@
 // instead of failing the whole report.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { SafetensorsFile } from '../../engine/index.ts';
-import type { ResultsFile } from '../evaluation.ts';
+import { SafetensorsFile } from '../engine/index.ts';
+import type { ResultsFile } from '../taskset/evaluation.ts';
 
 export const REPLAY_FILE = 'replay.json';
 

@@ -7,11 +7,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCsvRecords } from '../../../taskset/report/csv.ts';
-import { TOY_MODEL_ID } from '../../../taskset/report/html-kit.ts';
-import { writeReport } from '../../../taskset/report/index.ts';
-import { TOY_CONFIG } from '../../../toy/target.ts';
-import { FAMILY_IDS } from '../../../taskset/types.ts';
+import { readCsvRecords } from '../../report/csv.ts';
+import { TOY_MODEL_ID } from '../../report/html-kit.ts';
+import { writeReport } from '../../report/index.ts';
+import { TOY_CONFIG } from '../../toy/target.ts';
+import { FAMILY_IDS } from '../../taskset/types.ts';
 import { launchChromium, openPage, screenshotDir, widerThanViewport } from './browser.ts';
 import { GRID, OBJECTIVE, SYSTEM_PROMPT, attemptFolderName, tempDir, writeGrid, writeTrace } from './fixtures.ts';
 
