@@ -1,5 +1,10 @@
 // Flags shared by the commands that drive an editor (run-prime, run-pilot, demo).
-import { EDITOR_APIS, REASONING_EFFORTS, resolveEditorConfig, type EditorConfig } from '../taskset/harness/index.ts';
+import {
+  EDITOR_APIS,
+  KNOWN_REASONING_EFFORTS,
+  resolveEditorConfig,
+  type EditorConfig,
+} from '../taskset/harness/index.ts';
 
 export const EDITOR_FLAG_DEFAULTS = {
   'editor-model': 'gpt-6.1-terra',
@@ -14,10 +19,10 @@ export const EDITOR_FLAG_HELP = {
   'editor-base-url': "an OpenAI-compatible provider's base URL, e.g. https://openrouter.ai/api/v1; default OpenAI's",
   'editor-label': 'the label results and reports carry; default: the editor model',
   api: 'chat or responses; default by model (Responses for gpt-6.1-sol and gpt-6-astra)',
-  'reasoning-effort': `${REASONING_EFFORTS.join('|')}|omit; default none for gpt-6.1-terra, low for the Responses models, the provider's own otherwise`,
+  'reasoning-effort': `any level the provider takes, passed through (OpenAI's: ${KNOWN_REASONING_EFFORTS.join('|')}), or omit to leave the field out; default none for gpt-6.1-terra, low for the Responses models, the provider's own otherwise`,
 };
 
-export const EDITOR_FLAG_CHOICES = { api: EDITOR_APIS, 'reasoning-effort': [...REASONING_EFFORTS, 'omit'] };
+export const EDITOR_FLAG_CHOICES = { api: EDITOR_APIS };
 
 export function editorFromFlags(flags: typeof EDITOR_FLAG_DEFAULTS): { config: EditorConfig; label: string } {
   const config = resolveEditorConfig({

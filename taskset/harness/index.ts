@@ -13,7 +13,7 @@ export {
   EDITOR_DEFAULTS,
   EditorConfigError,
   publicConfig,
-  REASONING_EFFORTS,
+  KNOWN_REASONING_EFFORTS,
   RESPONSES_MODELS,
   resolveEditorConfig,
   type EditorApi,

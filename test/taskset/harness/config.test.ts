@@ -73,7 +73,7 @@ describe('resolveEditorConfig', () => {
   });
 
   it('lists every problem at once', () => {
-    const options = { api: 'completions', reasoningEffort: 'extreme', timeoutMs: 0, maxRetries: -1, maxTurns: 1.5 };
+    const options = { api: 'completions', reasoningEffort: ' ', timeoutMs: 0, maxRetries: -1, maxTurns: 1.5 };
     try {
       resolveEditorConfig(options, {});
       expect.unreachable();
