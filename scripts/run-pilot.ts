@@ -56,7 +56,7 @@ export async function main(argv: string[]): Promise<void> {
   const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
   if (!Array.isArray(calibration.episodes))
     throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
-  const { config, label } = editorFromFlags(flags);
+  const { config, label } = await editorFromFlags(flags);
   const outputDir = flags['output-dir'];
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);

@@ -51,7 +51,7 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const { config, label } = editorFromFlags(flags);
+  const { config, label } = await editorFromFlags(flags);
   const outputDir = flags['output-dir'] ?? path.join('runs', 'prime', `${flags.family}-s${flags.seed}`);
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);

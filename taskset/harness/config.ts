@@ -18,7 +18,10 @@ export type EditorConfig = Readonly<{
   api: EditorApi;
   /** The API's base URL, ending in /v1. */
   baseUrl: string;
-  /** From OPENAI_API_KEY; absent for script: and builtin: editors. Never written to a file. */
+  /**
+   * From OPENAI_API_KEY; absent for script: and builtin: editors, and may be absent for an API on this machine (the
+   * editor proxy holds the key). Never written to a file.
+   */
   apiKey?: string;
   /** Chat: `reasoning_effort`; Responses: `reasoning.effort`. Omitted from requests when undefined. */
   reasoningEffort?: Effort;
@@ -36,7 +39,9 @@ export type EditorConfig = Readonly<{
 
 export const EDITOR_DEFAULTS = Object.freeze({
   model: 'gpt-6.1-terra', // design.md: the default editor
-  baseUrl: 'https://api.openai.com/v1', // the SDK's default; OPENAI_BASE_URL overrides it, as in the SDK
+  // IWIBench's runner talks to the transport proxy (`editor-proxy --port 8770`), which holds the key; OPENAI_BASE_URL
+  // overrides it, as in the SDK, and --editor-base-url overrides both.
+  baseUrl: 'http://127.0.0.1:8770/v1',
   maxOutputTokens: 4096, // design.md: response cap, both APIs
   chatTemperature: 0, // design.md
   maxTurns: 64, // = the service's default `turns` budget
@@ -93,6 +98,14 @@ export function editorKind(model: string): 'api' | 'script' | 'builtin' {
   return 'api';
 }
 
+/**
+ * Whether the API is on this machine (a loopback host): the editor proxy, which holds the provider's key itself, or a
+ * local server. Only the process that talks to the provider needs the key.
+ */
+export function isLocalApi(baseUrl: string): boolean {
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(baseUrl).hostname);
+}
+
 export const scriptFile = (model: string): string => model.slice('script:'.length);
 export const builtinName = (model: string): string => model.slice('builtin:'.length);
 
@@ -133,17 +146,20 @@ export function resolveEditorConfig(options: EditorOptions = {}, env: NodeJS.Pro
   if (!Number.isInteger(maxRetries) || maxRetries < 0)
     problems.push(`maxRetries must be a non-negative integer, got ${maxRetries}`);
 
+  const baseUrl = options.baseUrl ?? env.OPENAI_BASE_URL ?? EDITOR_DEFAULTS.baseUrl;
+  const validUrl = URL.canParse(baseUrl) && /^https?:$/.test(new URL(baseUrl).protocol);
+  if (!validUrl) problems.push(`--editor-base-url must be an http(s) URL, got "${baseUrl}"`);
   const apiKey = kind === 'api' ? env.OPENAI_API_KEY : undefined;
-  if (kind === 'api' && !apiKey)
+  if (kind === 'api' && !apiKey && validUrl && !isLocalApi(baseUrl))
     problems.push(
-      `OPENAI_API_KEY is not set: editor model ${model} needs an API key (script: and builtin: editors need none)`,
+      `OPENAI_API_KEY is not set: editor model ${model} at ${baseUrl} needs an API key (the editor proxy on this machine, script: and builtin: editors need none)`,
     );
 
   if (problems.length > 0) throw new EditorConfigError(problems);
   return Object.freeze({
     model,
     api,
-    baseUrl: options.baseUrl ?? env.OPENAI_BASE_URL ?? EDITOR_DEFAULTS.baseUrl,
+    baseUrl,
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(reasoningEffort !== undefined ? { reasoningEffort } : {}),
     maxOutputTokens: EDITOR_DEFAULTS.maxOutputTokens,

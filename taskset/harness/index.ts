@@ -12,6 +12,7 @@ export {
   EDITOR_APIS,
   EDITOR_DEFAULTS,
   EditorConfigError,
+  isLocalApi,
   publicConfig,
   KNOWN_REASONING_EFFORTS,
   RESPONSES_MODELS,
@@ -21,6 +22,7 @@ export {
   type EditorOptions,
   type Effort,
 } from './config.ts';
+export { checkEditorEndpoint } from './endpoint.ts';
 export { firstMessage, systemPrompt } from './prompt.ts';
 export { runEditor, type EditorRunResult, type RunEditorOptions } from './run.ts';
 export type { EditorUsage, StopReason } from './tally.ts';

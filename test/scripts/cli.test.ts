@@ -1,20 +1,29 @@
 // The command-line layer (scripts/args.ts, scripts/cli.ts): every command answers --help with its flags, defaults and
 // an example; one invocation's problems are reported together, with suggestions, before any work starts.
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { HelpRequested, UsageError, editDistance, nearest, parseCommand } from '../../scripts/args.ts';
 import { commands } from '../../scripts/cli.ts';
-import { REPO_ROOT } from '../fixtures.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin', 'iwibench.js');
 
 /** Runs `iwibench ARGS` as a user would; resolves with the exit code whatever it is. */
 async function iwibench(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return iwibenchIn(process.env, ...args);
+}
+
+async function iwibenchIn(
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], { cwd: REPO_ROOT });
+    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -101,6 +110,30 @@ describe('problems of an invocation', () => {
     expect(lines).toContain('  - unexpected argument extra');
     expect(run.stderr).toMatch(/usage: npx iwibench run-prime \[flags\] \(--help for every flag\)/);
     expect(run.stdout).toBe('');
+  });
+
+  it('an API editor with no base URL needs the editor proxy on 127.0.0.1:8770: without one, one line, before any episode', async () => {
+    const { OPENAI_API_KEY: _key, OPENAI_BASE_URL: _url, ...env } = process.env; // the key lives in the proxy only
+    const output = path.join(mkdtempSync(path.join(os.tmpdir(), 'iwibench-no-proxy-')), 'prime');
+    const run = await iwibenchIn(
+      env,
+      'run-prime',
+      '--family',
+      'local_factual_update',
+      '--seed',
+      '0',
+      '--model-dir',
+      fixtureCheckpoint('tiny'),
+      '--editor-model',
+      'some-editor',
+      '--output-dir',
+      output,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      "iwibench run-prime: nothing answers at http://127.0.0.1:8770/v1 (ECONNREFUSED): start `npx iwibench editor-proxy --port 8770` with the editor's key in its environment (OPENAI_API_KEY), or pass --editor-base-url\n",
+    );
+    expect(existsSync(output)).toBe(false); // no service, no episode, no folder
   });
 
   it('suggests the nearest command', async () => {
