@@ -8,6 +8,7 @@ import { Checkpoint, type CheckpointLocation } from '../service/model/checkpoint
 import { Tokenizer } from '../service/model/tokenizer.ts';
 import { evaluateEpisode } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 
@@ -64,6 +65,7 @@ export async function main(argv: string[]): Promise<void> {
   const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
+  const stopProgress = showEvaluationProgress('evaluate-patch');
   const results = await evaluateEpisode({
     location,
     device: deviceFromFlags(flags),
@@ -71,7 +73,7 @@ export async function main(argv: string[]): Promise<void> {
     outputDir: flags['output-dir']!,
     patch,
     args: { command: 'evaluate-patch', ...flags },
-  });
+  }).finally(stopProgress);
   process.stdout.write(
     JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n',
   );

@@ -11,6 +11,7 @@ import { RESULTS_FORMAT, evaluateEpisode, type ItemResult, type ResultsFile } fr
 import { recordedTerminal } from '../taskset/replay.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import {
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
@@ -100,6 +101,7 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
+  const stopProgress = showEvaluationProgress('replay-patch');
   const results = await evaluateEpisode({
     location,
     device: deviceFromFlags(flags),
@@ -109,7 +111,7 @@ export async function main(argv: string[]): Promise<void> {
     editor: original.editor,
     resources: original.resources,
     args: { command: 'replay-patch', results: resultsFile, ...flags },
-  });
+  }).finally(stopProgress);
   const controls = results.items.filter((i) => i.kind === 'control');
   const replay = {
     original: resultsFile,

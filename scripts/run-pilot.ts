@@ -8,6 +8,7 @@ import type { Calibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -61,6 +62,7 @@ export async function main(argv: string[]): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
   const started = Date.now();
+  const stopProgress = showEvaluationProgress('pilot', { perAttempt: true });
   const summary = await runPilot({
     episodes: calibration.episodes,
     service,
@@ -84,7 +86,7 @@ export async function main(argv: string[]): Promise<void> {
         `pilot ${done}/${total} (${skipped} already done) ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}${Number.isFinite(eta) ? `, ETA ${eta.toFixed(0)} s` : ''}\n`,
       );
     },
-  }).finally(stop);
+  }).finally(() => (stopProgress(), stop()));
   const failed = summary.attempts.filter((a) => a.status === 'failed');
   process.stdout.write(
     JSON.stringify({ output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length }) + '\n',

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { runAttempt } from '../taskset/attempt.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -61,6 +62,7 @@ export async function main(argv: string[]): Promise<void> {
     controlSeed: flags['control-seed'],
   });
   process.stderr.write(`run-prime: ${task.spec.family} seed ${task.spec.seed} with ${label}\n`);
+  const stopProgress = showEvaluationProgress('run-prime evaluation');
   const { results, run } = await runAttempt({
     task,
     service,
@@ -71,7 +73,7 @@ export async function main(argv: string[]): Promise<void> {
     dir: outputDir,
     itemsPerKind: flags['items-per-kind'] || undefined,
     args: { command: 'run-prime', ...flags },
-  }).finally(stop);
+  }).finally(() => (stopProgress(), stop()));
   process.stdout.write(
     JSON.stringify({
       results: path.join(outputDir, 'results.json'),
