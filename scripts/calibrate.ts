@@ -50,7 +50,10 @@ export async function main(argv: string[]): Promise<void> {
   const families = familyList(flags.families);
   const stopProgress = showEvaluationProgress('calibrate');
   const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: deviceFromFlags(flags) }).catch(
-    (error) => (stopProgress(), Promise.reject(error)),
+    (error: unknown) => {
+      stopProgress();
+      throw error;
+    },
   );
   const started = Date.now();
   const result = await calibrate({

@@ -3,8 +3,8 @@
 // result (IWIBench: an editor that over-asks loses the call, not the episode). The episode ends with a reply
 // without a tool call, the turn limit, a call refused because no further call can be admitted at all (the
 // `tool_calls` budget spent), or an editor API failure after the SDK's retries; in each case the current patch is
-// submitted, once. Anything else (the service unreachable, a bug)
-// is thrown without a submit, and editor.json records it.
+// submitted, once. Anything else (the service unreachable, a bug) is thrown without a submit, and editor.json
+// records it.
 import { PACKAGE_VERSION } from '../../core/version.ts';
 import { ServiceError, type EpisodeBrief, type EditorClient, type SubmitReply } from '../service-client.ts';
 import type { Toolset } from '../taskset.ts';

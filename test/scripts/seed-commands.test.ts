@@ -98,24 +98,26 @@ afterAll(async () => {
 describe("the seed's command lines", () => {
   it('run as written, end to end', { timeout: 300_000 }, async () => {
     // calibrate --model M --cache-dir DIR --seeds N --eligible-per-family K --output F (smoke: one family, 8 seeds)
-    const calibration = JSON.parse(
-      await iwibench(
-        'calibrate',
-        '--model',
-        M,
-        '--cache-dir',
-        path.join(work, 'hf-home', 'hub'),
-        '--seeds',
-        '8',
-        '--eligible-per-family',
-        '1',
-        '--families',
-        FAMILY,
-        '--output',
-        'runs/calibration.json',
-      ),
+    const calibrated = await iwibenchWithLog(
+      'calibrate',
+      '--model',
+      M,
+      '--cache-dir',
+      path.join(work, 'hf-home', 'hub'),
+      '--seeds',
+      '8',
+      '--eligible-per-family',
+      '1',
+      '--families',
+      FAMILY,
+      '--output',
+      'runs/calibration.json',
     );
-    expect(calibration).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
+    expect(JSON.parse(calibrated.stdout)).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
+    // Its in-process evaluator's progress, as lines (stderr is no terminal here).
+    const progress = calibrated.stderr.split('\n').filter((l) => l.startsWith('calibrate: '));
+    expect(progress[0]).toBe('calibrate: loading the checkpoint');
+    expect(progress).toContainEqual(expect.stringMatching(/^calibrate: pristine (\d+)\/\1 items, [\d.]+ tokens\/s/));
 
     // service --model M --output-dir D (the cache from $HF_HOME, the pinned revision), and a service env file
     const service = await start(
