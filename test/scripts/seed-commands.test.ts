@@ -151,21 +151,23 @@ describe("the seed's command lines", () => {
     const editorFlags = ['--editor-model', EDITOR, '--items-per-kind', '1'];
 
     // run-pilot CALIBRATION --service-env F --output-dir D --workers 2 --editor-model M (no checkpoint flags)
-    const pilot = JSON.parse(
-      await iwibench(
-        'run-pilot',
-        'runs/calibration.json',
-        '--service-env',
-        'runs/service.env',
-        '--output-dir',
-        'runs/pilot',
-        '--workers',
-        '2',
-        ...editorFlags,
-      ),
+    const piloted = await iwibenchWithLog(
+      'run-pilot',
+      'runs/calibration.json',
+      '--service-env',
+      'runs/service.env',
+      '--output-dir',
+      'runs/pilot',
+      '--workers',
+      '2',
+      ...editorFlags,
     );
+    const pilot = JSON.parse(piloted.stdout);
     expect(pilot).toEqual({ output_dir: 'runs/pilot', attempts: 1, failed: 0 });
     const [attempt] = readdirSync(path.join(work, 'runs', 'pilot', 'attempts'));
+    // The evaluations' progress, one line per worker's attempt, named by it.
+    for (const phase of ['pristine', 'patched'])
+      expect(piloted.stderr).toMatch(new RegExp(`^pilot ${attempt}: ${phase} (\\d+)/\\1 items, `, 'm'));
     // The same command again resumes, and says what it kept.
     const again = await iwibenchWithLog(
       'run-pilot',
