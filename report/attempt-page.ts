@@ -154,12 +154,13 @@ function budgetLine(budget: unknown): string {
 
 function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
   const tools = folder.trace?.entries.filter((e) => e.type === 'tool') ?? [];
-  const byName = new Map<string, { calls: number; errors: number; ms: number }>();
+  const byName = new Map<string, { calls: number; errors: number; refused: number; ms: number }>();
   for (const t of tools) {
     const name = String(t.name);
-    const entry = byName.get(name) ?? { calls: 0, errors: 0, ms: 0 };
+    const entry = byName.get(name) ?? { calls: 0, errors: 0, refused: 0, ms: 0 };
     entry.calls++;
     if (t.ok === false) entry.errors++;
+    if (t.refused_budget !== undefined) entry.refused++;
     entry.ms += Number(t.duration_ms) || 0;
     byName.set(name, entry);
   }
@@ -175,7 +176,7 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
   const stopError = ej?.error ?? folder.trace?.entries.find((e) => e.type === 'stop')?.error;
   const toolRows = [...byName.entries()].map(
     ([name, t]) => `<tr><td>${esc(name)}</td><td class="num">${t.calls}</td><td class="num">${t.errors}</td>
-<td class="num">${num(t.ms)} ms</td></tr>`,
+<td class="num">${t.refused}</td><td class="num">${num(t.ms)} ms</td></tr>`,
   );
   return `<section id="resources"><h2>Resources and stop reason</h2>
 <dl class="meta">
@@ -189,7 +190,7 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
 </dl>
 ${
   toolRows.length
-    ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Time</th></tr></thead>
+    ? `<table class="tools"><thead><tr><th>Tool</th><th class="num">Calls</th><th class="num">Errors</th><th class="num">Refused by a budget</th><th class="num">Time</th></tr></thead>
 <tbody>${toolRows.join('')}</tbody></table>`
     : ''
 }

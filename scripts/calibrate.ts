@@ -7,6 +7,7 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { calibrate } from '../taskset/calibration.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import type { FamilyId } from '../taskset/types.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
 import {
   TARGET_FLAG_DEFAULTS,
@@ -47,7 +48,13 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const families = familyList(flags.families);
-  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: deviceFromFlags(flags) });
+  const stopProgress = showEvaluationProgress('calibrate');
+  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: deviceFromFlags(flags) }).catch(
+    (error: unknown) => {
+      stopProgress();
+      throw error;
+    },
+  );
   const started = Date.now();
   const result = await calibrate({
     evaluator,
@@ -62,7 +69,7 @@ export async function main(argv: string[]): Promise<void> {
         `calibrate ${family} seed ${seed}: ${eligible ? 'eligible' : 'not eligible'} (${selected}/${flags['eligible-per-family']} selected, ${elapsed.toFixed(0)} s)\n`,
       );
     },
-  });
+  }).finally(stopProgress);
   await evaluator.close();
   writeJsonAtomic(flags.output, result);
   const summary = { output: flags.output, episodes: result.episodes.length, short: result.short };

@@ -58,7 +58,7 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const { config, label } = editorFromFlags(flags);
+  const { config, label } = await editorFromFlags(flags);
   const outputDir = path.resolve(flags['output-dir']);
   mkdirSync(outputDir, { recursive: true });
   const started = Date.now();

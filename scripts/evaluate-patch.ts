@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
 import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
 
@@ -63,11 +64,14 @@ export async function main(argv: string[]): Promise<void> {
   const controlSeed = flags['control-seed'] >= 0 ? flags['control-seed'] : undefined;
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
+  const stopProgress = showEvaluationProgress('evaluate-patch');
   const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
-  const results = await evaluator.evaluate(task, patch, {
-    outputDir: flags['output-dir']!,
-    args: { command: 'evaluate-patch', ...flags },
-  });
+  const results = await evaluator
+    .evaluate(task, patch, {
+      outputDir: flags['output-dir']!,
+      args: { command: 'evaluate-patch', ...flags },
+    })
+    .finally(stopProgress);
   process.stdout.write(
     JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n',
   );

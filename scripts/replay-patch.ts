@@ -1,13 +1,17 @@
 // npx iwibench replay-patch runs/pilot/attempts/<attempt>/results.json --control-seed 1001 [--output-dir D]
 // The same patch and target questions with a new control seed, pristine and edited in fresh processes. The original
 // controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart. The
-// patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused.
+// patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused. The target
+// questions are the ones RESULTS recorded: where today's family code would generate others, the replay is refused
+// naming the first difference, unless --regenerate takes today's.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../core/files.ts';
 import { Evaluator, RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
+import { recordedTerminal } from '../taskset/replay.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import {
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
@@ -21,6 +25,7 @@ const defaults = {
   ...TARGET_FLAG_DEFAULTS,
   'output-dir': undefined as string | undefined, // default: RESULTS' folder + /replay-c<control-seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
+  regenerate: false, // take today's target questions instead of the recorded ones
 };
 
 export const command = defineCommand({
@@ -37,6 +42,8 @@ export const command = defineCommand({
     model: 'target id; default: the one RESULTS names (looked up in the Hugging Face cache)',
     'output-dir': "replay.json and results.json; default: RESULTS' folder/replay-c<control-seed>",
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
+    regenerate:
+      "the target questions today's family code generates, where they differ from those RESULTS recorded (refused otherwise)",
   },
   required: ['control-seed'],
   integers: ['control-seed', 'items-per-kind'],
@@ -76,7 +83,16 @@ export async function main(argv: string[]): Promise<void> {
   const { family, seed, control_seed: originalSeed } = original.episode;
   const itemsPerKind = flags['items-per-kind'] || undefined;
   const taskset = new Taskset({ tokenizer });
-  const task = taskset.task({ family, seed, controlSeed: flags['control-seed']! }).subset(itemsPerKind);
+  const today = taskset.task({ family, seed, controlSeed: flags['control-seed']! });
+  const scoredOn = recordedTerminal(original.items ?? [], today.spec);
+  if ('difference' in scoredOn && !flags.regenerate)
+    throw new Error(
+      `${resultsFile}: today's family code would ask other target questions than the patch was scored on (${scoredOn.difference}); --regenerate replays on today's`,
+    );
+  const questions = flags.regenerate ? 'regenerated' : 'recorded';
+  const task = ('terminal' in scoredOn && !flags.regenerate ? today.withTerminal(scoredOn.terminal) : today).subset(
+    itemsPerKind,
+  );
   const newControls = task.spec.controls;
   const originalControls = taskset.task({ family, seed, controlSeed: originalSeed }).subset(itemsPerKind).spec.controls;
   const newIds = new Set(newControls.map((c) => c.id));
@@ -85,13 +101,16 @@ export async function main(argv: string[]): Promise<void> {
   const outputDir = flags['output-dir'] ?? path.join(path.dirname(resultsFile), `replay-c${flags['control-seed']}`);
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
+  const stopProgress = showEvaluationProgress('replay-patch');
   const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
-  const results = await evaluator.evaluate(merged, patch, {
-    outputDir,
-    editor: original.editor,
-    resources: original.resources,
-    args: { command: 'replay-patch', results: resultsFile, ...flags },
-  });
+  const results = await evaluator
+    .evaluate(merged, patch, {
+      outputDir,
+      editor: original.editor,
+      resources: original.resources,
+      args: { command: 'replay-patch', results: resultsFile, ...flags },
+    })
+    .finally(stopProgress);
   const controls = results.items.filter((i) => i.kind === 'control');
   const replay = {
     original: resultsFile,
@@ -99,6 +118,7 @@ export async function main(argv: string[]): Promise<void> {
     seed,
     original_control_seed: originalSeed,
     control_seed: flags['control-seed'],
+    questions,
     score: results.score,
     new_controls: retention(controls.filter((i) => newIds.has(i.id) && !repeatedIds.has(i.id))),
     repeated_controls: retention(controls.filter((i) => repeatedIds.has(i.id))),

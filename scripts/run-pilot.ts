@@ -10,6 +10,7 @@ import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -58,11 +59,12 @@ export async function main(argv: string[]): Promise<void> {
   const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
   if (!Array.isArray(calibration.episodes))
     throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
-  const { config, label } = editorFromFlags(flags);
+  const { config, label } = await editorFromFlags(flags);
   const outputDir = flags['output-dir'];
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
   const started = Date.now();
+  const stopProgress = showEvaluationProgress('pilot', { perAttempt: true });
   const summary = await runPilot({
     episodes: calibration.episodes,
     service,
@@ -89,7 +91,7 @@ export async function main(argv: string[]): Promise<void> {
         `pilot ${done}/${total} (${skipped} already done) ${attempt}: ${error ? `FAILED ${error}` : `reward ${reward?.toFixed(3)}`}${Number.isFinite(eta) ? `, ETA ${eta.toFixed(0)} s` : ''}\n`,
       );
     },
-  }).finally(stop);
+  }).finally(() => (stopProgress(), stop()));
   const failed = summary.attempts.filter((a) => a.status === 'failed');
   process.stdout.write(
     JSON.stringify({ output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length }) + '\n',

@@ -8,6 +8,7 @@ import { runAttempt } from '../taskset/attempt.ts';
 import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -52,7 +53,7 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const { config, label } = editorFromFlags(flags);
+  const { config, label } = await editorFromFlags(flags);
   const outputDir = flags['output-dir'] ?? path.join('runs', 'prime', `${flags.family}-s${flags.seed}`);
   mkdirSync(outputDir, { recursive: true });
   const { target, service, stop } = await serviceAndTarget(flags['service-env'], flags, outputDir);
@@ -62,6 +63,7 @@ export async function main(argv: string[]): Promise<void> {
     controlSeed: flags['control-seed'],
   });
   process.stderr.write(`run-prime: ${task.spec.family} seed ${task.spec.seed} with ${label}\n`);
+  const stopProgress = showEvaluationProgress('run-prime evaluation');
   const { results, run } = await runAttempt({
     task,
     service,
@@ -71,7 +73,7 @@ export async function main(argv: string[]): Promise<void> {
     dir: outputDir,
     itemsPerKind: flags['items-per-kind'] || undefined,
     args: { command: 'run-prime', ...flags },
-  }).finally(stop);
+  }).finally(() => (stopProgress(), stop()));
   process.stdout.write(
     JSON.stringify({
       results: path.join(outputDir, 'results.json'),

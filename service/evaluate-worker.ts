@@ -1,12 +1,13 @@
 // The fresh evaluation process, started by evaluateInFreshProcess (evaluate.ts) and by nothing else:
 // `node --import tsx/esm service/evaluate-worker.ts --job FILE --out FILE --runner PID`. It reads the job, generates every item on
 // one weight set, and writes the raw outputs (with the applied patch's id and stats) to the out file. Progress goes
-// to stderr; a failure is one line there and exit code 1. It ends itself within half a second of its runner's end:
-// nobody would read its outputs, and a resumed run waits for its pid before clearing the folder (otherwise it would
-// go on until its next progress line met the closed pipe, a whole batch later).
+// to the parent over the IPC channel (evaluation-progress.ts); a failure is one line on stderr and exit code 1. It
+// ends itself within half a second of its runner's end: nobody would read its outputs, and a resumed run waits for
+// it before clearing the folder (otherwise it would go on until its next progress report met the closed channel).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { evaluateItems, type EvaluationJob } from './evaluate.ts';
+import { forwardProgressToParent } from './evaluation-progress.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 
 async function main(): Promise<void> {
@@ -18,14 +19,9 @@ async function main(): Promise<void> {
   // The runner's pid, not the parent's at start-up: the runner may be gone before this line runs.
   const runner = Number(values.runner);
   setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
+  forwardProgressToParent();
   const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
-  const run = await evaluateItems(job.location, job.items, {
-    patch: job.patch ?? undefined,
-    device: job.device,
-    onProgress: (done, total) =>
-      process.stderr.write(`\r${job.patch ? 'patched' : 'pristine'}: ${done}/${total} items`),
-  });
-  process.stderr.write('\n');
+  const run = await evaluateItems(job.location, job.items, { patch: job.patch ?? undefined, device: job.device });
   writeJsonAtomic(values.out, run);
 }
 

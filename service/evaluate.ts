@@ -23,6 +23,7 @@ import {
   Tokenizer,
   type WeightSource,
 } from '../engine/index.ts';
+import { relayProgress, reportLoading, startPhase } from './evaluation-progress.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { type LoadedPatch, loadPatch, type PatchRef, replayPatch, type TensorStats } from './weights/index.ts';
 
@@ -69,6 +70,7 @@ export class ItemEvaluator {
     location: CheckpointLocation,
     options: { patch?: PatchRef; device?: Device } = {},
   ): Promise<ItemEvaluator> {
+    reportLoading();
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
     let source: WeightSource | undefined;
@@ -88,15 +90,12 @@ export class ItemEvaluator {
   }
 
   /** Generate every item greedily. Items with the same token cap are batched; a batch's outputs equal each item run alone (tested). */
-  async run(
-    items: EvaluationItem[],
-    onProgress?: (done: number, total: number) => void,
-  ): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
+  async run(items: EvaluationItem[]): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
+    const progress = startPhase(this.patch ? 'patched' : 'pristine', items.length);
     const outputs: Record<string, ItemOutput> = {};
     let forwardTokens = 0;
     const byCap = new Map<number, EvaluationItem[]>();
     for (const item of items) byCap.set(item.max_new_tokens, [...(byCap.get(item.max_new_tokens) ?? []), item]);
-    let done = 0;
     for (const [cap, group] of byCap) {
       for (let i = 0; i < group.length; i += MAX_BATCH) {
         const batch = group.slice(i, i + MAX_BATCH);
@@ -114,8 +113,10 @@ export class ItemEvaluator {
           };
           forwardTokens += r.promptTokens + r.outputTokens;
         });
-        done += batch.length;
-        onProgress?.(done, items.length);
+        progress.add(
+          batch.length,
+          results.reduce((generated, r) => generated + r.outputTokens, 0),
+        );
       }
     }
     return { outputs, forwardTokens };
@@ -131,11 +132,11 @@ export class ItemEvaluator {
 export async function evaluateItems(
   location: CheckpointLocation,
   items: EvaluationItem[],
-  options: { patch?: PatchRef; device?: Device; onProgress?: (done: number, total: number) => void } = {},
+  options: { patch?: PatchRef; device?: Device } = {},
 ): Promise<EvaluationRun> {
   const started = Date.now();
   const evaluator = await ItemEvaluator.open(location, options);
-  const { outputs, forwardTokens } = await evaluator.run(items, options.onProgress);
+  const { outputs, forwardTokens } = await evaluator.run(items);
   await evaluator.close();
   return {
     weights: options.patch ? 'patched' : 'pristine',
@@ -222,7 +223,8 @@ export async function evaluateInFreshProcess(
       '--runner',
       String(process.pid),
     ];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    child.on('message', (message) => relayProgress(message, outFile));
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeJsonAtomic } from '../core/files.ts';
 import type { BudgetState } from '../service/api/index.ts';
+import { isRunning, type ProcessIdentity } from './file-lock.ts';
 import { RESOURCE_COUNTS, type Evaluator, type Resources, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult, type EditorUsage } from './harness/index.ts';
 import { AdminClient } from './service-client.ts';
@@ -34,23 +35,19 @@ export function completedAttempt(dir: string): AttemptStatus | undefined {
   return status.status === 'complete' ? status : undefined;
 }
 
-/** An interrupted attempt's folder: wait for evaluation processes it may have left running, then clear it. */
+/**
+ * An interrupted attempt's folder: wait for evaluation processes it may have left running, then clear it. Each is
+ * named by pid and start time (`<out>.pid`, evaluation.ts), so a pid since reused by another process is not waited
+ * for; an older file holding a bare pid is waited for by pid alone.
+ */
 export async function clearInterrupted(dir: string): Promise<void> {
   if (!existsSync(dir)) return;
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.pid'))) {
-    const pid = Number(readFileSync(path.join(dir, file), 'utf8'));
-    while (Number.isInteger(pid) && isAlive(pid)) await sleep(200);
+    const recorded = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as ProcessIdentity | number;
+    const identity = typeof recorded === 'number' ? { pid: recorded, start: null } : recorded;
+    while (Number.isInteger(identity.pid) && isRunning(identity)) await sleep(200);
   }
   rmSync(dir, { recursive: true, force: true });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export type AttemptOptions = {

@@ -20,6 +20,7 @@ import {
 } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
+import { processIdentity } from './file-lock.ts';
 import { reserveMemory } from './memory-gate.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
@@ -164,8 +165,8 @@ export class Evaluator {
         onStart: (child) => {
           pid = child.pid;
           // A runner killed now leaves this process running until it notices (it then ends itself); the runner's
-          // successor waits for the pid before clearing the folder.
-          writeJsonAtomic(`${outFile}.pid`, child.pid);
+          // successor waits for it before clearing the folder: by pid and start time, as a pid may be reused.
+          writeJsonAtomic(`${outFile}.pid`, processIdentity(child.pid!));
         },
       });
     } finally {

@@ -33,6 +33,11 @@ export class ServiceError extends Error {
   get isBudget(): boolean {
     return this.body.code === 'BUDGET_EXHAUSTED' && this.body.budget_exceeded?.scope !== 'per call';
   }
+
+  /** The budget that refused the call (per call or per episode), if a budget did. */
+  get refusedBudget(): string | undefined {
+    return this.body.code === 'BUDGET_EXHAUSTED' ? (this.body.budget_exceeded?.kind ?? 'unknown') : undefined;
+  }
 }
 
 async function request<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<T> {

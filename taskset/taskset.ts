@@ -81,6 +81,11 @@ export class Task {
     return new Task({ ...this.spec, terminal, controls: this.spec.controls.slice(0, n) }, this.toolset);
   }
 
+  /** The same task graded on other terminal items (replay-patch: the ones its results recorded). */
+  withTerminal(terminal: EpisodeSpec['terminal']): Task {
+    return new Task({ ...this.spec, terminal }, this.toolset);
+  }
+
   /** The same task graded on other general controls (replay-patch: new controls and the original ones). */
   withControls(controls: Item[]): Task {
     return new Task({ ...this.spec, controls }, this.toolset);

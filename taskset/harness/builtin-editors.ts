@@ -64,11 +64,19 @@ export async function runBuiltin(
         return response;
       } catch (error) {
         tally.toolError();
+        const refusedBudget = error instanceof ServiceError ? error.refusedBudget : undefined;
+        if (refusedBudget !== undefined) tally.refused(name);
         const output =
           error instanceof ServiceError
             ? JSON.stringify({ error: { code: error.body.code, message: error.body.message } })
             : String(error);
-        trace.write({ ...line, duration_ms: Math.round(performance.now() - started), ok: false, output });
+        trace.write({
+          ...line,
+          duration_ms: Math.round(performance.now() - started),
+          ok: false,
+          ...(refusedBudget !== undefined ? { refused_budget: refusedBudget } : {}),
+          output,
+        });
         if (error instanceof ServiceError && error.isBudget) refusedBy = 'tool';
         throw error;
       }

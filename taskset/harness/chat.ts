@@ -1,6 +1,7 @@
 // The editor over Chat Completions: one growing message list; assistant messages keep their tool calls and any
 // reasoning the provider returned with them (REASONING_FIELDS), followed by one `role: tool` message per call.
 import type OpenAI from 'openai';
+import type { ReasoningEffort } from 'openai/resources/shared';
 import type {
   ChatCompletion,
   ChatCompletionCreateParamsNonStreaming,
@@ -54,7 +55,8 @@ export class ChatEditor implements EditorModel<ChatCompletionCreateParamsNonStre
       max_completion_tokens: config.maxOutputTokens,
       ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
       // Sent only when set: many Chat Completions providers refuse the field.
-      ...(config.reasoningEffort !== undefined ? { reasoning_effort: config.reasoningEffort } : {}),
+      // Any level is passed through (the SDK's type lists OpenAI's; the provider answers for the rest).
+      ...(config.reasoningEffort !== undefined ? { reasoning_effort: config.reasoningEffort as ReasoningEffort } : {}),
     };
   }
 

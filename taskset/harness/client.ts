@@ -15,7 +15,8 @@ import type { EditorConfig } from './config.ts';
 
 export function openaiClient(config: EditorConfig): OpenAI {
   return new OpenAI({
-    apiKey: config.apiKey,
+    // Without a key (an API on this machine: the editor proxy sets its own), the SDK still wants one to send.
+    apiKey: config.apiKey ?? 'no-key-in-this-process',
     baseURL: config.baseUrl,
     // Explicit, though equal to the SDK's defaults (10 minutes; 2 retries on 408/409/429/≥500 and connection
     // errors, with backoff and retry-after): editor.json then records what a run used.

@@ -2,14 +2,15 @@
 // Completions by default, temperature 0, a 4,096-token response cap, reasoning none for the default editor and the
 // provider's own default for any other Chat model; the Responses API for the models that need it). The result is
 // frozen and saved without the key next to each attempt's trace (editor.json).
-import type { ReasoningEffort } from 'openai/resources/shared';
 import { loadScript, ScriptError } from './script.ts';
 
 export type EditorApi = 'chat' | 'responses';
 export const EDITOR_APIS: readonly EditorApi[] = ['chat', 'responses'];
 
-export type Effort = NonNullable<ReasoningEffort>;
-export const REASONING_EFFORTS: readonly Effort[] = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+/** A reasoning effort as the provider names it: any string is passed through (IWIBench's rule; the provider answers). */
+export type Effort = string;
+/** The levels OpenAI's models take today, for the help; other providers have their own. */
+export const KNOWN_REASONING_EFFORTS: readonly Effort[] = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 export type EditorConfig = Readonly<{
   /** The editor model id, or `script:FILE.json` / `builtin:NAME` (editors that need no API). */
@@ -17,7 +18,10 @@ export type EditorConfig = Readonly<{
   api: EditorApi;
   /** The API's base URL, ending in /v1. */
   baseUrl: string;
-  /** From OPENAI_API_KEY; absent for script: and builtin: editors. Never written to a file. */
+  /**
+   * From OPENAI_API_KEY; absent for script: and builtin: editors, and may be absent for an API on this machine (the
+   * editor proxy holds the key). Never written to a file.
+   */
   apiKey?: string;
   /** Chat: `reasoning_effort`; Responses: `reasoning.effort`. Omitted from requests when undefined. */
   reasoningEffort?: Effort;
@@ -35,7 +39,9 @@ export type EditorConfig = Readonly<{
 
 export const EDITOR_DEFAULTS = Object.freeze({
   model: 'gpt-6.1-terra', // design.md: the default editor
-  baseUrl: 'https://api.openai.com/v1', // the SDK's default; OPENAI_BASE_URL overrides it, as in the SDK
+  // IWIBench's runner talks to the transport proxy (`editor-proxy --port 8770`), which holds the key; OPENAI_BASE_URL
+  // overrides it, as in the SDK, and --editor-base-url overrides both.
+  baseUrl: 'http://127.0.0.1:8770/v1',
   maxOutputTokens: 4096, // design.md: response cap, both APIs
   chatTemperature: 0, // design.md
   maxTurns: 64, // = the service's default `turns` budget
@@ -70,7 +76,7 @@ export type EditorOptions = {
   baseUrl?: string;
   /** chat | responses; by default from the model (RESPONSES_MODELS). */
   api?: string;
-  /** One of REASONING_EFFORTS, or `omit` to leave the field out of requests. */
+  /** Any level the provider takes (passed through), or `omit` to leave the field out of requests. */
   reasoningEffort?: string;
   maxTurns?: number;
   timeoutMs?: number;
@@ -90,6 +96,14 @@ export function editorKind(model: string): 'api' | 'script' | 'builtin' {
   if (model.startsWith('script:')) return 'script';
   if (model.startsWith('builtin:')) return 'builtin';
   return 'api';
+}
+
+/**
+ * Whether the API is on this machine (a loopback host): the editor proxy, which holds the provider's key itself, or a
+ * local server. Only the process that talks to the provider needs the key.
+ */
+export function isLocalApi(baseUrl: string): boolean {
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(baseUrl).hostname);
 }
 
 export const scriptFile = (model: string): string => model.slice('script:'.length);
@@ -115,18 +129,10 @@ export function resolveEditorConfig(options: EditorOptions = {}, env: NodeJS.Pro
     problems.push(`--api must be one of ${EDITOR_APIS.join(', ')}, got "${requestedApi}"`);
   const api: EditorApi =
     (requestedApi as EditorApi | undefined) ?? (Object.hasOwn(RESPONSES_MODELS, model) ? 'responses' : 'chat');
-  if (
-    requestedEffort !== undefined &&
-    requestedEffort !== 'omit' &&
-    !REASONING_EFFORTS.includes(requestedEffort as Effort)
-  ) {
-    problems.push(
-      `--reasoning-effort must be one of ${REASONING_EFFORTS.join(', ')} or omit, got "${requestedEffort}"`,
-    );
-  }
+  if (requestedEffort !== undefined && requestedEffort.trim() === '')
+    problems.push('--reasoning-effort is empty (give a level, or omit to leave the field out)');
   const effortDefault = Object.hasOwn(DEFAULT_EFFORTS, model) ? DEFAULT_EFFORTS[model] : undefined;
-  const reasoningEffort =
-    requestedEffort === 'omit' ? undefined : ((requestedEffort as Effort | undefined) ?? effortDefault);
+  const reasoningEffort = requestedEffort === 'omit' ? undefined : (requestedEffort ?? effortDefault);
 
   const {
     maxTurns = EDITOR_DEFAULTS.maxTurns,
@@ -140,17 +146,20 @@ export function resolveEditorConfig(options: EditorOptions = {}, env: NodeJS.Pro
   if (!Number.isInteger(maxRetries) || maxRetries < 0)
     problems.push(`maxRetries must be a non-negative integer, got ${maxRetries}`);
 
+  const baseUrl = options.baseUrl ?? env.OPENAI_BASE_URL ?? EDITOR_DEFAULTS.baseUrl;
+  const validUrl = URL.canParse(baseUrl) && /^https?:$/.test(new URL(baseUrl).protocol);
+  if (!validUrl) problems.push(`--editor-base-url must be an http(s) URL, got "${baseUrl}"`);
   const apiKey = kind === 'api' ? env.OPENAI_API_KEY : undefined;
-  if (kind === 'api' && !apiKey)
+  if (kind === 'api' && !apiKey && validUrl && !isLocalApi(baseUrl))
     problems.push(
-      `OPENAI_API_KEY is not set: editor model ${model} needs an API key (script: and builtin: editors need none)`,
+      `OPENAI_API_KEY is not set: editor model ${model} at ${baseUrl} needs an API key (the editor proxy on this machine, script: and builtin: editors need none)`,
     );
 
   if (problems.length > 0) throw new EditorConfigError(problems);
   return Object.freeze({
     model,
     api,
-    baseUrl: options.baseUrl ?? env.OPENAI_BASE_URL ?? EDITOR_DEFAULTS.baseUrl,
+    baseUrl,
     ...(apiKey !== undefined ? { apiKey } : {}),
     ...(reasoningEffort !== undefined ? { reasoningEffort } : {}),
     maxOutputTokens: EDITOR_DEFAULTS.maxOutputTokens,

@@ -12,8 +12,9 @@ export {
   EDITOR_APIS,
   EDITOR_DEFAULTS,
   EditorConfigError,
+  isLocalApi,
   publicConfig,
-  REASONING_EFFORTS,
+  KNOWN_REASONING_EFFORTS,
   RESPONSES_MODELS,
   resolveEditorConfig,
   type EditorApi,
@@ -21,6 +22,7 @@ export {
   type EditorOptions,
   type Effort,
 } from './config.ts';
+export { checkEditorEndpoint } from './endpoint.ts';
 export { firstMessage, systemPrompt } from './prompt.ts';
 export { runEditor, type EditorRunResult, type RunEditorOptions } from './run.ts';
 export type { EditorUsage, StopReason } from './tally.ts';

@@ -3,6 +3,7 @@
 // one `function_call_output` per call; with `include: ['reasoning.encrypted_content']` the reasoning items carry
 // their encrypted content, the only way the model keeps its reasoning across turns when nothing is stored.
 import type OpenAI from 'openai';
+import type { ReasoningEffort } from 'openai/resources/shared';
 import type {
   FunctionTool,
   Response,
@@ -51,7 +52,9 @@ export class ResponsesEditor implements EditorModel<ResponseCreateParamsNonStrea
       input: [...this.input],
       tools: this.tools,
       max_output_tokens: config.maxOutputTokens,
-      ...(config.reasoningEffort !== undefined ? { reasoning: { effort: config.reasoningEffort } } : {}),
+      ...(config.reasoningEffort !== undefined
+        ? { reasoning: { effort: config.reasoningEffort as ReasoningEffort } }
+        : {}),
       store: false,
       include: ['reasoning.encrypted_content'],
     };

@@ -1,8 +1,10 @@
 // The harness's loop (design.md "Taskset"). Each turn: count it with the service, send one request to the editor,
-// run every tool call of the reply through the service and hand the results back. The episode ends with a reply
-// without a tool call, the turn limit, a call refused for an exhausted budget, or an editor API failure after the
-// SDK's retries; in each case the current patch is submitted, once. Anything else (the service unreachable, a bug)
-// is thrown without a submit, and editor.json records it.
+// run every tool call of the reply through the service and hand the results back. A budget's refusal is one such
+// result (IWIBench: an editor that over-asks loses the call, not the episode). The episode ends with a reply
+// without a tool call, the turn limit, a call refused because no further call can be admitted at all (the
+// `tool_calls` budget spent), or an editor API failure after the SDK's retries; in each case the current patch is
+// submitted, once. Anything else (the service unreachable, a bug) is thrown without a submit, and editor.json
+// records it.
 import { PACKAGE_VERSION } from '../../core/version.ts';
 import { ServiceError, type EpisodeBrief, type EditorClient, type SubmitReply } from '../service-client.ts';
 import type { Toolset } from '../taskset.ts';
@@ -79,6 +81,7 @@ export async function runEditor({
       turns: ending.turns,
       tool_calls: ending.toolCalls,
       tool_errors: ending.toolErrors,
+      refused_calls: ending.refusedCalls,
       usage: ending.usage,
       ...(ending.finalReply !== undefined ? { final_reply: ending.finalReply } : {}),
       ...(ending.error !== undefined ? { error: ending.error } : {}),
@@ -178,15 +181,19 @@ async function converse(
       const outcome = await callTool(editor, call, { turn, trace, budget, toolset });
       tally.toolCall();
       if (!outcome.ok) tally.toolError();
+      if (outcome.refusedBudget !== undefined) tally.refused(call.name);
       budget = outcome.budget ?? budget;
       results.push({ callId: call.id, output: outcome.output });
-      exhausted = outcome.budgetExhausted;
-      if (exhausted) break; // the reply's later calls are not run
+      exhausted = outcome.refusedBudget === NO_FURTHER_CALL;
+      if (exhausted) break; // the reply's later calls would be refused too: they are not run
     }
     model.addToolResults(results);
-    // A refusal for an exhausted budget ends the episode: its result is recorded, and no request follows.
+    // No call of any tool can be admitted any more: the refusal is recorded, and no request follows.
     if (exhausted) return tally.end('budget');
   }
 }
+
+/** The budget whose refusal means that no further call of any tool could be admitted (service/budgets.ts). */
+const NO_FURTHER_CALL = 'tool_calls';
 
 const elapsed = (since: number): number => Math.round(performance.now() - since);

@@ -1,6 +1,6 @@
 // How the editor's part of an episode is counted, once, for the loop (run.ts) and the built-ins (builtin-editors.ts)
-// alike: turns the service counted, tool calls answered (refused ones included) and those answered with an error,
-// the editor API's usage, and how it ended.
+// alike: turns the service counted, tool calls answered (refused ones included), those answered with an error and
+// those a budget refused (per tool), the editor API's usage, and how it ended.
 import { addUsage, ZERO_USAGE, type Usage } from './trace.ts';
 
 export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
@@ -15,6 +15,8 @@ export type Ending = {
   toolCalls: number;
   /** Tool calls answered with an error. */
   toolErrors: number;
+  /** Tool calls a budget refused, per tool (refusals among toolErrors). */
+  refusedCalls: Record<string, number>;
   usage: EditorUsage;
   /** The text of the reply without a tool call ('final_reply'). */
   finalReply?: string;
@@ -26,6 +28,7 @@ export class Tally {
   turns = 0;
   toolCalls = 0;
   toolErrors = 0;
+  refusedCalls: Record<string, number> = {};
   usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
 
   /** A turn the service counted; returns its number (from 1). */
@@ -43,6 +46,11 @@ export class Tally {
     this.toolErrors++;
   }
 
+  /** The last tool call, to `tool`, was refused by a budget. */
+  refused(tool: string): void {
+    this.refusedCalls[tool] = (this.refusedCalls[tool] ?? 0) + 1;
+  }
+
   /** One request to the editor's API and the usage it reported. */
   request(usage: Usage): void {
     this.usage = { ...addUsage(this.usage, usage), requests: this.usage.requests + 1 };
@@ -54,6 +62,7 @@ export class Tally {
       turns: this.turns,
       toolCalls: this.toolCalls,
       toolErrors: this.toolErrors,
+      refusedCalls: { ...this.refusedCalls },
       usage: this.usage,
       ...extra,
     };

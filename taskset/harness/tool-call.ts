@@ -1,7 +1,8 @@
 // One tool call of the editor, run through the service. Whatever the service refuses (a ServiceError: a bad slice,
 // a schema violation, an exhausted budget) goes back to the editor as the tool result, as do arguments that are not
-// a JSON object and unknown tool names, which never reach the service (inspect_ai's ToolError). Anything else
-// (the service unreachable, a bug) is thrown: it ends the episode.
+// a JSON object and unknown tool names, which never reach the service (inspect_ai's ToolError). A budget's refusal
+// is such a result too (IWIBench: the editor may act on it); only the caller decides whether the episode can go on.
+// Anything else (the service unreachable, a bug) is thrown: it ends the episode.
 import { ServiceError, type BudgetState, type EditorClient } from '../service-client.ts';
 import type { Toolset } from '../taskset.ts';
 import type { ToolCall } from './model.ts';
@@ -11,8 +12,8 @@ export type ToolOutcome = {
   /** The text the editor gets: `{"result", "budget"}` or `{"error": {code, message}, "budget"}`. */
   output: string;
   ok: boolean;
-  /** The service refused the call for an exhausted budget: the episode ends. */
-  budgetExhausted: boolean;
+  /** The budget that refused the call (BUDGET_EXHAUSTED, per call or per episode), if one did. */
+  refusedBudget?: string;
   /** The budget state after the call, when the service reported one. */
   budget?: BudgetState;
 };
@@ -30,6 +31,7 @@ export async function callTool(editor: EditorClient, call: ToolCall, context: To
     arguments: call.arguments,
     duration_ms: Math.round(performance.now() - started),
     ok: outcome.ok,
+    ...(outcome.refusedBudget !== undefined ? { refused_budget: outcome.refusedBudget } : {}),
     output: outcome.output,
   });
   return outcome;
@@ -53,14 +55,17 @@ async function outcomeOf(
     return {
       output: JSON.stringify({ result: response.result, budget: response.budget.remaining }),
       ok: true,
-      budgetExhausted: false,
       budget: response.budget,
     };
   } catch (error) {
     if (!(error instanceof ServiceError)) throw error;
     const after = (error.body.budget as BudgetState | undefined) ?? budget;
     const code = error.body.code ?? `HTTP_${error.status}`;
-    return { ...refused(code, error.body.message ?? error.message, after), budgetExhausted: error.isBudget };
+    const refusedBudget = error.refusedBudget;
+    return {
+      ...refused(code, error.body.message ?? error.message, after),
+      ...(refusedBudget !== undefined ? { refusedBudget } : {}),
+    };
   }
 }
 
@@ -68,7 +73,6 @@ function refused(code: string, message: string, budget: BudgetState): ToolOutcom
   return {
     output: JSON.stringify({ error: { code, message }, budget: budget.remaining }),
     ok: false,
-    budgetExhausted: false,
     budget,
   };
 }

@@ -55,6 +55,8 @@ export type TraceLine =
       arguments: string;
       duration_ms: number;
       ok: boolean;
+      /** The budget that refused the call, when one did. */
+      refused_budget?: string;
       output: string;
     }
   | { type: 'stop'; reason: string; error?: string }

@@ -71,6 +71,35 @@ describe('attempt page from incomplete folders', () => {
   });
 });
 
+describe('attempt page resources', () => {
+  it('counts the calls a budget refused per tool, apart from other errors', () => {
+    const dir = path.join(tempDir('page'), 'refused');
+    mkdirSync(dir);
+    writeTrace(dir, [{ input_tokens: 10, cached_input_tokens: 0, output_tokens: 5, reasoning_tokens: 0 }]);
+    const tool = (ok: boolean, refused?: string) =>
+      JSON.stringify({
+        type: 'tool',
+        turn: 2,
+        call_id: 'c',
+        name: 'run_target',
+        arguments: '{}',
+        duration_ms: 1,
+        ok,
+        ...(refused ? { refused_budget: refused } : {}),
+        output: '{}',
+      });
+    appendFileSync(
+      path.join(dir, 'trace.jsonl'),
+      [tool(true), tool(false, 'run_target_calls'), tool(false), tool(false, 'forward_tokens')].join('\n') + '\n',
+    );
+    const html = render(dir);
+    expect(html).toContain('<th class="num">Refused by a budget</th>');
+    expect(html).toContain(
+      '<tr><td>run_target</td><td class="num">4</td><td class="num">3</td>\n<td class="num">2</td>',
+    );
+  });
+});
+
 describe('folding and diffs', () => {
   it('summarises long arrays of numbers and cuts long strings, saying so', () => {
     const s = summariseJson({

@@ -1,20 +1,29 @@
 // The command-line layer (scripts/args.ts, scripts/cli.ts): every command answers --help with its flags, defaults and
 // an example; one invocation's problems are reported together, with suggestions, before any work starts.
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { HelpRequested, UsageError, editDistance, nearest, parseCommand } from '../../scripts/args.ts';
 import { commands } from '../../scripts/cli.ts';
-import { REPO_ROOT } from '../fixtures.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin', 'iwibench.js');
 
 /** Runs `iwibench ARGS` as a user would; resolves with the exit code whatever it is. */
 async function iwibench(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return iwibenchIn(process.env, ...args);
+}
+
+async function iwibenchIn(
+  env: NodeJS.ProcessEnv,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], { cwd: REPO_ROOT });
+    const { stdout, stderr } = await exec(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -77,6 +86,74 @@ describe('--help', () => {
   });
 });
 
+describe('run-prime with a script: editor on a tiny checkpoint', () => {
+  it(
+    "goes on after a budget refuses the ninth run_target, scores the patch written after it, and reports the evaluations' progress",
+    { timeout: 300_000 },
+    async () => {
+      const work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-prime-script-'));
+      const runTarget = {
+        tool: 'run_target',
+        arguments: { sequences: [{ messages: [{ role: 'user', content: 'Hi' }] }], max_new_tokens: 1 },
+      };
+      const write = {
+        tool: 'write_weights',
+        arguments: { op: 'scale', tensor: 'model.layers.1.mlp.down_proj.weight', slice: [0], factor: 0.5 },
+      };
+      const script = path.join(work, 'over-ask.json');
+      // Nine run_target calls against a budget of eight, then an edit, then the final reply that submits it.
+      writeFileSync(script, JSON.stringify({ turns: [Array(9).fill(runTarget), [write]], final: 'Scaled one row.' }));
+      const output = path.join(work, 'prime');
+      const { IWIBENCH_SERVICE_URL: _u, IWIBENCH_ADMIN_TOKEN: _a, IWIBENCH_EDITOR_TOKEN: _e, ...env } = process.env;
+      const run = await iwibenchIn(
+        env,
+        'run-prime',
+        '--family',
+        'local_factual_update',
+        '--seed',
+        '0',
+        '--model-dir',
+        fixtureCheckpoint('tiny'),
+        '--editor-model',
+        `script:${script}`,
+        '--items-per-kind',
+        '1',
+        '--output-dir',
+        output,
+      );
+      expect(run.stderr).not.toMatch(/iwibench run-prime: /); // no failure line
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout).stop_reason).toBe('final_reply');
+      const results = JSON.parse(readFileSync(path.join(output, 'results.json'), 'utf8'));
+      expect(results.patch.ops).toBe(1);
+      expect(results.resources).toMatchObject({ turns: 3, tool_calls: 9 }); // the refused call is not charged
+      const tools = readFileSync(path.join(output, 'trace.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((l) => l.type === 'tool');
+      expect(tools.map((t) => t.refused_budget ?? null)).toEqual([...Array(8).fill(null), 'run_target_calls', null]);
+      expect(JSON.parse(readFileSync(path.join(output, 'editor.json'), 'utf8')).refused_calls).toEqual({
+        run_target: 1,
+      });
+      // stderr is no terminal here: a line per phase start and end from each fresh evaluation process (4 items: one
+      // per kind), with the tokens per second.
+      const progress = run.stderr.split('\n').filter((l) => l.startsWith('run-prime evaluation: '));
+      expect(progress.filter((l) => l === 'run-prime evaluation: loading the checkpoint')).toHaveLength(2);
+      for (const phase of ['pristine', 'patched']) {
+        expect(progress).toContainEqual(
+          expect.stringMatching(new RegExp(`^run-prime evaluation: ${phase} 0/4 items, `)),
+        );
+        expect(progress).toContainEqual(
+          expect.stringMatching(
+            new RegExp(`^run-prime evaluation: ${phase} 4/4 items, \\d+\\.\\d tokens/s \\(\\d+ s\\)$`),
+          ),
+        );
+      }
+    },
+  );
+});
+
 describe('problems of an invocation', () => {
   it('are reported together, with the nearest flag name, exit 2, before any work', async () => {
     const run = await iwibench(
@@ -101,6 +178,30 @@ describe('problems of an invocation', () => {
     expect(lines).toContain('  - unexpected argument extra');
     expect(run.stderr).toMatch(/usage: npx iwibench run-prime \[flags\] \(--help for every flag\)/);
     expect(run.stdout).toBe('');
+  });
+
+  it('an API editor with no base URL needs the editor proxy on 127.0.0.1:8770: without one, one line, before any episode', async () => {
+    const { OPENAI_API_KEY: _key, OPENAI_BASE_URL: _url, ...env } = process.env; // the key lives in the proxy only
+    const output = path.join(mkdtempSync(path.join(os.tmpdir(), 'iwibench-no-proxy-')), 'prime');
+    const run = await iwibenchIn(
+      env,
+      'run-prime',
+      '--family',
+      'local_factual_update',
+      '--seed',
+      '0',
+      '--model-dir',
+      fixtureCheckpoint('tiny'),
+      '--editor-model',
+      'some-editor',
+      '--output-dir',
+      output,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      "iwibench run-prime: nothing answers at http://127.0.0.1:8770/v1 (ECONNREFUSED): start `npx iwibench editor-proxy --port 8770` with the editor's key in its environment (OPENAI_API_KEY), or pass --editor-base-url\n",
+    );
+    expect(existsSync(output)).toBe(false); // no service, no episode, no folder
   });
 
   it('suggests the nearest command', async () => {

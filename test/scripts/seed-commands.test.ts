@@ -2,7 +2,10 @@
 // for underscores: the toy target laid out as google/gemma-3-4b-it at its pinned revision in a Hugging Face cache
 // under a temporary $HF_HOME (found by default, pinned revision by default), a service found through
 // IWIBENCH_SERVICE_URL, and a fake editor API (real HTTP, both OpenAI APIs) behind the editor proxy given the full
-// /v1/chat/completions endpoint. Smoke sizes (--items-per-kind 1, a few calibration seeds, one family) keep it short.
+// /v1/chat/completions endpoint. As in the seed, the proxy is started with the editor's key and the runners get no
+// key and no --editor-base-url: they talk to the proxy. Its port is ephemeral here (tests share the machine), so
+// the runners find it through OPENAI_BASE_URL instead of the default 127.0.0.1:8770 (test/scripts/cli.test.ts
+// covers the default without a proxy, test/taskset/harness/config.test.ts the check). Smoke sizes (--items-per-kind 1, a few calibration seeds, one family) keep it short.
 // The commands run through bin/iwibench.js, as npx runs it, from a scratch folder: default outputs go under runs/.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -41,7 +44,8 @@ async function iwibenchWithLog(...args: string[]): Promise<{ stdout: string; std
 async function start(...args: string[]): Promise<Record<string, string>> {
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: work,
-    env,
+    // The editor's key lives in the proxy's process only.
+    env: args[0] === 'editor-proxy' ? { ...env, OPENAI_API_KEY: API_KEY } : env,
     stdio: ['ignore', 'pipe', args[0] === 'editor-proxy' ? 'ignore' : 'inherit'],
   });
   background.push(child);
@@ -71,11 +75,16 @@ beforeAll(async () => {
   addSnapshot(path.join(work, 'hf-home', 'hub'), M, PINNED_REVISIONS[M]!, TOY_TARGET_DIR, ['main']);
   api = await FakeEditorApi.start();
   api.script([...editorTurns(), ...editorTurns()]);
-  const { IWIBENCH_SERVICE_URL: _url, HF_HUB_CACHE: _cache, ...rest } = process.env;
+  const {
+    IWIBENCH_SERVICE_URL: _url,
+    HF_HUB_CACHE: _cache,
+    OPENAI_API_KEY: _key,
+    OPENAI_BASE_URL: _base,
+    ...rest
+  } = process.env;
   env = {
     ...rest,
     HF_HOME: path.join(work, 'hf-home'),
-    OPENAI_API_KEY: API_KEY,
     IWIBENCH_ADMIN_TOKEN: 'a'.repeat(48),
     IWIBENCH_EDITOR_TOKEN: 'e'.repeat(48),
   };
@@ -89,24 +98,26 @@ afterAll(async () => {
 describe("the seed's command lines", () => {
   it('run as written, end to end', { timeout: 300_000 }, async () => {
     // calibrate --model M --cache-dir DIR --seeds N --eligible-per-family K --output F (smoke: one family, 8 seeds)
-    const calibration = JSON.parse(
-      await iwibench(
-        'calibrate',
-        '--model',
-        M,
-        '--cache-dir',
-        path.join(work, 'hf-home', 'hub'),
-        '--seeds',
-        '8',
-        '--eligible-per-family',
-        '1',
-        '--families',
-        FAMILY,
-        '--output',
-        'runs/calibration.json',
-      ),
+    const calibrated = await iwibenchWithLog(
+      'calibrate',
+      '--model',
+      M,
+      '--cache-dir',
+      path.join(work, 'hf-home', 'hub'),
+      '--seeds',
+      '8',
+      '--eligible-per-family',
+      '1',
+      '--families',
+      FAMILY,
+      '--output',
+      'runs/calibration.json',
     );
-    expect(calibration).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
+    expect(JSON.parse(calibrated.stdout)).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
+    // Its in-process evaluator's progress, as lines (stderr is no terminal here).
+    const progress = calibrated.stderr.split('\n').filter((l) => l.startsWith('calibrate: '));
+    expect(progress[0]).toBe('calibrate: loading the checkpoint');
+    expect(progress).toContainEqual(expect.stringMatching(/^calibrate: pristine (\d+)\/\1 items, [\d.]+ tokens\/s/));
 
     // service --model M --output-dir D (the cache from $HF_HOME, the pinned revision), and a service env file
     const service = await start(
@@ -126,7 +137,7 @@ describe("the seed's command lines", () => {
       `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${env.IWIBENCH_ADMIN_TOKEN}\nIWIBENCH_EDITOR_TOKEN=${env.IWIBENCH_EDITOR_TOKEN}\n`,
     );
 
-    // editor-proxy --port P --buffer-chat --upstream-url https://…/v1/chat/completions
+    // editor-proxy --port P --buffer-chat --upstream-url https://…/v1/chat/completions (OPENAI_API_KEY in its env)
     const proxy = await start(
       'editor-proxy',
       '--port',
@@ -136,24 +147,27 @@ describe("the seed's command lines", () => {
       `${api.url}/chat/completions`,
     );
     expect(proxy.upstreamUrl).toBe(api.url);
-    const editorFlags = ['--editor-model', EDITOR, '--editor-base-url', `${proxy.url}/v1`, '--items-per-kind', '1'];
+    env = { ...env, OPENAI_BASE_URL: `${proxy.url}/v1` }; // the runners' default, 127.0.0.1:8770, on a free port
+    const editorFlags = ['--editor-model', EDITOR, '--items-per-kind', '1'];
 
     // run-pilot CALIBRATION --service-env F --output-dir D --workers 2 --editor-model M (no checkpoint flags)
-    const pilot = JSON.parse(
-      await iwibench(
-        'run-pilot',
-        'runs/calibration.json',
-        '--service-env',
-        'runs/service.env',
-        '--output-dir',
-        'runs/pilot',
-        '--workers',
-        '2',
-        ...editorFlags,
-      ),
+    const piloted = await iwibenchWithLog(
+      'run-pilot',
+      'runs/calibration.json',
+      '--service-env',
+      'runs/service.env',
+      '--output-dir',
+      'runs/pilot',
+      '--workers',
+      '2',
+      ...editorFlags,
     );
+    const pilot = JSON.parse(piloted.stdout);
     expect(pilot).toEqual({ output_dir: 'runs/pilot', attempts: 1, failed: 0 });
     const [attempt] = readdirSync(path.join(work, 'runs', 'pilot', 'attempts'));
+    // The evaluations' progress, one line per worker's attempt, named by it.
+    for (const phase of ['pristine', 'patched'])
+      expect(piloted.stderr).toMatch(new RegExp(`^pilot ${attempt}: ${phase} (\\d+)/\\1 items, `, 'm'));
     // The same command again resumes, and says what it kept.
     const again = await iwibenchWithLog(
       'run-pilot',
@@ -199,6 +213,7 @@ describe("the seed's command lines", () => {
       ),
     );
     expect(tokens.overall[0]).toMatchObject({ editor: EDITOR, editor_tokens: 900 + 40 + 1000 + 8 });
+    expect(existsSync(path.join(work, 'runs', 'tokens.csv'))).toBe(true);
 
     // replay-patch RESULTS --control-seed N --output-dir D (the checkpoint RESULTS names, from the cache)
     const replay = JSON.parse(

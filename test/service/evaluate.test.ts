@@ -16,6 +16,7 @@ import {
   evaluationTarget,
   type EvaluationItem,
 } from '../../service/evaluate.ts';
+import { evaluationProgress, type EvaluationProgress } from '../../service/evaluation-progress.ts';
 import { Checkpoint } from '../../engine/index.ts';
 import { loadPatch, writeEpisodePatch, type PatchRef } from '../../service/weights/patch.ts';
 import { WeightStore } from '../../service/weights/store.ts';
@@ -59,12 +60,15 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('evaluateInFreshProcess', () => {
-  it('runs its own worker file, not the CLI, and returns what the in-process evaluator gives with the patch stats loadPatch reads', async () => {
+  it('runs its own worker file, not the CLI, and returns what the in-process evaluator gives with the patch stats loadPatch reads; its progress reaches the parent', async () => {
     let command: string[] = [];
     const out = path.join(work, 'outputs-edited.json');
+    const reports: EvaluationProgress[] = [];
+    const listen = (p: EvaluationProgress) => reports.push(p);
+    evaluationProgress.on('progress', listen);
     const run = await evaluateInFreshProcess({ location, items, patch }, out, {
       onStart: (child) => (command = child.spawnargs),
-    });
+    }).finally(() => evaluationProgress.off('progress', listen));
     expect(command).toContain(EVALUATION_WORKER);
     expect(command.join(' ')).not.toMatch(/iwibench\.js|cli\.ts|evaluate-patch/);
 
@@ -88,6 +92,18 @@ describe('evaluateInFreshProcess', () => {
       tensors: stats.tensors,
       ops: 2,
     });
+
+    // Progress from the process, in order: loading, then the patched phase from 0 to every item (two token caps:
+    // two batches), with the tokens it generated.
+    expect(reports.map((r) => [r.out, r.phase, r.done, r.total])).toEqual([
+      [out, 'loading', 0, 0],
+      [out, 'patched', 0, 2],
+      [out, 'patched', 1, 2],
+      [out, 'patched', 2, 2],
+    ]);
+    const generated = Object.values(run.outputs).reduce((n, o) => n + o.output_tokens, 0);
+    expect(reports.at(-1)!.generatedTokens).toBe(generated);
+    expect(reports.at(-1)!.seconds).toBeGreaterThan(0);
 
     const inProcess = await evaluateItems(location, items, { patch });
     expect(run.outputs).toEqual(inProcess.outputs);

@@ -1,12 +1,14 @@
 // Evaluation processes start only when the memory they need is available beyond what started ones still need, on
 // the whole machine: reservations of other runner processes count, a killed runner's are reclaimed, and concurrent
-// updates of the gate file lose nothing.
+// updates of the gate file lose nothing. Processes are told apart by pid and start time here, in the file lock and
+// when a resumed run waits for the evaluation processes an interrupted attempt left.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { clearInterrupted } from '../../taskset/attempt.ts';
 import { isRunning, processIdentity, withFileLock } from '../../taskset/file-lock.ts';
 import { MEMORY_GATE_FORMAT, availableBytes, reserveMemory, withReservations } from '../../taskset/memory-gate.ts';
 
@@ -270,5 +272,31 @@ describe('file lock', () => {
     writeFileSync(lock, JSON.stringify({ pid: process.pid, start: '1', token: 'reused' }));
     expect(withFileLock(lock, () => 'taken')).toBe('taken');
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('resuming an interrupted attempt', () => {
+  it('waits for the evaluation process it left (pid and start time), not for an unrelated process that reuses its pid', async () => {
+    const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']);
+    started.push(other);
+    const attempt = path.join(dir, 'attempt');
+    mkdirSync(attempt);
+    // The evaluation process that had this pid is gone; an unrelated process runs under it now.
+    writeFileSync(path.join(attempt, 'outputs-edited.json.pid'), JSON.stringify({ pid: other.pid, start: '1' }));
+    await clearInterrupted(attempt);
+    expect(existsSync(attempt)).toBe(false);
+    expect(isRunning(processIdentity(other.pid!))).toBe(true);
+
+    // The same pid with its own start time is the evaluation process: the folder is kept until it has ended.
+    mkdirSync(attempt);
+    writeFileSync(path.join(attempt, 'outputs-edited.json.pid'), JSON.stringify(processIdentity(other.pid!)));
+    let cleared = false;
+    const clearing = clearInterrupted(attempt).then(() => (cleared = true));
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(cleared).toBe(false);
+    expect(existsSync(attempt)).toBe(true);
+    other.kill('SIGKILL');
+    await clearing;
+    expect(existsSync(attempt)).toBe(false);
   });
 });

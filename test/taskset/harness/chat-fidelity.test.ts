@@ -21,7 +21,7 @@ const editorFor = (options: EditorOptions) => {
 };
 
 describe('Chat Completions fidelity', () => {
-  it("sends no reasoning_effort to another provider's model unless --reasoning-effort is given; the default editor keeps none", async () => {
+  it("sends no reasoning_effort to another provider's model unless --reasoning-effort is given (any level, passed through); the default editor keeps none", async () => {
     api.script([
       { text: 'a', usage },
       { text: 'b', usage },
@@ -29,7 +29,7 @@ describe('Chat Completions fidelity', () => {
     ]);
     for (const options of [
       { model: 'deepseek-reasoner' },
-      { model: 'deepseek-reasoner', reasoningEffort: 'high' },
+      { model: 'deepseek-reasoner', reasoningEffort: 'thorough' }, // no OpenAI level: the provider answers for it
       {},
     ]) {
       const editor = editorFor(options);
@@ -38,7 +38,7 @@ describe('Chat Completions fidelity', () => {
     const [other, asked, standard] = api.requests.map((r) => r.body);
     expect(other).not.toHaveProperty('reasoning_effort');
     expect(other).toMatchObject({ model: 'deepseek-reasoner', temperature: 0, max_completion_tokens: 4096 });
-    expect(asked).toMatchObject({ reasoning_effort: 'high' });
+    expect(asked).toMatchObject({ reasoning_effort: 'thorough' });
     expect(standard).toMatchObject({ model: 'gpt-6.1-terra', reasoning_effort: 'none' });
   });
 

@@ -1,14 +1,21 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { EditorConfigError, publicConfig, resolveEditorConfig } from '../../../taskset/harness/index.ts';
+import {
+  checkEditorEndpoint,
+  EditorConfigError,
+  publicConfig,
+  resolveEditorConfig,
+} from '../../../taskset/harness/index.ts';
 
 const env = { OPENAI_API_KEY: 'sk-test' };
 
 describe('resolveEditorConfig', () => {
-  it("defaults to design.md's editor: gpt-6.1-terra over Chat Completions, temperature 0, reasoning none, 4,096 tokens, 64 turns", () => {
+  it("defaults to design.md's editor: gpt-6.1-terra over Chat Completions through the editor proxy, temperature 0, reasoning none, 4,096 tokens, 64 turns", () => {
     expect(resolveEditorConfig({}, env)).toEqual({
       model: 'gpt-6.1-terra',
       api: 'chat',
-      baseUrl: 'https://api.openai.com/v1',
+      baseUrl: 'http://127.0.0.1:8770/v1',
       apiKey: 'sk-test',
       reasoningEffort: 'none',
       maxOutputTokens: 4096,
@@ -66,14 +73,26 @@ describe('resolveEditorConfig', () => {
     ).toBe('http://flag/v1');
   });
 
-  it('needs OPENAI_API_KEY for an API editor only, and never writes it out', () => {
-    expect(() => resolveEditorConfig({}, {})).toThrow(/OPENAI_API_KEY is not set/);
+  it('needs OPENAI_API_KEY only for an API off this machine (the editor proxy holds its own), and never writes it out', () => {
+    expect(resolveEditorConfig({}, {})).not.toHaveProperty('apiKey');
+    expect(resolveEditorConfig({ baseUrl: 'http://localhost:8773/v1' }, {})).not.toHaveProperty('apiKey');
+    expect(() => resolveEditorConfig({ baseUrl: 'https://api.openai.com/v1' }, {})).toThrow(
+      /OPENAI_API_KEY is not set: editor model gpt-6.1-terra at https:\/\/api.openai.com\/v1 needs an API key/,
+    );
+    expect(() => resolveEditorConfig({ baseUrl: '127.0.0.1:8770' }, {})).toThrow(/must be an http\(s\) URL/);
     expect(resolveEditorConfig({ model: 'builtin:noop' }, env)).not.toHaveProperty('apiKey');
     expect(JSON.stringify(publicConfig(resolveEditorConfig({}, env)))).not.toContain('sk-test');
   });
 
   it('lists every problem at once', () => {
-    const options = { api: 'completions', reasoningEffort: 'extreme', timeoutMs: 0, maxRetries: -1, maxTurns: 1.5 };
+    const options = {
+      baseUrl: 'https://provider.example/v1',
+      api: 'completions',
+      reasoningEffort: ' ',
+      timeoutMs: 0,
+      maxRetries: -1,
+      maxTurns: 1.5,
+    };
     try {
       resolveEditorConfig(options, {});
       expect.unreachable();
@@ -85,5 +104,27 @@ describe('resolveEditorConfig', () => {
         /--api must be one of chat, responses, got "completions"[^]*--reasoning-effort[^]*maxTurns[^]*timeoutMs[^]*maxRetries[^]*OPENAI_API_KEY/,
       );
     }
+  });
+});
+
+describe('checkEditorEndpoint', () => {
+  it('passes when something answers at a local base URL; otherwise one line says to start the proxy or pass --editor-base-url', async () => {
+    const listening = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    const open = (listening.address() as AddressInfo).port;
+    await checkEditorEndpoint(resolveEditorConfig({ baseUrl: `http://127.0.0.1:${open}/v1` }, {}));
+    await new Promise((resolve) => listening.close(resolve)); // the same port, now with nothing behind it
+    const error = await checkEditorEndpoint(resolveEditorConfig({ baseUrl: `http://127.0.0.1:${open}/v1` }, {})).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error?.message).toBe(
+      `nothing answers at http://127.0.0.1:${open}/v1 (ECONNREFUSED): start \`npx iwibench editor-proxy --port 8770\` with the editor's key in its environment (OPENAI_API_KEY), or pass --editor-base-url`,
+    );
+    // Editors without an API, and APIs elsewhere (the SDK's retries answer for those), are not checked.
+    await checkEditorEndpoint(
+      resolveEditorConfig({ model: 'builtin:noop', baseUrl: `http://127.0.0.1:${open}/v1` }, {}),
+    );
+    await checkEditorEndpoint(resolveEditorConfig({ baseUrl: 'https://unreachable.invalid/v1' }, env));
   });
 });

@@ -249,7 +249,43 @@ describe('how an episode ends', () => {
     expect((await service.admin.episode(editor.episodeId)).budget.used.turns).toBe(2);
   });
 
-  it('ends on a tool call refused for its budget: the refusal is recorded, later calls and requests are not made', async () => {
+  it('goes on after a budget refuses a call: the refusal is the tool result, counted per tool; the patch is submitted at the final reply', async () => {
+    const runTarget = (args: Record<string, unknown>) =>
+      call('run_target', { sequences: [{ messages: [{ role: 'user', content: 'Hi' }] }], max_new_tokens: 2, ...args });
+    const write = call('write_weights', { op: 'fill', tensor: DOWN, slice: [0], value: 0.5 });
+    api.script([
+      { calls: [runTarget({ compare_base: true })], usage: usage(100, 0, 10, 0) }, // 2 evaluations, 1 left
+      { calls: [runTarget({})], usage: usage(100, 0, 10, 0) }, // the smaller call fits
+      { calls: [runTarget({})], usage: usage(100, 0, 10, 0) }, // run_target spent, the other tools are not
+      { calls: [write], usage: usage(100, 0, 10, 0) },
+      { text: 'Edited after two refusals.', usage: usage(100, 0, 10, 0) },
+    ]);
+    const editor = await service.episode({ budgets: { run_target_calls: 1, run_target_sequence_evaluations: 1 } });
+    const dir = traceDir('refused');
+    const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
+    expect(result).toMatchObject({
+      stopReason: 'final_reply',
+      turns: 5,
+      toolCalls: 4,
+      toolErrors: 2,
+      refusedCalls: { run_target: 2 },
+      finalReply: 'Edited after two refusals.',
+    });
+    expect(result.submitted.patch.ops).toBe(1);
+    const refusal = JSON.parse(api.requests[1]!.body.messages.at(-1).content);
+    expect(refusal.error.code).toBe('BUDGET_EXHAUSTED');
+    expect(refusal.budget.run_target_sequence_evaluations).toBe(1);
+    const tools = readTrace(dir).filter((l) => l.type === 'tool');
+    expect(tools.map((l) => l.refused_budget)).toEqual([
+      'run_target_sequence_evaluations',
+      undefined,
+      'run_target_calls',
+      undefined,
+    ]);
+    expect(readSummary(dir)).toMatchObject({ stop_reason: 'final_reply', refused_calls: { run_target: 2 } });
+  });
+
+  it('ends when no further call can be admitted (tool_calls spent): the refusal is recorded, later calls and requests are not made', async () => {
     api.script([
       { calls: [metadata, metadata, metadata, metadata], usage: usage(100, 0, 10, 0) },
       { text: 'never asked', usage: usage(1, 0, 1, 0) },
@@ -257,7 +293,13 @@ describe('how an episode ends', () => {
     const editor = await service.episode({ budgets: { tool_calls: 2 } });
     const dir = traceDir('tool-budget');
     const result = await runEditor({ editor, config: config(), toolset: SERVICE_TOOLSET, traceDir: dir });
-    expect(result).toMatchObject({ stopReason: 'budget', turns: 1, toolCalls: 3, toolErrors: 1 });
+    expect(result).toMatchObject({
+      stopReason: 'budget',
+      turns: 1,
+      toolCalls: 3,
+      toolErrors: 1,
+      refusedCalls: { read_weights: 1 },
+    });
     expect(api.requests).toHaveLength(1);
     const tools = readTrace(dir).filter((l) => l.type === 'tool');
     expect(tools).toHaveLength(3);

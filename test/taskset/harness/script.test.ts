@@ -142,13 +142,17 @@ describe('builtin:NAME', () => {
       traceDir: dir,
       builtins: { 'fill-forever': fillForever },
     });
-    expect(result).toMatchObject({ stopReason: 'budget', turns: 1, toolCalls: 3, toolErrors: 1 });
+    expect(result).toMatchObject({
+      stopReason: 'budget',
+      turns: 1,
+      toolCalls: 3,
+      toolErrors: 1,
+      refusedCalls: { write_weights: 1 },
+    });
     expect(result.submitted.patch.ops).toBe(2);
-    expect(
-      readTrace(dir)
-        .filter((l) => l.type === 'tool')
-        .map((l) => l.ok),
-    ).toEqual([true, true, false]);
+    const tools = readTrace(dir).filter((l) => l.type === 'tool');
+    expect(tools.map((l) => l.ok)).toEqual([true, true, false]);
+    expect(tools.map((l) => l.refused_budget)).toEqual([undefined, undefined, 'tool_calls']);
   });
 
   it('refuses an unknown built-in before touching the episode', async () => {
