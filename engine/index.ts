@@ -3,7 +3,7 @@
 // engine/ imports from here (test/core/layers.test.ts checks it); the files behind it are the engine's own.
 
 // The engine and its calls
-export { Gemma3Engine, type EngineOptions, type InspectRequest, type InspectResult } from './runtime.ts';
+export { Gemma3Engine, type EngineOptions, type InspectResult } from './runtime.ts';
 export type { GenerateOptions, GenerateResult } from './generate.ts';
 export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
