@@ -4,7 +4,7 @@
 
 // The engine and its calls
 export { Gemma3Engine, type EngineOptions, type InspectRequest, type InspectResult } from './runtime.ts';
-export type { GenerateOptions, GenerateResult } from './generate.ts';
+export type { GenerateHooks, GenerateOptions, GenerateResult, GenerateSequence } from './generate.ts';
 export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
 export { CHUNK_ROWS, defaultThreads, resolveSettings, type EngineSettings, type PrefillGemm } from './settings.ts';

@@ -16,7 +16,13 @@ import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
 import { CpuProjector } from './cpu-projector.ts';
 import { DeviceProjections, prepareDevice } from './device.ts';
-import { greedyGenerate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import {
+  greedyGenerate,
+  type GenerateHooks,
+  type GenerateOptions,
+  type GenerateResult,
+  type GenerateSequence,
+} from './generate.ts';
 import { Graphs, graphSessionOptions } from './graphs.ts';
 import { TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
@@ -91,18 +97,43 @@ export class Gemma3Engine {
   }
 
   /**
-   * Greedy decoding of a left-padded batch of ≤ MAX_BATCH prompts (token ids, e.g. from Tokenizer.chatIds).
+   * Greedy decoding of ≤ MAX_BATCH prompts (token ids, e.g. from Tokenizer.chatIds), all in flight at once.
    * Each sequence stops at <eos> (1), <end_of_turn> (106) or maxNewTokens; the stop token is not in outputIds.
    */
   async generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
-    const { maxNewTokens } = options;
     if (prompts.length === 0 || prompts.length > MAX_BATCH)
       throw invalid(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
-    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
-      throw invalid(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
-    for (const p of prompts) this.checkIds(p);
+    const { maxNewTokens } = options;
+    return this.generateMany(
+      prompts.map((ids) => ({ ids, maxNewTokens })),
+      { ...options, maxBatch: prompts.length },
+    );
+  }
+
+  /**
+   * Continuous batching: any number of sequences, each with its own cap, at most `maxBatch` in flight; a row that
+   * stops is given to the next waiting sequence. Every sequence's outputs are bitwise what it gives alone.
+   */
+  async generateMany(
+    sequences: GenerateSequence[],
+    options: GenerateHooks & { maxBatch: number },
+  ): Promise<GenerateResult[]> {
+    if (sequences.length === 0) throw invalid('generateMany takes at least one sequence');
+    if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1)
+      throw invalid(`maxBatch must be a positive integer, got ${options.maxBatch}`);
+    for (const { ids, maxNewTokens } of sequences) {
+      if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
+        throw invalid(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
+      this.checkIds(ids);
+    }
     return this.call(options.weights, (weights) =>
-      greedyGenerate({ model: this.model, head: this.head, settings: this.settings }, weights, prompts, options),
+      greedyGenerate(
+        { model: this.model, head: this.head, settings: this.settings },
+        weights,
+        sequences,
+        options.maxBatch,
+        options,
+      ),
     );
   }
 
