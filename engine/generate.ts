@@ -30,6 +30,8 @@ export type GenerateHooks = CallControl & {
   onLogits?: (index: number, logits: Float32Array) => void;
   /** Extra per-sequence stop rule (e.g. stop strings), checked after each token; the token is kept. */
   stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
+  /** Called once sequence `index` has stopped, with its result (its row goes to the next waiting sequence). */
+  onDone?: (index: number, result: GenerateResult) => void;
 };
 
 export type GenerateOptions = GenerateHooks & { maxNewTokens: number };
@@ -63,8 +65,13 @@ export async function greedyGenerate(
     stopReason: 'max_tokens',
   }));
 
-  /** The greedy choice of sequence `index` from its logits; false once it has stopped. */
+  /** The greedy choice of a row's sequence from its logits; false once it has stopped. */
   const choose = (row: Row, logits: Float32Array): boolean => {
+    const going = next(row, logits);
+    if (!going) options.onDone?.(row.index, results[row.index]!);
+    return going;
+  };
+  const next = (row: Row, logits: Float32Array): boolean => {
     const b = row.index;
     const result = results[b]!;
     options.onLogits?.(b, logits);
@@ -141,4 +148,32 @@ function decodeChunk(row: Row): Chunk {
     T: 1,
     gemm: [false],
   };
+}
+
+/**
+ * Decode speed at `rows` rows in flight, in generated tokens per second: one short sequence prefilled once, its cache
+ * copied into every row, then `steps` decode steps timed (after one untimed), each with its head (the probe of the
+ * batch limit, batch-limit.ts).
+ */
+export async function decodeSpeed(parts: Parts, weights: WeightSource, rows: number, steps: number): Promise<number> {
+  const ids = [2, 105, 2364];
+  const { cache } = await prefill(parts, weights, { ids, maxNewTokens: steps + 1 }, {});
+  const live: Row[] = Array.from({ length: rows }, (_, index) => ({
+    index,
+    cache: cache.copy(),
+    time: ids.length,
+    token: 2,
+  }));
+  let started = 0;
+  for (let step = 0; step <= steps; step++) {
+    if (step === 1) started = performance.now();
+    const final = await parts.model.forwardRows(
+      weights,
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
+      {},
+    );
+    await parts.head.logits(weights, final, rows);
+    for (const row of live) row.time++;
+  }
+  return (rows * steps) / ((performance.now() - started) / 1000);
 }

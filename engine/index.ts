@@ -7,8 +7,9 @@ export { Gemma3Engine, type EngineOptions, type InspectRequest, type InspectResu
 export type { GenerateHooks, GenerateOptions, GenerateResult, GenerateSequence } from './generate.ts';
 export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
+export { PROBE_ROWS, SPEED_GAIN, chooseBatchLimit, probeSpeedCurve, type SpeedPoint } from './batch-limit.ts';
 export { CHUNK_ROWS, defaultThreads, resolveSettings, type EngineSettings, type PrefillGemm } from './settings.ts';
-export { callMemoryBytes, textWeightBytes } from './memory.ts';
+export { callMemoryBytes, continuousMemoryBytes, textWeightBytes } from './memory.ts';
 export { DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
 export { EngineHost } from './engine-host.ts';
 

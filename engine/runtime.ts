@@ -16,7 +16,9 @@ import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
 import { CpuProjector } from './cpu-projector.ts';
 import { DeviceProjections, prepareDevice } from './device.ts';
+import { probeSpeedCurve, type SpeedPoint } from './batch-limit.ts';
 import {
+  decodeSpeed,
   greedyGenerate,
   type GenerateHooks,
   type GenerateOptions,
@@ -135,6 +137,19 @@ export class Gemma3Engine {
         options,
       ),
     );
+  }
+
+  /**
+   * The speed curve of continuous batching on this machine: generated tokens per second at PROBE_ROWS rows in order,
+   * while `maxRows` allows and the speed still rises (a few decode steps each; see batch-limit.ts).
+   */
+  async speedCurve(options: { maxRows: number; steps?: number }): Promise<SpeedPoint[]> {
+    const steps = options.steps ?? 2;
+    if (!Number.isInteger(options.maxRows) || options.maxRows < 1)
+      throw invalid(`maxRows must be a positive integer, got ${options.maxRows}`);
+    if (!Number.isInteger(steps) || steps < 1) throw invalid(`steps must be a positive integer, got ${steps}`);
+    const parts = { model: this.model, head: this.head, settings: this.settings };
+    return probeSpeedCurve((rows) => decodeSpeed(parts, this.source, rows, steps), options.maxRows);
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */
