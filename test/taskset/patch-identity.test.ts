@@ -74,6 +74,23 @@ describe('evaluate-patch and replay-patch verify the patch id', () => {
     expect(await failure([...base, '--patch-id', 'abc'])).toContain('--patch-id must be a patch id');
   });
 
+  it('evaluate-patch refuses a --max-batch that is not a positive integer, before any evaluation', async () => {
+    const out = path.join(work, 'max-batch-out');
+    const base = [
+      'evaluate-patch',
+      '--model-dir',
+      MODEL,
+      '--family',
+      'local_factual_update',
+      '--seed',
+      '0',
+      '--output-dir',
+      out,
+    ];
+    expect(await failure([...base, '--max-batch', '0'])).toContain('--max-batch must be a positive integer, got 0');
+    expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false);
+  });
+
   /** Results of local_factual_update seed 0 recording `first` in a folder that now holds `second`. */
   async function swappedResults(name: string, alter: (items: any[]) => void = () => {}): Promise<string> {
     const dir = path.join(work, `${name}-patch`);
