@@ -59,6 +59,8 @@ export type EvaluationRun = {
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
   seconds: number;
+  /** The sequences it kept in flight (continuous batching; the outputs do not depend on it). */
+  batch_limit: number;
 };
 
 /**
@@ -106,15 +108,16 @@ export class ItemEvaluator {
    * every output is bitwise the item's alone (tested), so the batch limit changes nothing but the time.
    */
   async run(items: EvaluationItem[]): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
-    const progress = startPhase(this.patch ? 'patched' : 'pristine', items.length);
-    const outputs: Record<string, ItemOutput> = {};
-    let forwardTokens = 0;
-    if (items.length === 0) return { outputs, forwardTokens };
     const sequences = items.map((item) => ({
       ids: this.tokenizer.chatIds(item.messages),
       maxNewTokens: item.max_new_tokens,
     }));
-    this.maxBatch = await this.batchLimit(sequences);
+    // Chosen (and probed) before the phase starts, so that its seconds are the generation's.
+    this.maxBatch = sequences.length > 0 ? await this.batchLimit(sequences) : 0;
+    const progress = startPhase(this.patch ? 'patched' : 'pristine', items.length);
+    const outputs: Record<string, ItemOutput> = {};
+    let forwardTokens = 0;
+    if (items.length === 0) return { outputs, forwardTokens };
     const results = await this.engine.generateMany(sequences, {
       maxBatch: this.maxBatch,
       onDone: (_, r) => progress.add(1, r.outputTokens),
@@ -166,6 +169,7 @@ export async function evaluateItems(
     outputs,
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
+    batch_limit: evaluator.maxBatch,
   };
 }
 
