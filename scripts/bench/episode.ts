@@ -5,8 +5,8 @@
 // speed probe): generated tokens per second over the generation's seconds, the process's peak RSS, beside
 // references measured right before and after each run (`bench machine`): the MatMul peak's rate (tokens per second
 // that onnxruntime's float32 MatMul peak allows: peak ÷ (2 × params)) and the bandwidth bound at that batch limit
-// (rows × read bandwidth ÷ BF16 bytes per step). Every run's outputs must be the same (they do not depend on the
-// batch limit); the command fails if they are not.
+// (rows in flight × read bandwidth ÷ BF16 bytes per step). Every run's outputs must be the same (they do not depend
+// on the batch limit); the command fails if they are not.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -113,9 +113,11 @@ export async function main(argv: string[]): Promise<void> {
       const mean = (key: keyof MachineReferences) => ((before[key] as number) + (after[key] as number)) / 2;
       const tokensPerSecond = m.generated / m.seconds;
       const matmulRate = (mean('matmul_gflop_per_s') * 1e9) / (2 * params);
-      const bandwidthRate = (m.run.batch_limit * mean('read_gb_per_s') * 1e9) / bytesPerStep;
+      const rows = Math.min(m.run.batch_limit, items.length); // at most, in flight at once
+      const bandwidthRate = (rows * mean('read_gb_per_s') * 1e9) / bytesPerStep;
       runs.push({
         batch_limit: m.run.batch_limit,
+        rows_in_flight: rows,
         chosen: !('maxBatch' in batch),
         generated_tokens: m.generated,
         seconds: m.seconds,
