@@ -15,15 +15,27 @@ import type { Project } from './projector.ts';
 /** The residual stream h [M, H] and its normed copy x, the input of the next sublayer. */
 export type Residual = { h: Float32Array; x: Float32Array };
 
+/**
+ * Consecutive rows of a chunk whose attention reads and writes one KV cache: the whole batch of a left-padded call,
+ * or one row of continuous batching (its own cache, its own time).
+ */
+export type AttentionGroup = {
+  cache: KvCache;
+  /** The group's own part of the chunk (its ids, positions and padded start time). */
+  chunk: Chunk;
+  /** RoPE tables and masks of each layer type (the positions graph's outputs for this group's chunk). */
+  positions: ort.InferenceSession.OnnxValueMapType;
+};
+
 /** What every layer of one chunk shares. */
 export type LayerContext = {
   config: Gemma3TextConfig;
   graphs: Graphs;
   project: Project;
-  cache: KvCache;
-  chunk: Chunk;
-  /** RoPE tables and masks of each layer type (the positions graph's outputs for this chunk). */
-  positions: ort.InferenceSession.OnnxValueMapType;
+  /** Tokens per sequence in the chunk. */
+  T: number;
+  /** The chunk's rows in order, by the cache their attention uses. */
+  groups: AttentionGroup[];
   /** Past slots of a call's first chunk (Projector.firstChunkPastSlots); later chunks attend to the cache. */
   firstChunkPastSlots: 0 | 1;
   /** A norm's scale 1 + w in float32 (Gemma3RMSNorm's `1.0 + weight.float()`). */
@@ -43,15 +55,44 @@ export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerCo
 }
 
 /**
- * Gemma3Attention: q, k and v projected in one call; q_norm, k_norm, RoPE and attention over the cache and the chunk
- * in one graph (sliding or full by the layer's type); the chunk's keys and values stored; o_proj.
+ * Gemma3Attention: q, k and v projected in one call for the whole chunk; then for each group of rows sharing a cache,
+ * q_norm, k_norm, RoPE and attention over its cache and chunk in one graph (sliding or full by the layer's type) and
+ * the chunk's keys and values stored; o_proj for the whole chunk.
  */
 async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array, c: LayerContext) {
+  const { num_attention_heads: nH, head_dim: D } = c.config;
+  const [q, k, v] = await c.project([n.q_proj, n.k_proj, n.v_proj], x);
+  if (c.groups.length === 1) {
+    const [o] = await c.project([n.o_proj], await groupAttention(layer, n, c.groups[0]!, q!, k!, v!, c));
+    return o!;
+  }
+  const M = q!.length / (nH * D);
+  const context = new Float32Array(q!.length);
+  let row = 0;
+  for (const group of c.groups) {
+    const rows = group.cache.batch * c.T;
+    const part = (y: Float32Array) => y.slice((row * y.length) / M, ((row + rows) * y.length) / M);
+    const out = await groupAttention(layer, n, group, part(q!), part(k!), part(v!), c);
+    context.set(out, row * nH * D);
+    row += rows;
+  }
+  const [o] = await c.project([n.o_proj], context);
+  return o!;
+}
+
+/** One group's attention over its cache and its part of the chunk; its keys and values go to its cache. */
+async function groupAttention(
+  layer: number,
+  n: LayerTensorNames,
+  { cache, chunk, positions }: AttentionGroup,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  c: LayerContext,
+): Promise<Float32Array> {
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
-  const { chunk, cache } = c;
   const [B, T] = [cache.batch, chunk.T];
   const type = c.config.layer_types[layer]!;
-  const [q, k, v] = await c.project([n.q_proj, n.k_proj, n.v_proj], x);
   const slots = c.firstChunkPastSlots;
   const past =
     chunk.start === 0
@@ -62,20 +103,19 @@ async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array
         }
       : cache.past(layer);
   const out = await c.graphs.attention[type]!.run({
-    q: tensor(q!, [B, T, nH * D]),
-    k: tensor(k!, [B, T, nKV * D]),
-    v: tensor(v!, [B, T, nKV * D]),
+    q: tensor(q, [B, T, nH * D]),
+    k: tensor(k, [B, T, nKV * D]),
+    v: tensor(v, [B, T, nKV * D]),
     q_norm: c.scale(n.q_norm),
     k_norm: c.scale(n.k_norm),
-    cos: c.positions[`cos_${type}`]!,
-    sin: c.positions[`sin_${type}`]!,
-    mask: c.positions[`mask_${type}`]!,
+    cos: positions[`cos_${type}`]!,
+    sin: positions[`sin_${type}`]!,
+    mask: positions[`mask_${type}`]!,
     past_key: tensor(past.key, past.dims),
     past_value: tensor(past.value, past.dims),
   });
   cache.store(layer, out.present_key!.data as Float32Array, out.present_value!.data as Float32Array, chunk.start, T);
-  const [o] = await c.project([n.o_proj], out.context!.data as Float32Array);
-  return o!;
+  return out.context!.data as Float32Array;
 }
 
 /** Gemma3MLP: down_proj(gelu_tanh(gate_proj(x)) · up_proj(x)), gate and up projected in one call. */

@@ -1,6 +1,9 @@
-// Greedy decoding of a left-padded batch: the prompts prefilled in chunks through the KV cache, then one decode step
-// for the whole batch per new token until every sequence has stopped.
-import { gemmSequences, lastRows, paddedChunk } from './chunk.ts';
+// Greedy decoding with continuous batching: up to a batch limit of sequences in flight, each with its own KV cache,
+// its own time and its own token cap. A sequence is prefilled alone (in chunks through its cache, as it would be on
+// its own) into a free row; each decode step runs every live row at one token; a row that stops hands its place to
+// the next waiting sequence at once. A row's projections are row-independent and its attention reads only its own
+// cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it gives alone.
+import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
 import { argmax, type TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
@@ -17,8 +20,8 @@ export type GenerateResult = {
   stopReason: 'eos' | 'end_of_turn' | 'max_tokens' | 'stop_rule';
 };
 
-export type GenerateOptions = CallControl & {
-  maxNewTokens: number;
+/** Hooks and control of a generation; `index` is the sequence's place in the call's list. */
+export type GenerateHooks = CallControl & {
   /** Weights for this call (an episode's overlay); default: the engine's source. */
   weights?: WeightSource;
   /** Called with each new token of sequence `index`, as it is decoded (streaming). */
@@ -27,78 +30,150 @@ export type GenerateOptions = CallControl & {
   onLogits?: (index: number, logits: Float32Array) => void;
   /** Extra per-sequence stop rule (e.g. stop strings), checked after each token; the token is kept. */
   stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
+  /** Called once sequence `index` has stopped, with its result (its row goes to the next waiting sequence). */
+  onDone?: (index: number, result: GenerateResult) => void;
 };
 
+export type GenerateOptions = GenerateHooks & { maxNewTokens: number };
+
+/** One sequence of a continuous batch: its prompt's token ids and its own cap on new tokens. */
+export type GenerateSequence = { ids: number[]; maxNewTokens: number };
+
+type Parts = { model: Gemma3TextModel; head: TiedHead; settings: EngineSettings };
+
+/** A sequence in flight: its cache, the padded time of its next token, the token to feed. */
+type Row = { index: number; cache: KvCache; time: number; token: number };
+
 /**
- * Each sequence stops at <eos> (1), <end_of_turn> (106), its stop rule or maxNewTokens; the stop token is not in
- * outputIds. Prompts are valid token ids (the engine checks them).
+ * Each sequence stops at <eos> (1), <end_of_turn> (106), its stop rule or its own maxNewTokens; the stop token is not
+ * in outputIds. At most `maxBatch` sequences are in flight, taken in order. Sequences are valid (the engine checks).
  */
 export async function greedyGenerate(
-  parts: { model: Gemma3TextModel; head: TiedHead; settings: EngineSettings },
+  parts: Parts,
   weights: WeightSource,
-  prompts: number[][],
-  options: GenerateOptions,
+  sequences: GenerateSequence[],
+  maxBatch: number,
+  options: GenerateHooks,
 ): Promise<GenerateResult[]> {
-  const { model, head, settings } = parts;
-  const { maxNewTokens } = options;
-  const B = prompts.length;
-  const T = Math.max(...prompts.map((p) => p.length));
-  const pads = prompts.map((p) => T - p.length);
-  const cache = new KvCache(model.config, B, T + maxNewTokens);
+  const { model, head } = parts;
   const V = model.config.vocab_size;
-
-  // Prefill in chunks of padded time; the last chunk's final rows (time T − 1) give the first logits.
-  const perChunk = Math.max(1, Math.floor(settings.chunkRows / B));
-  const gemm = gemmSequences(
-    prompts.map((p) => p.length),
-    settings.gemmMinTokens,
-  );
-  let last: Float32Array = new Float32Array(0);
-  for (let start = 0; start < T; start += perChunk) {
-    await between(options);
-    const chunk = paddedChunk(prompts, pads, start, Math.min(perChunk, T - start), gemm);
-    const { final } = await model.forward(weights, cache, chunk, options);
-    if (start + chunk.T === T) last = lastRows(final, B, chunk.T, model.config.hidden_size);
-  }
-  let logits = await head.logits(weights, last, B);
-
-  const results: GenerateResult[] = prompts.map((p) => ({
-    promptIds: p,
+  const results: GenerateResult[] = sequences.map(({ ids }) => ({
+    promptIds: ids,
     outputIds: [],
-    promptTokens: p.length,
+    promptTokens: ids.length,
     outputTokens: 0,
     stopReason: 'max_tokens',
   }));
-  const done = new Array<boolean>(B).fill(false);
-  const noGemm = new Array<boolean>(B).fill(false); // decode steps: every row in the kernel
-  for (let time = T; ; time++) {
-    const next = new Int32Array(B);
-    for (let b = 0; b < B; b++) {
-      if (done[b]) continue;
-      options.onLogits?.(b, logits.subarray(b * V, (b + 1) * V));
-      const token = argmax(logits, b * V, V);
-      if (STOP_IDS.includes(token)) {
-        done[b] = true;
-        results[b]!.stopReason = token === 1 ? 'eos' : 'end_of_turn';
-        continue;
-      }
-      results[b]!.outputIds.push(token);
-      results[b]!.outputTokens++;
-      options.onToken?.(b, token);
-      if (results[b]!.outputTokens >= maxNewTokens) done[b] = true;
-      else if (options.stopWhen?.(b, results[b]!.outputIds)) {
-        done[b] = true;
-        results[b]!.stopReason = 'stop_rule';
-      }
-      next[b] = token;
+
+  /** The greedy choice of a row's sequence from its logits; false once it has stopped. */
+  const choose = (row: Row, logits: Float32Array): boolean => {
+    const going = next(row, logits);
+    if (!going) options.onDone?.(row.index, results[row.index]!);
+    return going;
+  };
+  const next = (row: Row, logits: Float32Array): boolean => {
+    const b = row.index;
+    const result = results[b]!;
+    options.onLogits?.(b, logits);
+    const token = argmax(logits, 0, V);
+    if (STOP_IDS.includes(token)) {
+      result.stopReason = token === 1 ? 'eos' : 'end_of_turn';
+      return false;
     }
-    if (done.every(Boolean)) break;
+    result.outputIds.push(token);
+    result.outputTokens++;
+    options.onToken?.(b, token);
+    row.token = token;
+    if (result.outputTokens >= sequences[b]!.maxNewTokens) return false;
+    if (options.stopWhen?.(b, result.outputIds)) {
+      result.stopReason = 'stop_rule';
+      return false;
+    }
+    return true;
+  };
+
+  let live: Row[] = [];
+  let waiting = 0;
+  for (;;) {
+    // Free rows take the next waiting sequences; each chooses its first token at once (and may stop on it).
+    while (live.length < maxBatch && waiting < sequences.length) {
+      const index = waiting++;
+      const { cache, logits } = await prefill(parts, weights, sequences[index]!, options);
+      const row: Row = { index, cache, time: sequences[index]!.ids.length, token: 0 };
+      if (choose(row, logits)) live.push(row);
+    }
+    if (live.length === 0) break;
     await between(options);
-    // One decode step for the whole batch; finished sequences ride along and are ignored.
-    const positions = Int32Array.from(pads, (pad) => time - pad);
-    const step = { ids: next, positions, start: time, T: 1, gemm: noGemm };
-    const { final } = await model.forward(weights, cache, step, options);
-    logits = await head.logits(weights, final, B);
+    // One decode step for every live row, each at its own time in its own cache.
+    const final = await model.forwardRows(
+      weights,
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
+      options,
+    );
+    const logits = await head.logits(weights, final, live.length);
+    live = live.filter((row, i) => {
+      row.time++;
+      return choose(row, logits.subarray(i * V, (i + 1) * V));
+    });
   }
   return results;
+}
+
+/** A sequence prefilled alone, in chunks through a cache sized for its prompt and cap: the cache and its first logits. */
+async function prefill(
+  { model, head, settings }: Parts,
+  weights: WeightSource,
+  { ids, maxNewTokens }: GenerateSequence,
+  control: CallControl,
+): Promise<{ cache: KvCache; logits: Float32Array }> {
+  const T = ids.length;
+  const cache = new KvCache(model.config, 1, T + maxNewTokens);
+  const gemm = gemmSequences([T], settings.gemmMinTokens);
+  let last: Float32Array = new Float32Array(0);
+  for (let start = 0; start < T; start += settings.chunkRows) {
+    await between(control);
+    const chunk = paddedChunk([ids], [0], start, Math.min(settings.chunkRows, T - start), gemm);
+    const { final } = await model.forward(weights, cache, chunk, control);
+    if (start + chunk.T === T) last = lastRows(final, 1, chunk.T, model.config.hidden_size);
+  }
+  return { cache, logits: await head.logits(weights, last, 1) };
+}
+
+/** A row's decode step: its token at its own position (no padding: time = position), in the kernel. */
+function decodeChunk(row: Row): Chunk {
+  return {
+    ids: Int32Array.of(row.token),
+    positions: Int32Array.of(row.time),
+    start: row.time,
+    T: 1,
+    gemm: [false],
+  };
+}
+
+/**
+ * Decode speed at `rows` rows in flight, in generated tokens per second: one short sequence prefilled once, its cache
+ * copied into every row, then `steps` decode steps timed (after one untimed), each with its head (the probe of the
+ * batch limit, batch-limit.ts).
+ */
+export async function decodeSpeed(parts: Parts, weights: WeightSource, rows: number, steps: number): Promise<number> {
+  const ids = [2, 105, 2364];
+  const { cache } = await prefill(parts, weights, { ids, maxNewTokens: steps + 1 }, {});
+  const live: Row[] = Array.from({ length: rows }, (_, index) => ({
+    index,
+    cache: cache.copy(),
+    time: ids.length,
+    token: 2,
+  }));
+  let started = 0;
+  for (let step = 0; step <= steps; step++) {
+    if (step === 1) started = performance.now();
+    const final = await parts.model.forwardRows(
+      weights,
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
+      {},
+    );
+    await parts.head.logits(weights, final, rows);
+    for (const row of live) row.time++;
+  }
+  return (rows * steps) / ((performance.now() - started) / 1000);
 }

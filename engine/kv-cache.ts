@@ -28,6 +28,16 @@ export class KvCache {
     };
   }
 
+  /** A copy holding the same keys, values and positions (the speed probe's rows, from one prefilled sequence). */
+  copy(): KvCache {
+    const copy = new KvCache(this.config, this.batch, this.slots.full_attention);
+    this.keys.forEach((buffer, layer) => copy.keys[layer]!.set(buffer));
+    this.values.forEach((buffer, layer) => copy.values[layer]!.set(buffer));
+    for (const type of ['full_attention', 'sliding_attention'] as const)
+      copy.slotPositions[type].set(this.slotPositions[type]);
+    return copy;
+  }
+
   /** Bytes held by the buffers (for the memory bound). */
   get bytes(): number {
     return [...this.keys, ...this.values].reduce((sum, buffer) => sum + buffer.byteLength, 0);

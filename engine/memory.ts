@@ -46,3 +46,19 @@ export function callMemoryBytes(
   const chunk = rows + attention + head + gemm;
   return { cache, chunk, total: cache + chunk };
 }
+
+/**
+ * What continuous batching holds (generate.ts): each row in flight its own KV cache for `tokens`, its decode step's
+ * activations and its logits (`perRow`), and one sequence's prefill chunk at a time (`fixed`).
+ */
+export function continuousMemoryBytes(
+  config: Gemma3TextConfig,
+  call: { tokens: number; chunkRows?: number },
+): { perRow: number; fixed: number } {
+  const { hidden_size: H, intermediate_size: I, num_attention_heads: nH, num_key_value_heads: nKV } = config;
+  const D = config.head_dim;
+  const step = callMemoryBytes(config, { batch: 1, tokens: call.tokens, chunkRows: 1 });
+  const activations = 4 * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I) + 4 * nH * (call.tokens + 1) * 7;
+  const perRow = step.cache + activations + 4 * config.vocab_size;
+  return { perRow, fixed: callMemoryBytes(config, { batch: 1, tokens: call.tokens, chunkRows: call.chunkRows }).chunk };
+}

@@ -16,7 +16,15 @@ import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
 import { CpuProjector } from './cpu-projector.ts';
 import { DeviceProjections, prepareDevice } from './device.ts';
-import { greedyGenerate, type GenerateOptions, type GenerateResult } from './generate.ts';
+import { probeSpeedCurve, type SpeedPoint } from './batch-limit.ts';
+import {
+  decodeSpeed,
+  greedyGenerate,
+  type GenerateHooks,
+  type GenerateOptions,
+  type GenerateResult,
+  type GenerateSequence,
+} from './generate.ts';
 import { Graphs, graphSessionOptions } from './graphs.ts';
 import { TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
@@ -91,19 +99,57 @@ export class Gemma3Engine {
   }
 
   /**
-   * Greedy decoding of a left-padded batch of ≤ MAX_BATCH prompts (token ids, e.g. from Tokenizer.chatIds).
+   * Greedy decoding of ≤ MAX_BATCH prompts (token ids, e.g. from Tokenizer.chatIds), all in flight at once.
    * Each sequence stops at <eos> (1), <end_of_turn> (106) or maxNewTokens; the stop token is not in outputIds.
    */
   async generate(prompts: number[][], options: GenerateOptions): Promise<GenerateResult[]> {
-    const { maxNewTokens } = options;
     if (prompts.length === 0 || prompts.length > MAX_BATCH)
       throw invalid(`generate takes 1…${MAX_BATCH} prompts, got ${prompts.length}`);
-    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
-      throw invalid(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
-    for (const p of prompts) this.checkIds(p);
-    return this.call(options.weights, (weights) =>
-      greedyGenerate({ model: this.model, head: this.head, settings: this.settings }, weights, prompts, options),
+    const { maxNewTokens } = options;
+    return this.generateMany(
+      prompts.map((ids) => ({ ids, maxNewTokens })),
+      { ...options, maxBatch: prompts.length },
     );
+  }
+
+  /**
+   * Continuous batching: any number of sequences, each with its own cap, at most `maxBatch` in flight; a row that
+   * stops is given to the next waiting sequence. Every sequence's outputs are bitwise what it gives alone.
+   */
+  async generateMany(
+    sequences: GenerateSequence[],
+    options: GenerateHooks & { maxBatch: number },
+  ): Promise<GenerateResult[]> {
+    if (sequences.length === 0) throw invalid('generateMany takes at least one sequence');
+    if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1)
+      throw invalid(`maxBatch must be a positive integer, got ${options.maxBatch}`);
+    for (const { ids, maxNewTokens } of sequences) {
+      if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
+        throw invalid(`maxNewTokens must be a positive integer, got ${maxNewTokens}`);
+      this.checkIds(ids);
+    }
+    return this.call(options.weights, (weights) =>
+      greedyGenerate(
+        { model: this.model, head: this.head, settings: this.settings },
+        weights,
+        sequences,
+        options.maxBatch,
+        options,
+      ),
+    );
+  }
+
+  /**
+   * The speed curve of continuous batching on this machine: generated tokens per second at PROBE_ROWS rows in order,
+   * while `maxRows` allows and the speed still rises (a few decode steps each; see batch-limit.ts).
+   */
+  async speedCurve(options: { maxRows: number; steps?: number }): Promise<SpeedPoint[]> {
+    const steps = options.steps ?? 2;
+    if (!Number.isInteger(options.maxRows) || options.maxRows < 1)
+      throw invalid(`maxRows must be a positive integer, got ${options.maxRows}`);
+    if (!Number.isInteger(steps) || steps < 1) throw invalid(`steps must be a positive integer, got ${steps}`);
+    const parts = { model: this.model, head: this.head, settings: this.settings };
+    return probeSpeedCurve((rows) => decodeSpeed(parts, this.source, rows, steps), options.maxRows);
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */

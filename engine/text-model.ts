@@ -1,12 +1,14 @@
 // Gemma 3's text decoder over one chunk (Hugging Face's Gemma3TextModel.forward): the scaled embedding, the RoPE
 // tables and masks of each layer type, every decoder layer (decoder-layer.ts) and the final norm. A chunk is part of
-// a left-padded batch; the KV cache carries what earlier chunks and decode steps left.
+// a left-padded batch; the KV cache carries what earlier chunks and decode steps left. A decode step of continuous
+// batching (forwardRows) runs rows that each keep a cache of their own: projections for all rows at once, attention
+// row by row.
 import type * as ort from 'onnxruntime-node';
 import { bf16ToF32 } from './bf16.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
-import { decoderLayer, type LayerContext, type Residual } from './decoder-layer.ts';
+import { decoderLayer, type AttentionGroup, type LayerContext, type Residual } from './decoder-layer.ts';
 import { embedScale } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { KvCache } from './kv-cache.ts';
@@ -28,12 +30,43 @@ export class Gemma3TextModel {
   ) {}
 
   /** The final-normed hidden states [B·T, H] of a chunk and, for `collect`, the residual streams it asks for. */
-  async forward(
+  forward(
     weights: WeightSource,
     cache: KvCache,
     chunk: Chunk,
     control: CallControl,
     collect: Collect = { layers: [], from: 0, to: 0 },
+  ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
+    return this.run(weights, chunk, [{ cache, chunk }], control, collect);
+  }
+
+  /**
+   * One step of rows that each keep their own cache (a chunk of batch 1 each, all of the same T): the final-normed
+   * hidden states [rows·T, H]. Each row's attention runs alone over its own cache, exactly as that sequence alone.
+   */
+  async forwardRows(
+    weights: WeightSource,
+    rows: { cache: KvCache; chunk: Chunk }[],
+    control: CallControl,
+  ): Promise<Float32Array> {
+    const T = rows[0]!.chunk.T;
+    const merged: Chunk = {
+      ids: Int32Array.from(rows.flatMap((row) => [...row.chunk.ids])),
+      positions: Int32Array.from(rows.flatMap((row) => [...row.chunk.positions])),
+      start: rows[0]!.chunk.start,
+      T,
+      gemm: rows.flatMap((row) => row.chunk.gemm),
+    };
+    const { final } = await this.run(weights, merged, rows, control, { layers: [], from: 0, to: 0 });
+    return final;
+  }
+
+  private async run(
+    weights: WeightSource,
+    chunk: Chunk,
+    groups: { cache: KvCache; chunk: Chunk }[],
+    control: CallControl,
+    collect: Collect,
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
     const c = this.config;
     const H = c.hidden_size;
@@ -43,13 +76,14 @@ export class Gemma3TextModel {
       for (let i = 0; i < w.length; i++) w[i] = Math.fround(1 + w[i]!);
       return tensor(w, [w.length]);
     };
+    const attention: AttentionGroup[] = [];
+    for (const group of groups) attention.push({ ...group, positions: await this.positions(group.cache, group.chunk) });
     const context: LayerContext = {
       config: c,
       graphs: this.graphs,
       project: this.projector.forChunk(weights, chunk),
-      cache,
-      chunk,
-      positions: await this.positions(cache, chunk),
+      T: chunk.T,
+      groups: attention,
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
     };
@@ -64,7 +98,7 @@ export class Gemma3TextModel {
       // A prefill chunk is seconds of work at 1B: its layers are slices too, so that another call waits for one layer.
       if (M >= SLICE_ROWS && layer + 1 < c.num_hidden_layers) await between(control);
     }
-    cache.advance(chunk.positions, chunk.start, chunk.T);
+    for (const group of groups) group.cache.advance(group.chunk.positions, group.chunk.start, group.chunk.T);
     return { final: residual.x, layerRows };
   }
 

@@ -1,9 +1,10 @@
-// npx iwibench bench engine|weights|service|mmlu-pro|toy|kernel|machine [flags]: each prints JSON figures measured against a reference
+// npx iwibench bench engine|episode|weights|service|mmlu-pro|toy|kernel|machine [flags]: each prints JSON figures measured against a reference
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
 import { HelpRequested, UsageError, nearest } from './args.ts';
 
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
+  episode: () => import('./bench/episode.ts'),
   toy: () => import('./bench/toy.ts'),
   'mmlu-pro': () => import('./bench/mmlu-pro.ts'),
   service: () => import('./bench/service.ts'),

@@ -10,6 +10,9 @@ import type { FamilyId } from '../taskset/types.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
 import {
+  BATCH_FLAG_DEFAULTS,
+  BATCH_FLAG_HELP,
+  batchLimitFromFlags,
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   locationFromFlags,
@@ -19,6 +22,7 @@ import {
 
 const defaults = {
   ...TARGET_FLAG_DEFAULTS,
+  ...BATCH_FLAG_DEFAULTS,
   seeds: 60,
   'eligible-per-family': 3,
   families: undefined as string | undefined, // comma-separated subset, default all ten
@@ -35,12 +39,13 @@ export const command = defineCommand({
   defaults,
   help: {
     ...TARGET_FLAG_HELP,
+    ...BATCH_FLAG_HELP,
     seeds: 'examine seeds 0…N−1',
     'eligible-per-family': 'distinct eligible parameter sets to select per family',
     families: 'comma-separated subset of the families; default all ten',
     output: 'the calibration file (every examined seed with its measurements and reasons)',
   },
-  integers: ['seeds', 'eligible-per-family'],
+  integers: ['seeds', 'eligible-per-family', 'max-batch'],
   choices: TARGET_FLAG_CHOICES,
   check: (flags) => familyProblems(flags.families),
 });
@@ -49,12 +54,13 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const families = familyList(flags.families);
   const stopProgress = showEvaluationProgress('calibrate');
-  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), { device: deviceFromFlags(flags) }).catch(
-    (error: unknown) => {
-      stopProgress();
-      throw error;
-    },
-  );
+  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), {
+    device: deviceFromFlags(flags),
+    batch: batchLimitFromFlags(flags),
+  }).catch((error: unknown) => {
+    stopProgress();
+    throw error;
+  });
   const started = Date.now();
   const result = await calibrate({
     evaluator,

@@ -6,7 +6,7 @@
 // resumes (the calibration and completed attempts are kept).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ItemEvaluator } from '../service/evaluate.ts';
+import { ItemEvaluator, type BatchLimit } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, Tokenizer } from '../engine/index.ts';
 import { calibrate, type Calibration } from '../taskset/calibration.ts';
@@ -18,6 +18,7 @@ import { Taskset } from '../taskset/taskset.ts';
 import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
 import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
+import { BATCH_FLAG_DEFAULTS, BATCH_FLAG_HELP, batchLimitFromFlags } from './target-flags.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 
 const defaults = {
@@ -30,6 +31,7 @@ const defaults = {
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
   'editor-model': 'builtin:rank-one',
+  ...BATCH_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -50,8 +52,9 @@ export const command = defineCommand({
     workers: 'editors at once',
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
+    ...BATCH_FLAG_HELP,
   },
-  integers: ['seed', 'calibration-seeds', 'workers', 'items-per-kind'],
+  integers: ['seed', 'calibration-seeds', 'workers', 'items-per-kind', 'max-batch'],
   choices: EDITOR_FLAG_CHOICES,
   check: (flags) => familyProblems(flags.families),
 });
@@ -71,7 +74,16 @@ export async function main(argv: string[]): Promise<void> {
   checkpoint.close();
 
   const families = familyList(flags.families);
-  const episodes = await demoEpisodes(families, flags['calibration-seeds'], flags.seed, modelDir, outputDir, log);
+  const batch = batchLimitFromFlags(flags);
+  const episodes = await demoEpisodes(
+    families,
+    flags['calibration-seeds'],
+    flags.seed,
+    modelDir,
+    outputDir,
+    log,
+    batch,
+  );
 
   log('starting the service');
   const service = await startServiceProcess({ modelDir, outputDir: path.join(outputDir, 'service') });
@@ -79,7 +91,11 @@ export async function main(argv: string[]): Promise<void> {
   const summary = await runPilot({
     episodes,
     service,
-    evaluator: Evaluator.open({ location: { modelDir }, pristineCacheDir: path.join(outputDir, 'pristine-cache') }),
+    evaluator: Evaluator.open({
+      location: { modelDir },
+      pristineCacheDir: path.join(outputDir, 'pristine-cache'),
+      maxBatch: batch?.maxBatch,
+    }),
     taskset: new Taskset({ tokenizer }),
     editor: config,
     editorLabel: label,
@@ -130,6 +146,7 @@ async function demoEpisodes(
   modelDir: string,
   outputDir: string,
   log: (m: string) => void,
+  batch: BatchLimit | undefined,
 ): Promise<Calibration['episodes']> {
   if (seeds === 0) return families.map((family) => ({ family, seed: fallbackSeed, params_key: '' }));
   const file = path.join(outputDir, 'calibration.json');
@@ -137,7 +154,7 @@ async function demoEpisodes(
   let calibration = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Calibration) : undefined;
   if (JSON.stringify(calibration?.args) !== JSON.stringify(args)) {
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
-    const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu' });
+    const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu', batch });
     const taskset = new Taskset({ tokenizer: evaluator.tokenizer });
     calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() =>
       evaluator.close(),

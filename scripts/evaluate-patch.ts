@@ -9,7 +9,15 @@ import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
+import {
+  BATCH_FLAG_DEFAULTS,
+  BATCH_FLAG_HELP,
+  maxBatchFromFlags,
+  TARGET_FLAG_CHOICES,
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  deviceFromFlags,
+} from './target-flags.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -21,6 +29,7 @@ const defaults = {
   'patch-id': undefined as string | undefined, // the id the patch folder must hold
   'output-dir': undefined as string | undefined,
   device: TARGET_FLAG_DEFAULTS.device,
+  ...BATCH_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -41,8 +50,10 @@ export const command = defineCommand({
     'patch-id': 'with --patch: the id the folder must hold (as submit reported it)',
     'output-dir': 'results.json',
     device: TARGET_FLAG_HELP.device,
+    ...BATCH_FLAG_HELP,
   },
   numbers: ['seed', 'control-seed'],
+  integers: ['max-batch'],
   choices: TARGET_FLAG_CHOICES,
 });
 
@@ -65,7 +76,7 @@ export async function main(argv: string[]): Promise<void> {
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
   const stopProgress = showEvaluationProgress('evaluate-patch');
-  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
+  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags), maxBatch: maxBatchFromFlags(flags) });
   const results = await evaluator
     .evaluate(task, patch, {
       outputDir: flags['output-dir']!,

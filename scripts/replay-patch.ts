@@ -13,6 +13,9 @@ import { Taskset } from '../taskset/taskset.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import {
+  BATCH_FLAG_DEFAULTS,
+  BATCH_FLAG_HELP,
+  maxBatchFromFlags,
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   openTarget,
@@ -23,6 +26,7 @@ import {
 const defaults = {
   'control-seed': undefined as number | undefined,
   ...TARGET_FLAG_DEFAULTS,
+  ...BATCH_FLAG_DEFAULTS,
   'output-dir': undefined as string | undefined, // default: RESULTS' folder + /replay-c<control-seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   regenerate: false, // take today's target questions instead of the recorded ones
@@ -39,6 +43,7 @@ export const command = defineCommand({
   help: {
     'control-seed': 'seed of the new general controls',
     ...TARGET_FLAG_HELP,
+    ...BATCH_FLAG_HELP,
     model: 'target id; default: the one RESULTS names (looked up in the Hugging Face cache)',
     'output-dir': "replay.json and results.json; default: RESULTS' folder/replay-c<control-seed>",
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
@@ -46,7 +51,7 @@ export const command = defineCommand({
       "the target questions today's family code generates, where they differ from those RESULTS recorded (refused otherwise)",
   },
   required: ['control-seed'],
-  integers: ['control-seed', 'items-per-kind'],
+  integers: ['control-seed', 'items-per-kind', 'max-batch'],
   positionals: { names: 'RESULTS', min: 1, max: 1 },
   choices: TARGET_FLAG_CHOICES,
 });
@@ -102,7 +107,7 @@ export async function main(argv: string[]): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
   const stopProgress = showEvaluationProgress('replay-patch');
-  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags) });
+  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags), maxBatch: maxBatchFromFlags(flags) });
   const results = await evaluator
     .evaluate(merged, patch, {
       outputDir,

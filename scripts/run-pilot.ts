@@ -14,6 +14,9 @@ import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
+  BATCH_FLAG_DEFAULTS,
+  BATCH_FLAG_HELP,
+  maxBatchFromFlags,
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   serviceAndTarget,
@@ -24,6 +27,7 @@ import {
 const defaults = {
   'service-env': undefined as string | undefined,
   ...TARGET_FLAG_DEFAULTS,
+  ...BATCH_FLAG_DEFAULTS,
   'output-dir': 'runs/pilot',
   workers: 1,
   attempts: 1,
@@ -42,13 +46,14 @@ export const command = defineCommand({
   help: {
     'service-env': SERVICE_ENV_HELP,
     ...TARGET_FLAG_HELP,
+    ...BATCH_FLAG_HELP,
     'output-dir': 'attempts/<family>-s<seed>-<editor>-a<k>/ and pilot.json',
     workers: 'editors at once against the one service',
     attempts: 'attempts per episode',
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
   },
-  integers: ['workers', 'attempts', 'items-per-kind'],
+  integers: ['workers', 'attempts', 'items-per-kind', 'max-batch'],
   choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
   positionals: { names: 'CALIBRATION', min: 1, max: 1 },
 });
@@ -71,6 +76,7 @@ export async function main(argv: string[]): Promise<void> {
     evaluator: Evaluator.open({
       location: target.location,
       device: deviceFromFlags(flags),
+      maxBatch: maxBatchFromFlags(flags),
       pristineCacheDir: path.join(outputDir, 'pristine-cache'),
     }),
     taskset: new Taskset({ tokenizer: target.tokenizer }),

@@ -12,6 +12,9 @@ import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
+  BATCH_FLAG_DEFAULTS,
+  BATCH_FLAG_HELP,
+  maxBatchFromFlags,
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   serviceAndTarget,
@@ -25,6 +28,7 @@ const defaults = {
   'control-seed': undefined as number | undefined, // default: the episode seed
   'service-env': undefined as string | undefined,
   ...TARGET_FLAG_DEFAULTS,
+  ...BATCH_FLAG_DEFAULTS,
   'output-dir': undefined as string | undefined, // default runs/prime/<family>-s<seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
@@ -41,12 +45,13 @@ export const command = defineCommand({
     'control-seed': 'seed of the general controls; default: the episode seed',
     'service-env': SERVICE_ENV_HELP,
     ...TARGET_FLAG_HELP,
+    ...BATCH_FLAG_HELP,
     'output-dir': 'trace, patch and results.json; default runs/prime/<family>-s<seed>',
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
   },
   required: ['family', 'seed'],
-  integers: ['seed', 'control-seed', 'items-per-kind'],
+  integers: ['seed', 'control-seed', 'items-per-kind', 'max-batch'],
   choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
   check: (flags) => familyProblems(flags.family),
 });
@@ -67,7 +72,11 @@ export async function main(argv: string[]): Promise<void> {
   const { results, run } = await runAttempt({
     task,
     service,
-    evaluator: Evaluator.open({ location: target.location, device: deviceFromFlags(flags) }),
+    evaluator: Evaluator.open({
+      location: target.location,
+      device: deviceFromFlags(flags),
+      maxBatch: maxBatchFromFlags(flags),
+    }),
     editor: config,
     editorLabel: label,
     dir: outputDir,

@@ -131,3 +131,24 @@ async function healthOf(service: ServiceEnv) {
 
 export const SERVICE_ENV_HELP =
   'file with IWIBENCH_SERVICE_URL, IWIBENCH_ADMIN_TOKEN, IWIBENCH_EDITOR_TOKEN; default: those variables (URL 127.0.0.1:8768), else a service started here';
+
+/** `--max-batch N` of the commands that evaluate: the rows each evaluation process keeps in flight. */
+export const BATCH_FLAG_DEFAULTS = { 'max-batch': undefined as number | undefined };
+export const BATCH_FLAG_HELP = {
+  'max-batch':
+    'sequences each evaluation keeps in flight (continuous batching); default: what free memory allows, up to where measured tokens per second stop rising',
+};
+
+/** --max-batch as the evaluator takes it (undefined: chosen from memory and measured speed); 0 is refused. */
+export function maxBatchFromFlags(flags: { 'max-batch': number | undefined }): number | undefined {
+  const n = flags['max-batch'];
+  if (n !== undefined && !(Number.isInteger(n) && n >= 1))
+    throw new Error(`--max-batch must be a positive integer, got ${n}`);
+  return n;
+}
+
+/** --max-batch as an in-process ItemEvaluator takes it (undefined: chosen from memory and measured speed). */
+export function batchLimitFromFlags(flags: { 'max-batch': number | undefined }): { maxBatch: number } | undefined {
+  const maxBatch = maxBatchFromFlags(flags);
+  return maxBatch === undefined ? undefined : { maxBatch };
+}

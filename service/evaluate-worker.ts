@@ -21,7 +21,11 @@ async function main(): Promise<void> {
   setInterval(() => process.ppid !== runner && process.kill(process.pid, 'SIGTERM'), 500).unref();
   forwardProgressToParent();
   const job = JSON.parse(readFileSync(values.job, 'utf8')) as EvaluationJob;
-  const run = await evaluateItems(job.location, job.items, { patch: job.patch ?? undefined, device: job.device });
+  const run = await evaluateItems(job.location, job.items, {
+    patch: job.patch ?? undefined,
+    device: job.device,
+    batch: job.batch,
+  });
   writeJsonAtomic(values.out, run);
 }
 

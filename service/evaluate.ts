@@ -8,17 +8,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeJsonAtomic } from '../core/files.ts';
 import {
-  callMemoryBytes,
   Checkpoint,
+  chooseBatchLimit,
+  continuousMemoryBytes,
   type CheckpointLocation,
   checkpointSource,
   type Device,
   Gemma3Engine,
-  MAX_BATCH,
   overlaySource,
+  PROBE_ROWS,
   textWeightBytes,
   Tokenizer,
   type WeightSource,
@@ -28,6 +30,12 @@ import type { ChatMessage } from '../core/chat.ts';
 import { type LoadedPatch, loadPatch, type PatchRef, replayPatch, type TensorStats } from './weights/index.ts';
 
 export type { CheckpointLocation, PatchRef };
+
+/**
+ * The batch limit of an evaluation process: a number of rows (--max-batch), or the memory its rows may take, the limit
+ * then chosen within it by a short probe of the decode speed (engine/batch-limit.ts).
+ */
+export type BatchLimit = { maxBatch: number } | { memoryBytes: number };
 
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };
@@ -51,6 +59,8 @@ export type EvaluationRun = {
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
   seconds: number;
+  /** The sequences it kept in flight (continuous batching; the outputs do not depend on it). */
+  batch_limit: number;
 };
 
 /**
@@ -64,11 +74,15 @@ export class ItemEvaluator {
     readonly tokenizer: Tokenizer,
     private readonly engine: Gemma3Engine,
     readonly patch: EvaluationRun['patch'],
+    private readonly batch: BatchLimit,
   ) {}
+
+  /** The rows in flight of the last run (chosen at its start, from the batch limit asked for). */
+  maxBatch = 0;
 
   static async open(
     location: CheckpointLocation,
-    options: { patch?: PatchRef; device?: Device } = {},
+    options: { patch?: PatchRef; device?: Device; batch?: BatchLimit } = {},
   ): Promise<ItemEvaluator> {
     reportLoading();
     const checkpoint = Checkpoint.open(location);
@@ -82,44 +96,53 @@ export class ItemEvaluator {
       patch = { ...summarise(loaded), sha256_verified: true, touched_tensors: [...tensors.keys()] };
     }
     const engine = await Gemma3Engine.create({ checkpoint, source, device: options.device });
-    return new ItemEvaluator(checkpoint, tokenizer, engine, patch);
+    return new ItemEvaluator(checkpoint, tokenizer, engine, patch, options.batch ?? { memoryBytes: os.freemem() });
   }
 
   get model(): EvaluationRun['model'] {
     return { id: this.checkpoint.modelId, revision: this.checkpoint.revision };
   }
 
-  /** Generate every item greedily. Items with the same token cap are batched; a batch's outputs equal each item run alone (tested). */
+  /**
+   * Generate every item greedily, all in one continuous batch of at most `maxBatch` rows, each item with its own cap;
+   * every output is bitwise the item's alone (tested), so the batch limit changes nothing but the time.
+   */
   async run(items: EvaluationItem[]): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
+    const sequences = items.map((item) => ({
+      ids: this.tokenizer.chatIds(item.messages),
+      maxNewTokens: item.max_new_tokens,
+    }));
+    // Chosen (and probed) before the phase starts, so that its seconds are the generation's.
+    this.maxBatch = sequences.length > 0 ? await this.batchLimit(sequences) : 0;
     const progress = startPhase(this.patch ? 'patched' : 'pristine', items.length);
     const outputs: Record<string, ItemOutput> = {};
     let forwardTokens = 0;
-    const byCap = new Map<number, EvaluationItem[]>();
-    for (const item of items) byCap.set(item.max_new_tokens, [...(byCap.get(item.max_new_tokens) ?? []), item]);
-    for (const [cap, group] of byCap) {
-      for (let i = 0; i < group.length; i += MAX_BATCH) {
-        const batch = group.slice(i, i + MAX_BATCH);
-        const results = await this.engine.generate(
-          batch.map((item) => this.tokenizer.chatIds(item.messages)),
-          { maxNewTokens: cap },
-        );
-        batch.forEach((item, k) => {
-          const r = results[k]!;
-          outputs[item.id] = {
-            text: this.tokenizer.decode(r.outputIds),
-            prompt_tokens: r.promptTokens,
-            output_tokens: r.outputTokens,
-            stop_reason: r.stopReason,
-          };
-          forwardTokens += r.promptTokens + r.outputTokens;
-        });
-        progress.add(
-          batch.length,
-          results.reduce((generated, r) => generated + r.outputTokens, 0),
-        );
-      }
-    }
+    if (items.length === 0) return { outputs, forwardTokens };
+    const results = await this.engine.generateMany(sequences, {
+      maxBatch: this.maxBatch,
+      onDone: (_, r) => progress.add(1, r.outputTokens),
+    });
+    items.forEach((item, k) => {
+      const r = results[k]!;
+      outputs[item.id] = {
+        text: this.tokenizer.decode(r.outputIds),
+        prompt_tokens: r.promptTokens,
+        output_tokens: r.outputTokens,
+        stop_reason: r.stopReason,
+      };
+      forwardTokens += r.promptTokens + r.outputTokens;
+    });
     return { outputs, forwardTokens };
+  }
+
+  /** The rows in flight: the number asked for, or what the memory allows and the measured speed is worth. */
+  private async batchLimit(sequences: { ids: number[]; maxNewTokens: number }[]): Promise<number> {
+    if ('maxBatch' in this.batch) return this.batch.maxBatch;
+    const tokens = Math.max(...sequences.map((s) => s.ids.length + s.maxNewTokens));
+    const { perRow, fixed } = continuousMemoryBytes(this.checkpoint.config, { tokens });
+    const memory = { memoryBytes: Math.max(0, this.batch.memoryBytes - fixed), bytesPerRow: perRow };
+    const { byMemory } = chooseBatchLimit({ ...memory, speedCurve: [] });
+    return chooseBatchLimit({ ...memory, speedCurve: await this.engine.speedCurve({ maxRows: byMemory }) }).limit;
   }
 
   async close(): Promise<void> {
@@ -132,7 +155,7 @@ export class ItemEvaluator {
 export async function evaluateItems(
   location: CheckpointLocation,
   items: EvaluationItem[],
-  options: { patch?: PatchRef; device?: Device } = {},
+  options: { patch?: PatchRef; device?: Device; batch?: BatchLimit } = {},
 ): Promise<EvaluationRun> {
   const started = Date.now();
   const evaluator = await ItemEvaluator.open(location, options);
@@ -146,6 +169,7 @@ export async function evaluateItems(
     outputs,
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
+    batch_limit: evaluator.maxBatch,
   };
 }
 
@@ -168,20 +192,34 @@ export function patchSummary(ref: PatchRef): PatchSummary {
 /** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
 const RUNTIME_BYTES = 2 ** 29;
 
+/** The rows an evaluation process is admitted for at most (the largest the speed probe tries). */
+export const MAX_EVALUATION_ROWS = PROBE_ROWS[PROBE_ROWS.length - 1]!;
+
+/** Prompt and new tokens a row is admitted for (the memory gate's figure per row). */
+const ROW_TOKENS = 1024;
+
 /**
  * The target at `location` as evaluations record and admit it, read once: its model id and revision, and what one
- * evaluation process holds at most (its BF16 weights, one batch of MAX_BATCH items, and the runtime).
+ * evaluation process holds at most with `rows` rows in flight (its BF16 weights, the rows' caches and activations,
+ * one prefill chunk, and the runtime), and what each row adds.
  */
 export function evaluationTarget(location: CheckpointLocation): {
   model: EvaluationRun['model'];
-  processBytes: number;
+  processBytes: (rows: number) => number;
+  rowBytes: number;
+  /** The memory `rows` rows and the prefill chunk take (a BatchLimit's memoryBytes). */
+  batchBytes: (rows: number) => number;
 } {
   const checkpoint = Checkpoint.open(location);
   const { config } = checkpoint;
   checkpoint.close();
-  const processBytes =
-    textWeightBytes(config) + callMemoryBytes(config, { batch: MAX_BATCH, tokens: 1024 }).total + RUNTIME_BYTES;
-  return { model: { id: checkpoint.modelId, revision: checkpoint.revision }, processBytes };
+  const { perRow, fixed } = continuousMemoryBytes(config, { tokens: ROW_TOKENS });
+  return {
+    model: { id: checkpoint.modelId, revision: checkpoint.revision },
+    processBytes: (rows) => textWeightBytes(config) + RUNTIME_BYTES + fixed + rows * perRow,
+    rowBytes: perRow,
+    batchBytes: (rows) => fixed + rows * perRow,
+  };
 }
 
 /** The job file of one evaluation process: the checkpoint, the items, and the patch to apply (null: pristine weights). */
@@ -191,6 +229,8 @@ export type EvaluationJob = {
   patch: PatchRef | null;
   /** Where the engine's projections run (absent: cpu); the service an editor used must have run on the same. */
   device?: Device;
+  /** The batch limit (absent: chosen in the process from its free memory and a probe of the speed). */
+  batch?: BatchLimit;
 };
 
 /** The fresh process's own file, run through tsx's loader as bin/iwibench.js runs the CLI. */

@@ -12,16 +12,19 @@ import type { Device } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
   evaluationTarget,
+  MAX_EVALUATION_ROWS,
   patchSummary,
+  type BatchLimit,
   type CheckpointLocation,
   type EvaluationItem,
   type EvaluationRun,
   type PatchRef,
 } from '../service/evaluate.ts';
+import { IwiError } from '../core/errors.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { processIdentity } from './file-lock.ts';
-import { reserveMemory } from './memory-gate.ts';
+import { availableBytes, reserveMemory } from './memory-gate.ts';
 import { runCheck } from './checks/index.ts';
 import { gradedItems } from './episode.ts';
 import type { EditorUsage } from './harness/index.ts';
@@ -98,6 +101,8 @@ export class Evaluator {
     readonly model: EvaluationRun['model'],
     /** The memory one evaluation process holds at most (the memory gate's reservation). */
     private readonly processBytes: number,
+    /** The batch limit each evaluation process is given (--max-batch, or the memory its rows may take). */
+    readonly batch: BatchLimit,
     /**
      * A folder of pristine runs keyed by model, revision and items: an episode evaluated again (another attempt or
      * editor, a replay) reuses the pristine outputs of its first fresh-process evaluation instead of regenerating them.
@@ -105,9 +110,31 @@ export class Evaluator {
     private readonly pristineCacheDir: string | undefined,
   ) {}
 
-  static open(options: { location: CheckpointLocation; device?: Device; pristineCacheDir?: string }): Evaluator {
-    const { model, processBytes } = evaluationTarget(options.location);
-    return new Evaluator(options.location, options.device ?? 'cpu', model, processBytes, options.pristineCacheDir);
+  /**
+   * `maxBatch` (--max-batch N): the rows each evaluation process keeps in flight; absent, as many as the memory free
+   * now allows (up to MAX_EVALUATION_ROWS), the process then choosing within them by the speed it measures.
+   */
+  static open(options: {
+    location: CheckpointLocation;
+    device?: Device;
+    pristineCacheDir?: string;
+    maxBatch?: number;
+  }): Evaluator {
+    const target = evaluationTarget(options.location);
+    const { maxBatch } = options;
+    if (maxBatch !== undefined && !(Number.isInteger(maxBatch) && maxBatch >= 1))
+      throw new IwiError('ENGINE_SETTING_INVALID', `--max-batch must be a positive integer, got ${maxBatch}`);
+    const fit = Math.floor((availableBytes() - target.processBytes(0)) / target.rowBytes);
+    const rows = maxBatch ?? Math.min(MAX_EVALUATION_ROWS, Math.max(1, fit));
+    const batch: BatchLimit = maxBatch !== undefined ? { maxBatch } : { memoryBytes: target.batchBytes(rows) };
+    return new Evaluator(
+      options.location,
+      options.device ?? 'cpu',
+      target.model,
+      target.processBytes(rows),
+      batch,
+      options.pristineCacheDir,
+    );
   }
 
   /**
@@ -160,7 +187,7 @@ export class Evaluator {
       `evaluation process (${patch ? 'patched' : 'pristine'})`,
     );
     try {
-      const job = { location: this.location, items, patch: patch ?? null, device: this.device };
+      const job = { location: this.location, items, patch: patch ?? null, device: this.device, batch: this.batch };
       return await evaluateInFreshProcess(job, outFile, {
         onStart: (child) => {
           pid = child.pid;

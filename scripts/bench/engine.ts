@@ -10,11 +10,6 @@
 // batch-1 rate is measured on a slice of one decoder matrix, and the decode time it implies (BF16 bytes per token ÷
 // that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The prefill takes the prefill GEMM
 // of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   checkDevice,
   Checkpoint,
@@ -22,11 +17,10 @@ import {
   jsKernels,
   kernelInfo,
   matmulBf16,
-  type Preset,
-  PRESETS,
   textWeightBytes,
 } from '../../engine/index.ts';
 import { parseFlags } from '../args.ts';
+import { benchCheckpointDir } from './checkpoint.ts';
 import { benchHeader } from './header.ts';
 import { machineNow, type MachineReferences } from './machine.ts';
 import { median, timeMs } from './reference.ts';
@@ -39,8 +33,6 @@ const defaults = {
   device: 'cpu',
   rounds: 1,
 };
-
-const CLI = fileURLToPath(new URL('../../bin/iwibench.js', import.meta.url));
 
 /** A figure measured between two probes of the machine: the figure, and the references before and after it. */
 async function bracketed<T>(
@@ -69,28 +61,16 @@ export function medianLeaves<T extends Figures>(objects: T[]): T {
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseFlags(argv, defaults);
-  if (!PRESETS.includes(flags.preset as Preset)) throw new Error(`--preset must be one of ${PRESETS.join(', ')}`);
   if (!Number.isInteger(flags.rounds) || flags.rounds < 1) throw new Error('--rounds must be a whole number ≥ 1');
   const device = flags.device;
   checkDevice(device);
-  const dir = flags['model-dir'] ?? path.join(os.tmpdir(), `iwibench-bench-${flags.preset}`);
-  if (!flags['model-dir'] && !existsSync(dir)) {
-    process.stderr.write(`making ${flags.preset} checkpoint in ${dir} …\n`);
-    // In a process of its own: making it holds the whole checkpoint in memory, which would be this process's peak RSS.
-    execFileSync(
-      process.execPath,
-      [CLI, 'make-tiny-checkpoint', '--out', dir, '--preset', flags.preset, '--seed', '0'],
-      {
-        stdio: ['ignore', 'ignore', 'inherit'],
-      },
-    );
-  }
+  const dir = benchCheckpointDir(flags.preset, flags['model-dir']);
   const checkpoint = Checkpoint.open(dir);
   const c = checkpoint.config;
   const prompt = Array.from({ length: flags['prompt-tokens'] }, (_, i) => 2 + ((i * 7919) % 200_000));
   /**
-   * Milliseconds per decode step: the time from the first next-token choice (after the prefill) to the last, over
-   * the steps between them, median of `repeats` calls. Random weights stop sequences at will, so what is counted is
+   * Milliseconds per decode step: the time from the first decode step's next-token choice (after every prompt's
+   * prefill) to the last, over the steps between them, median of `repeats` calls. Random weights stop sequences at will, so what is counted is
    * the steps that ran; the prefill is not in it.
    */
   const decode = async (engine: Gemma3Engine, batch: number, tokens: number, repeats: number) => {
@@ -100,14 +80,15 @@ export async function main(argv: string[]): Promise<void> {
       const starts: number[] = [];
       let previous = Infinity;
       // onLogits runs for each live sequence in order within a step: a new step starts when the index goes back.
+      // The first such start follows the first prompt's prefill, the others' prefills come before the second.
       const onLogits = (b: number) => {
         if (b <= previous) starts.push(performance.now());
         previous = b;
       };
       await engine.generate(prompts, { maxNewTokens: tokens, onLogits });
-      if (starts.length < 2)
-        throw new Error(`batch ${batch}: every sequence stopped at its first token; nothing to time`);
-      if (call > 0) perStep.push((starts.at(-1)! - starts[0]!) / (starts.length - 1)); // call 0 warms up
+      if (starts.length < 3)
+        throw new Error(`batch ${batch}: every sequence stopped within its first step; nothing to time`);
+      if (call > 0) perStep.push((starts.at(-1)! - starts[1]!) / (starts.length - 2)); // call 0 warms up
     }
     return median(perStep);
   };

@@ -93,8 +93,8 @@ describe('evaluateInFreshProcess', () => {
       ops: 2,
     });
 
-    // Progress from the process, in order: loading, then the patched phase from 0 to every item (two token caps:
-    // two batches), with the tokens it generated.
+    // Progress from the process, in order: loading, then the patched phase from 0 to every item, one report as each
+    // item ends, with the tokens it generated.
     expect(reports.map((r) => [r.out, r.phase, r.done, r.total])).toEqual([
       [out, 'loading', 0, 0],
       [out, 'patched', 0, 2],
@@ -109,6 +109,28 @@ describe('evaluateInFreshProcess', () => {
     expect(run.outputs).toEqual(inProcess.outputs);
     expect(run.forward_tokens).toBe(inProcess.forward_tokens);
     expect(run.model).toEqual(evaluationTarget(location).model);
+  });
+
+  it('gives the same outputs whatever the batch limit: one row, fewer rows than items, or chosen by the probe', async () => {
+    const many: EvaluationItem[] = [
+      ...items,
+      { id: 'c', messages: [{ role: 'user', content: 'Count to three.' }], max_new_tokens: 1 },
+      { id: 'd', messages: [{ role: 'user', content: 'What is the capital of France?' }], max_new_tokens: 9 },
+      { id: 'e', messages: [{ role: 'user', content: 'Say yes.' }], max_new_tokens: 3 },
+    ];
+    const chosen = await evaluateItems(location, many);
+    expect(Object.keys(chosen.outputs)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(chosen.outputs.c!.output_tokens).toBeLessThanOrEqual(1);
+    for (const maxBatch of [1, 2]) {
+      const run = await evaluateItems(location, many, { batch: { maxBatch } });
+      expect(run.outputs).toEqual(chosen.outputs);
+      expect(run.forward_tokens).toBe(chosen.forward_tokens);
+    }
+    const fresh = await evaluateInFreshProcess(
+      { location, items: many, patch: null, batch: { maxBatch: 3 } },
+      path.join(work, 'outputs-batch.json'),
+    );
+    expect(fresh.outputs).toEqual(chosen.outputs);
   });
 
   it('runs the pristine weights when the job names no patch', async () => {

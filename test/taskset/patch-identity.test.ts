@@ -48,30 +48,39 @@ async function failure(args: string[]): Promise<string> {
   return result!.stderr;
 }
 
+/** evaluate-patch of local_factual_update seed 0 on the tiny checkpoint into `out`. */
+const evaluatePatch = (out: string) => [
+  'evaluate-patch',
+  '--model-dir',
+  MODEL,
+  '--family',
+  'local_factual_update',
+  '--seed',
+  '0',
+  '--output-dir',
+  out,
+];
+
 describe('evaluate-patch and replay-patch verify the patch id', () => {
   it('evaluate-patch refuses a folder holding another patch than --patch-id, and a --patch without one', async () => {
     const swapped = path.join(work, 'swapped');
     cpSync(second.dir, swapped, { recursive: true });
     const out = path.join(work, 'evaluate-out');
-    const base = [
-      'evaluate-patch',
-      '--model-dir',
-      MODEL,
-      '--family',
-      'local_factual_update',
-      '--seed',
-      '0',
-      '--output-dir',
-      out,
-      '--patch',
-      swapped,
-    ];
+    const base = [...evaluatePatch(out), '--patch', swapped];
     const stderr = await failure([...base, '--patch-id', first.digest]);
     expect(stderr).toContain(`holds patch ${second.digest}`);
     expect(stderr).toContain(`not the requested ${first.digest}`);
     expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false); // refused before any evaluation
     expect(await failure(base)).toContain('--patch and --patch-id go together');
     expect(await failure([...base, '--patch-id', 'abc'])).toContain('--patch-id must be a patch id');
+  });
+
+  it('evaluate-patch refuses a --max-batch that is not a positive integer, before any evaluation', async () => {
+    const out = path.join(work, 'max-batch-out');
+    expect(await failure([...evaluatePatch(out), '--max-batch', '0'])).toContain(
+      '--max-batch must be a positive integer, got 0',
+    );
+    expect(existsSync(path.join(out, 'outputs-pristine.json'))).toBe(false);
   });
 
   /** Results of local_factual_update seed 0 recording `first` in a folder that now holds `second`. */

@@ -1,0 +1,69 @@
+// The batch limit of continuous batching: how many sequences are in flight at once. Two bounds, the smaller wins:
+// memory (each row holds its own KV cache, activations and logits) and speed (past some row count a decode step's
+// tokens per second stop rising: the kernel's arithmetic, not the weights' bandwidth, bounds it). Outputs never depend
+// on it (every row is bitwise what its sequence gives alone): it only sets the time an evaluation takes.
+import { IwiError } from '../core/errors.ts';
+
+/** Decode speed measured at a row count: generated tokens per second. */
+export type SpeedPoint = { rows: number; tokensPerSecond: number };
+
+/** The next measured row count must beat the best so far by this factor to be worth its memory. */
+export const SPEED_GAIN = 1.05;
+
+/** Row counts the speed probe tries, in order, while the speed still rises and memory allows. */
+export const PROBE_ROWS = [8, 16, 32, 64, 128] as const;
+
+/**
+ * The batch limit from memory (rows of `bytesPerRow` that fit in `memoryBytes`, at least 1) and from a measured speed
+ * curve (the row count past which tokens per second stop rising by SPEED_GAIN; the largest measured if they never
+ * stop; no bound from an empty curve).
+ */
+export function chooseBatchLimit(input: { memoryBytes: number; bytesPerRow: number; speedCurve: SpeedPoint[] }): {
+  limit: number;
+  byMemory: number;
+  bySpeed: number;
+} {
+  const { memoryBytes, bytesPerRow, speedCurve } = input;
+  if (!(Number.isFinite(memoryBytes) && memoryBytes >= 0))
+    throw invalid(`memoryBytes must be a finite number ≥ 0, got ${memoryBytes}`);
+  if (!(Number.isFinite(bytesPerRow) && bytesPerRow > 0))
+    throw invalid(`bytesPerRow must be a finite number > 0, got ${bytesPerRow}`);
+  for (const { rows, tokensPerSecond } of speedCurve) {
+    if (!Number.isInteger(rows) || rows < 1 || !(tokensPerSecond >= 0))
+      throw invalid(`a speed point needs rows ≥ 1 and tokens per second ≥ 0, got ${rows} rows at ${tokensPerSecond}`);
+  }
+  const byMemory = Math.max(1, Math.floor(memoryBytes / bytesPerRow));
+  const sorted = [...speedCurve].sort((a, b) => a.rows - b.rows);
+  let best = sorted[0];
+  for (const point of sorted.slice(1)) {
+    if (point.tokensPerSecond <= best!.tokensPerSecond * SPEED_GAIN) break;
+    best = point;
+  }
+  const bySpeed = best?.rows ?? Infinity;
+  return { limit: Math.min(byMemory, bySpeed), byMemory, bySpeed };
+}
+
+/** Whether the speed probe should try `rows` after the points measured so far (it stops once speed stops rising). */
+export function probeNext(curve: SpeedPoint[], rows: number, byMemory: number): boolean {
+  if (rows > byMemory) return false;
+  if (curve.length < 2) return true;
+  const [before, last] = curve.slice(-2) as [SpeedPoint, SpeedPoint];
+  return last.tokensPerSecond > before.tokensPerSecond * SPEED_GAIN;
+}
+
+/** The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed still rises. */
+export async function probeSpeedCurve(
+  measure: (rows: number) => Promise<number>,
+  byMemory: number,
+): Promise<SpeedPoint[]> {
+  const curve: SpeedPoint[] = [];
+  for (const rows of PROBE_ROWS) {
+    if (!probeNext(curve, rows, byMemory)) break;
+    curve.push({ rows, tokensPerSecond: await measure(rows) });
+  }
+  return curve;
+}
+
+function invalid(message: string): IwiError {
+  return new IwiError('ENGINE_INPUT_INVALID', message);
+}

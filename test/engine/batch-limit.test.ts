@@ -1,0 +1,101 @@
+// The batch limit of continuous batching, from a given memory and a given speed curve (engine/batch-limit.ts), and
+// the memory each row takes (engine/memory.ts).
+import { describe, expect, it } from 'vitest';
+import { chooseBatchLimit, probeSpeedCurve, type SpeedPoint } from '../../engine/batch-limit.ts';
+import { Checkpoint } from '../../engine/checkpoint.ts';
+import { callMemoryBytes, continuousMemoryBytes } from '../../engine/memory.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
+
+const MiB = 2 ** 20;
+const curve = (points: [number, number][]): SpeedPoint[] =>
+  points.map(([rows, tokensPerSecond]) => ({ rows, tokensPerSecond }));
+
+describe('chooseBatchLimit', () => {
+  it('takes the row count past which tokens per second stop rising by 5 %, when memory allows it', () => {
+    // 8 → 16 → 32 rise; 64 gains 3 % only: 32.
+    const speed = curve([
+      [8, 40],
+      [16, 70],
+      [32, 100],
+      [64, 103],
+    ]);
+    expect(chooseBatchLimit({ memoryBytes: 1000 * MiB, bytesPerRow: 10 * MiB, speedCurve: speed })).toEqual({
+      limit: 32,
+      byMemory: 100,
+      bySpeed: 32,
+    });
+    // The same curve, given in any order.
+    expect(
+      chooseBatchLimit({ memoryBytes: 1000 * MiB, bytesPerRow: 10 * MiB, speedCurve: speed.reverse() }).limit,
+    ).toBe(32);
+    // A fall stops it too, even if a later point would rise again.
+    expect(
+      chooseBatchLimit({
+        memoryBytes: 1000 * MiB,
+        bytesPerRow: MiB,
+        speedCurve: curve([
+          [8, 40],
+          [16, 38],
+          [32, 90],
+        ]),
+      }).bySpeed,
+    ).toBe(8);
+  });
+
+  it('is bounded by memory (at least one row), and by the largest row count measured when speed never stops', () => {
+    const rising = curve([
+      [8, 10],
+      [16, 20],
+      [32, 40],
+    ]);
+    expect(chooseBatchLimit({ memoryBytes: 250 * MiB, bytesPerRow: 10 * MiB, speedCurve: rising })).toEqual({
+      limit: 25,
+      byMemory: 25,
+      bySpeed: 32,
+    });
+    expect(chooseBatchLimit({ memoryBytes: 2000 * MiB, bytesPerRow: 10 * MiB, speedCurve: rising }).limit).toBe(32);
+    expect(chooseBatchLimit({ memoryBytes: MiB, bytesPerRow: 10 * MiB, speedCurve: rising }).limit).toBe(1);
+    // No curve: memory alone.
+    expect(chooseBatchLimit({ memoryBytes: 95 * MiB, bytesPerRow: 10 * MiB, speedCurve: [] })).toEqual({
+      limit: 9,
+      byMemory: 9,
+      bySpeed: Infinity,
+    });
+  });
+
+  it('refuses bad input clearly', () => {
+    const refused = expect.objectContaining({ code: 'ENGINE_INPUT_INVALID' });
+    expect(() => chooseBatchLimit({ memoryBytes: -1, bytesPerRow: 1, speedCurve: [] })).toThrow(refused);
+    expect(() => chooseBatchLimit({ memoryBytes: 1, bytesPerRow: 0, speedCurve: [] })).toThrow(/bytesPerRow/);
+    expect(() => chooseBatchLimit({ memoryBytes: 1, bytesPerRow: 1, speedCurve: curve([[0, 5]]) })).toThrow(/rows ≥ 1/);
+    expect(() => chooseBatchLimit({ memoryBytes: 1, bytesPerRow: 1, speedCurve: curve([[4, NaN]]) })).toThrow(refused);
+  });
+});
+
+describe('probeSpeedCurve', () => {
+  it('measures doubling row counts while memory allows and the speed still rises', async () => {
+    const asked: number[] = [];
+    const measured = await probeSpeedCurve(async (rows) => {
+      asked.push(rows);
+      return { 8: 40, 16: 70, 32: 72, 64: 200, 128: 400 }[rows]!;
+    }, 1000);
+    expect(asked).toEqual([8, 16, 32]); // 32 gained under 5 %: 64 is not tried
+    expect(chooseBatchLimit({ memoryBytes: 1e9, bytesPerRow: 1, speedCurve: measured }).limit).toBe(16);
+    const few: number[] = [];
+    await probeSpeedCurve(async (rows) => (few.push(rows), rows), 20);
+    expect(few).toEqual([8, 16]);
+  });
+});
+
+describe('continuousMemoryBytes', () => {
+  it('gives each row its own cache, decode activations and logits, and one prefill chunk', () => {
+    const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
+    const { config } = checkpoint;
+    checkpoint.close();
+    const { perRow, fixed } = continuousMemoryBytes(config, { tokens: 300 });
+    const oneRow = callMemoryBytes(config, { batch: 1, tokens: 300, chunkRows: 1 });
+    expect(perRow).toBeGreaterThan(oneRow.cache + 4 * config.vocab_size);
+    expect(fixed).toBe(callMemoryBytes(config, { batch: 1, tokens: 300 }).chunk);
+    expect(continuousMemoryBytes(config, { tokens: 600 }).perRow).toBeGreaterThan(perRow);
+  });
+});
