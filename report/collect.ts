@@ -183,14 +183,18 @@ export function labelAttempts(
   return { kept, skipped };
 }
 
+const PARTIAL_FOLDER = /\.partial-\d+-[0-9a-f]+$/;
+
 /** Files named `name` anywhere under `root`, sorted by path (code-unit order, not locale order). */
 function findFiles(root: string, name: string): string[] {
   const found: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name))) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile() && entry.name === name) found.push(full);
+      if (entry.isDirectory()) {
+        // A folder still being written (core/files.ts's writeFolderAtomic), or left half-written by a killed worker.
+        if (!PARTIAL_FOLDER.test(entry.name)) walk(full);
+      } else if (entry.isFile() && entry.name === name) found.push(full);
     }
   };
   walk(root);
