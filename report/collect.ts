@@ -132,7 +132,29 @@ export function collectResults(runs: readonly string[]): Collected[] {
     for (const file of files)
       collected.push({ file, attempt: path.basename(path.dirname(file)), results: readResults(file) });
   }
-  return collected;
+  return mergeAttempts(collected);
+}
+
+/**
+ * Pilot attempts (`attempts/<id>/results.json`) merged by id across the folders given (queue workers on machines
+ * without a shared disk each write their own): the same results in two folders are one attempt; two different
+ * results for one id are refused, naming both files.
+ */
+function mergeAttempts(collected: Collected[]): Collected[] {
+  const seen = new Map<string, { file: string; text: string }>();
+  return collected.filter((c) => {
+    if (path.basename(path.dirname(path.dirname(c.file))) !== 'attempts') return true;
+    const text = readFileSync(c.file, 'utf8');
+    const first = seen.get(c.attempt);
+    if (!first) {
+      seen.set(c.attempt, { file: c.file, text });
+      return true;
+    }
+    if (first.text === text) return false;
+    throw new Error(
+      `attempt ${c.attempt} has two different results, ${first.file} and ${c.file}: keep one (an attempt is run once)`,
+    );
+  });
 }
 
 export function readResults(file: string): ResultsFile {
