@@ -4,10 +4,12 @@
 // up again once its lock lapses and run from its start in a fresh temp folder; the dead one's half folder is never
 // read. The attempt's editor calls and evaluations run in other processes (the service, the editor API, fresh
 // evaluation processes), so this event loop stays free to renew the job locks.
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { UnrecoverableError, Worker, type Job, type RedisOptions } from 'bullmq';
 import { writeFolderAtomic } from '../../core/files.ts';
-import { completedAttempt, type AttemptStatus } from '../attempt.ts';
+import { processExists } from '../../core/process.ts';
+import { clearInterrupted, completedAttempt, type AttemptStatus } from '../attempt.ts';
 import type { FailedAttempt } from '../pilot.ts';
 import { QUEUE_NAME } from './connection.ts';
 import { isTransient } from './failures.ts';
@@ -41,11 +43,27 @@ export async function processAttemptJob(options: Pick<WorkerOptions, 'outputDir'
   // Completed by an earlier try whose completion did not reach Redis: its folder is the result.
   const done = completedAttempt(dir);
   if (done) return done;
+  await clearDeadTries(dir);
   try {
     return await writeFolderAtomic(dir, (temp) => options.run(job, temp));
   } catch (error) {
     if (isTransient(error)) throw error; // BullMQ retries it with backoff; tries spent, the job keeps this error
     return { status: 'failed', id: job.id, error: (error as Error).message } satisfies FailedAttempt;
+  }
+}
+
+/**
+ * The temp folders earlier tries of this attempt left when their worker died: cleared once the evaluation processes
+ * they started have ended (clearInterrupted), never read. A live worker's (this machine's) is left alone.
+ */
+async function clearDeadTries(dir: string): Promise<void> {
+  const parent = path.dirname(dir);
+  if (!existsSync(parent)) return;
+  const prefix = `${path.basename(dir)}.partial-`;
+  for (const name of readdirSync(parent).filter((n) => n.startsWith(prefix))) {
+    const pid = Number(name.slice(prefix.length).split('-')[0]);
+    if (Number.isInteger(pid) && pid !== process.pid && !processExists(pid))
+      await clearInterrupted(path.join(parent, name));
   }
 }
 
