@@ -1,4 +1,4 @@
-// A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis (test/redis.ts), two
+// A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis (scripts/redis-server.ts), two
 // service processes, workers as processes. Three workers on two services finish every attempt once, with run-pilot's
 // rewards; a worker killed (SIGKILL) mid-attempt leaves its job to another and one folder; Redis restarted mid-run
 // (append-only) loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
@@ -15,7 +15,7 @@ import { completedAttempt } from '../../taskset/attempt.ts';
 import { QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
 import { TOY_TARGET_DIR } from '../../toy/target.ts';
 import { REPO_ROOT } from '../fixtures.ts';
-import { startRedis, type RedisHandle } from '../redis.ts';
+import { startRedis, type RedisHandle } from '../../scripts/redis-server.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');

@@ -1,4 +1,4 @@
-// The queue of attempts on a real Redis (test/redis.ts): enqueue twice gives one job per attempt; a malformed job
+// The queue of attempts on a real Redis (scripts/redis-server.ts): enqueue twice gives one job per attempt; a malformed job
 // fails at once with its reason; a deterministic failure is recorded and not retried, a transient one is retried a
 // bounded number of times and keeps its last error; a finished attempt's folder is whole. Each case its own database.
 import { execFile } from 'node:child_process';
@@ -17,7 +17,7 @@ import { TransientFailure } from '../../taskset/queue/failures.ts';
 import { attemptJob, type AttemptJob } from '../../taskset/queue/job.ts';
 import { startWorker, type JobResult } from '../../taskset/queue/worker.ts';
 import { REPO_ROOT } from '../fixtures.ts';
-import { startRedis, type RedisHandle } from '../redis.ts';
+import { startRedis, type RedisHandle } from '../../scripts/redis-server.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');

@@ -1,5 +1,5 @@
-// A real Redis for the queue tests: Debian's redis-server on a free port of 127.0.0.1, its data in a temp folder,
-// append-only on (so that a restart keeps every acknowledged job). Stop it in afterAll.
+// A throwaway Redis for the queue's tests and `bench queue`: Debian's redis-server on a free port of 127.0.0.1, its
+// data in a temp folder, append-only on (so that a restart keeps every acknowledged job). The caller stops it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
