@@ -1,4 +1,4 @@
-// npx iwibench bench engine|weights|service|mmlu-pro|toy|kernel|machine [flags]: each prints JSON figures measured against a reference
+// npx iwibench bench engine|weights|service|mmlu-pro|toy|kernel|machine|queue [flags]: each prints JSON figures measured against a reference
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
 import { HelpRequested, UsageError, nearest } from './args.ts';
 
@@ -10,6 +10,7 @@ const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<
   weights: () => import('./bench/weights.ts'),
   kernel: () => import('./bench/kernel.ts'),
   machine: () => import('./bench/machine.ts'),
+  queue: () => import('./bench/queue.ts'),
 };
 
 const USAGE = `usage: npx iwibench bench <${Object.keys(benches).join('|')}> [flags]   (npx iwibench bench <name> --help: its flags)

@@ -57,7 +57,7 @@ export const commands: Record<string, Command> = {
     load: () => import('./report-token-efficiency.ts'),
   },
   bench: {
-    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel | machine',
+    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel | machine | queue',
     load: () => import('./bench.ts'),
   },
   'export-patched': {
