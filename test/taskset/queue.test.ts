@@ -50,9 +50,8 @@ function openQueue(db: number): Queue {
 /** The job once it has finished (completed or failed for good). */
 async function finished(queue: Queue, id: string): Promise<Job> {
   for (;;) {
-    const job = await queue.getJob(id);
-    const state = await job?.getState();
-    if (state === 'completed' || state === 'failed') return job!;
+    const state = await queue.getJobState(id);
+    if (state === 'completed' || state === 'failed') return (await queue.getJob(id))!; // read after it finished
     await sleep(50);
   }
 }
