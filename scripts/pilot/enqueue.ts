@@ -1,7 +1,6 @@
 // npx iwibench pilot enqueue CALIBRATION --queue redis://HOST:PORT/DB --editor-model A [--editor-model B …] [--repeats K]
 // One job per (episode, editor, repeat); its id is the attempt's id, so enqueuing again adds nothing and says so.
-import { readFileSync } from 'node:fs';
-import type { Calibration } from '../../taskset/calibration.ts';
+import { readCalibration } from '../../taskset/calibration.ts';
 import { checkQueue, queueConnection } from '../../taskset/queue/connection.ts';
 import { enqueueAttempts } from '../../taskset/queue/enqueue.ts';
 import { attemptJob, type AttemptJob } from '../../taskset/queue/job.ts';
@@ -51,9 +50,7 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags, positionals } = parseCommand(argv, command);
   const calibrationFile = positionals[0]!;
-  const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
-  if (!Array.isArray(calibration.episodes))
-    throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
+  const calibration = readCalibration(calibrationFile);
   const connection = queueConnection(flags);
   await checkQueue(connection, flags.queue);
   const jobs: AttemptJob[] = [];
