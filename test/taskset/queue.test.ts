@@ -3,6 +3,8 @@
 // bounded number of times and keeps its last error; a finished attempt's folder is whole. Each case its own database.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +15,8 @@ import { writeJsonAtomic } from '../../core/files.ts';
 import { attemptId, completedAttempt, type AttemptStatus } from '../../taskset/attempt.ts';
 import { QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
 import { enqueueAttempts } from '../../taskset/queue/enqueue.ts';
-import { TransientFailure } from '../../taskset/queue/failures.ts';
+import { TransientFailure, isTransient, throwIfTransientEditorError } from '../../taskset/queue/failures.ts';
+import type { EditorRunResult } from '../../taskset/harness/index.ts';
 import { attemptJob, type AttemptJob } from '../../taskset/queue/job.ts';
 import { startWorker, type JobResult } from '../../taskset/queue/worker.ts';
 import { REPO_ROOT } from '../fixtures.ts';
@@ -206,5 +209,25 @@ describe('a worker', () => {
         { id: flaky.id, reason: 'the editor API failed (try 3)' },
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
     );
+  });
+});
+
+describe('failure kinds', () => {
+  it('an unreachable service and a transient editor API error are transient; anything else is not', async () => {
+    // A port nothing listens on (Redis's, once stopped, would do too; this one was free a moment ago).
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as { port: number };
+    await new Promise((resolve) => server.close(resolve));
+    const unreachable = await fetch(`http://127.0.0.1:${port}/health`).catch((e: unknown) => e);
+    expect(isTransient(unreachable)).toBe(true);
+    expect(isTransient(new Error('patch refused'))).toBe(false);
+    expect(isTransient(new TypeError('not a network error'))).toBe(false);
+    const ended = (failureKind: EditorRunResult['failureKind']) =>
+      ({ stopReason: 'editor_error', failureKind, error: `${failureKind}: …` }) as EditorRunResult;
+    for (const kind of ['timeout', 'connection', 'rate_limit', 'server'] as const)
+      expect(() => throwIfTransientEditorError(ended(kind))).toThrow(TransientFailure);
+    for (const kind of ['auth', 'request', 'api', 'reply'] as const)
+      expect(() => throwIfTransientEditorError(ended(kind))).not.toThrow();
   });
 });
