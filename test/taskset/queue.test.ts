@@ -212,6 +212,31 @@ describe('a worker', () => {
   });
 });
 
+describe('--queue', () => {
+  it('reads host, port and database; rediss:// is TLS; the password comes from the variable named', () => {
+    expect(queueConnection({ queue: 'redis://10.0.0.5:6380/2' })).toEqual({
+      host: '10.0.0.5',
+      port: 6380,
+      db: 2,
+      maxRetriesPerRequest: null,
+    });
+    const tls = queueConnection(
+      { queue: 'rediss://bench@queue.example:6390', 'queue-password-env': 'Q_PASSWORD' },
+      { Q_PASSWORD: 's3cret' },
+    );
+    expect(tls).toEqual({
+      host: 'queue.example',
+      port: 6390,
+      db: 0,
+      username: 'bench',
+      password: 's3cret',
+      tls: { servername: 'queue.example' },
+      maxRetriesPerRequest: null,
+    });
+    expect(() => queueConnection({ queue: 'redis://127.0.0.1:6379/x' })).toThrow("--queue's database must be a number");
+  });
+});
+
 describe('failure kinds', () => {
   it('an unreachable service and a transient editor API error are transient; anything else is not', async () => {
     // A port nothing listens on (Redis's, once stopped, would do too; this one was free a moment ago).
