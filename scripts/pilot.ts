@@ -1,6 +1,6 @@
 // npx iwibench pilot enqueue|worker|status [flags]: a pilot's attempts on a queue (BullMQ on Redis), run by workers
 // on one or several machines, one per service; `run-pilot` stays the one-machine command.
-import { HelpRequested, UsageError, nearest } from './args.ts';
+import { loadSubcommand } from './args.ts';
 
 const subcommands: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   enqueue: () => import('./pilot/enqueue.ts'),
@@ -18,12 +18,6 @@ example:
   npx iwibench pilot enqueue runs/calibration.json --queue redis://127.0.0.1:6379/0 --editor-model gpt-6.1-terra`;
 
 export async function main(argv: string[]): Promise<void> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h') throw new HelpRequested(USAGE);
-  const load = subcommands[name];
-  if (!load) {
-    const near = nearest(name, Object.keys(subcommands));
-    throw new UsageError([`unknown pilot command "${name}"${near ? ` (did you mean ${near}?)` : ''}`], USAGE);
-  }
-  await (await load()).main(rest);
+  const { rest, module } = await loadSubcommand(argv, subcommands, USAGE, 'pilot command');
+  await module.main(rest);
 }
