@@ -142,30 +142,40 @@ describe('a pilot on the queue, on the toy target', () => {
   });
 
   it('a worker killed (SIGKILL) mid-attempt: another takes the job up, and one folder remains', async () => {
-    await enqueue(2, oneEpisode());
-    const queue = openQueue(2);
-    const out = path.join(work, 'killed');
-    const first = worker(2, 0, out);
-    await underWay(queue, out);
-    first.child.kill('SIGKILL');
-    await first.exited;
-    expect(await worker(2, 1, out).exited).toBe(0);
-    const id = Object.keys(expected).find((k) => k.includes('-s1-'))!;
+    const { out, id } = await disruptedAttempt(2, 'killed', async (first, out) => {
+      first.child.kill('SIGKILL');
+      await first.exited;
+      expect(await worker(2, 1, out).exited).toBe(0);
+    });
     expect(readdirSync(path.join(out, 'attempts'))).toEqual([id]); // the dead try's temp folder is cleared
-    expect(rewards(out)).toEqual({ [id]: expected[id] });
-    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[id]);
   });
 
   it('Redis restarted mid-run (append-only on): the run completes, nothing lost', async () => {
-    await enqueue(3, oneEpisode());
-    const queue = openQueue(3);
-    const out = path.join(work, 'restarted');
-    const running = worker(3, 1, out);
+    await disruptedAttempt(3, 'restarted', async (first) => {
+      await redis.restart();
+      expect(await first.exited).toBe(0);
+    });
+  });
+
+  /**
+   * The second episode alone on queue `db`: a worker on service 0 takes it, `disrupt` strikes once the attempt is
+   * under way and sees it through; the attempt then has run-pilot's reward, in its folder and as its job's result.
+   */
+  async function disruptedAttempt(
+    db: number,
+    name: string,
+    disrupt: (first: ReturnType<typeof worker>, out: string) => Promise<void>,
+  ) {
+    await enqueue(db, oneEpisode());
+    const queue = openQueue(db);
+    const out = path.join(work, name);
+    const first = worker(db, 0, out);
     await underWay(queue, out);
-    await redis.restart();
-    expect(await running.exited).toBe(0);
+    await disrupt(first, out);
     const id = Object.keys(expected).find((k) => k.includes('-s1-'))!;
     expect(rewards(out)).toEqual({ [id]: expected[id] });
+    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[id]);
     expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 0 });
-  });
+    return { out, id };
+  }
 });
