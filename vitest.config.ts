@@ -9,6 +9,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const SLOW_FILES = [
   'test/taskset/pipeline.test.ts',
+  'test/taskset/queue-e2e.test.ts',
   'test/toy/toy-benchmark.test.ts',
   'test/report/viewer.test.ts',
   'test/scripts/seed-commands.test.ts',

@@ -132,7 +132,29 @@ export function collectResults(runs: readonly string[]): Collected[] {
     for (const file of files)
       collected.push({ file, attempt: path.basename(path.dirname(file)), results: readResults(file) });
   }
-  return collected;
+  return mergeAttempts(collected);
+}
+
+/**
+ * Pilot attempts (`attempts/<id>/results.json`) merged by id across the folders given (queue workers on machines
+ * without a shared disk each write their own): the same results in two folders are one attempt; two different
+ * results for one id are refused, naming both files.
+ */
+function mergeAttempts(collected: Collected[]): Collected[] {
+  const seen = new Map<string, { file: string; text: string }>();
+  return collected.filter((c) => {
+    if (path.basename(path.dirname(path.dirname(c.file))) !== 'attempts') return true;
+    const text = readFileSync(c.file, 'utf8');
+    const first = seen.get(c.attempt);
+    if (!first) {
+      seen.set(c.attempt, { file: c.file, text });
+      return true;
+    }
+    if (first.text === text) return false;
+    throw new Error(
+      `attempt ${c.attempt} has two different results, ${first.file} and ${c.file}: keep one (an attempt is run once)`,
+    );
+  });
 }
 
 export function readResults(file: string): ResultsFile {
@@ -183,14 +205,18 @@ export function labelAttempts(
   return { kept, skipped };
 }
 
+const PARTIAL_FOLDER = /\.partial-\d+-[0-9a-f]+$/;
+
 /** Files named `name` anywhere under `root`, sorted by path (code-unit order, not locale order). */
 function findFiles(root: string, name: string): string[] {
   const found: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => compare(a.name, b.name))) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile() && entry.name === name) found.push(full);
+      if (entry.isDirectory()) {
+        // A folder still being written (core/files.ts's writeFolderAtomic), or left half-written by a killed worker.
+        if (!PARTIAL_FOLDER.test(entry.name)) walk(full);
+      } else if (entry.isFile() && entry.name === name) found.push(full);
     }
   };
   walk(root);

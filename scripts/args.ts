@@ -156,6 +156,28 @@ export function parseCommand<D extends Defaults>(argv: string[], spec: CommandSp
   return { flags: flags as { [K in keyof D]: D[K] }, positionals };
 }
 
+type CommandModule = { main: (argv: string[]) => Promise<void> };
+
+/**
+ * A command made of subcommands (`bench NAME`, `pilot NAME`): the module argv's first word names, and the rest of
+ * argv; no word or --help prints `usage`, an unknown one is a usage error with the nearest name.
+ */
+export async function loadSubcommand(
+  argv: string[],
+  table: Record<string, () => Promise<CommandModule>>,
+  usage: string,
+  what: string,
+): Promise<{ name: string; rest: string[]; module: CommandModule }> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h') throw new HelpRequested(usage);
+  const load = table[name];
+  if (!load) {
+    const near = nearest(name, Object.keys(table));
+    throw new UsageError([`unknown ${what} "${name}"${near ? ` (did you mean ${near}?)` : ''}`], usage);
+  }
+  return { name, rest, module: await load() };
+}
+
 /** The older form: defaults and options without help; same checks (positionals allowed only when asked for). */
 export function parseFlags<D extends Defaults>(
   argv: string[],

@@ -1,6 +1,6 @@
-// npx iwibench bench engine|episode|weights|service|mmlu-pro|toy|kernel|machine [flags]: each prints JSON figures measured against a reference
+// npx iwibench bench engine|episode|weights|service|mmlu-pro|toy|kernel|machine|queue [flags]: each prints JSON figures measured against a reference
 // taken in the same run (memory bandwidth, MatMul peak, a plain copy, a bare route).
-import { HelpRequested, UsageError, nearest } from './args.ts';
+import { HelpRequested, loadSubcommand } from './args.ts';
 
 const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
   engine: () => import('./bench/engine.ts'),
@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ main: (argv: string[]) => Promise<
   weights: () => import('./bench/weights.ts'),
   kernel: () => import('./bench/kernel.ts'),
   machine: () => import('./bench/machine.ts'),
+  queue: () => import('./bench/queue.ts'),
 };
 
 const USAGE = `usage: npx iwibench bench <${Object.keys(benches).join('|')}> [flags]   (npx iwibench bench <name> --help: its flags)
@@ -19,15 +20,9 @@ example:
   npx iwibench bench service --preset tiny`;
 
 export async function main(argv: string[]): Promise<void> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h') throw new HelpRequested(USAGE);
-  const load = benches[name];
-  if (!load) {
-    const near = nearest(name, Object.keys(benches));
-    throw new UsageError([`unknown benchmark "${name}"${near ? ` (did you mean ${near}?)` : ''}`], USAGE);
-  }
+  const { name, rest, module } = await loadSubcommand(argv, benches, USAGE, 'benchmark');
   try {
-    await (await load()).main(rest);
+    await module.main(rest);
   } catch (error) {
     // The benchmarks declare flags and defaults only (parseFlags): their help names them here.
     if (error instanceof HelpRequested)

@@ -40,6 +40,10 @@ export const commands: Record<string, Command> = {
     summary: 'the calibrated episodes with one editor; resumable; --workers N',
     load: () => import('./run-pilot.ts'),
   },
+  pilot: {
+    summary: 'a pilot on a queue (BullMQ on Redis): enqueue | worker (one per service) | status',
+    load: () => import('./pilot.ts'),
+  },
   'replay-patch': {
     summary: 'replay a submitted patch with a new control seed (new and repeated controls apart)',
     load: () => import('./replay-patch.ts'),
@@ -53,7 +57,7 @@ export const commands: Record<string, Command> = {
     load: () => import('./report-token-efficiency.ts'),
   },
   bench: {
-    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel | machine',
+    summary: 'benchmarks: engine | weights | service | mmlu-pro | toy | kernel | machine | queue',
     load: () => import('./bench.ts'),
   },
   'export-patched': {

@@ -38,5 +38,10 @@ export async function editorFromFlags(
     reasoningEffort: flags['reasoning-effort'],
   });
   await checkEditorEndpoint(config);
-  return { config, label: flags['editor-label'] ?? flags['editor-model'].replace(/^script:.*\//, 'script:') };
+  return { config, label: flags['editor-label'] ?? editorLabel(flags['editor-model']) };
+}
+
+/** The label an editor model gets by default: the model, a script's folder left out. */
+export function editorLabel(model: string): string {
+  return model.replace(/^script:.*\//, 'script:');
 }

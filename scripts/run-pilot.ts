@@ -3,9 +3,9 @@
 // Every selected episode of CALIBRATION (from `calibrate`), attempted by one editor; resumable (rerun the same
 // command: completed attempts are kept, interrupted ones rerun). The service: --service-env, else the environment's,
 // else one started here; the checkpoint: the target flags, else the one the service serves (from the HF cache).
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Calibration } from '../taskset/calibration.ts';
+import { readCalibration } from '../taskset/calibration.ts';
 import { resumeLine, runPilot } from '../taskset/pilot.ts';
 import { Evaluator } from '../taskset/evaluation.ts';
 import { Taskset } from '../taskset/taskset.ts';
@@ -61,9 +61,7 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags, positionals } = parseCommand(argv, command);
   const calibrationFile = positionals[0]!;
-  const calibration = JSON.parse(readFileSync(calibrationFile, 'utf8')) as Calibration;
-  if (!Array.isArray(calibration.episodes))
-    throw new Error(`${calibrationFile} is not a calibration file (no "episodes")`);
+  const calibration = readCalibration(calibrationFile);
   const { config, label } = await editorFromFlags(flags);
   const outputDir = flags['output-dir'];
   mkdirSync(outputDir, { recursive: true });

@@ -58,6 +58,10 @@ export type AttemptOptions = {
   editor: EditorConfig;
   editorLabel: string;
   dir: string;
+  /** The attempt's id, as attempt.json records it; default: the folder's name (a queue worker fills a temp folder). */
+  id?: string;
+  /** Called once the editor has submitted, before evaluation: may throw to end the attempt there (a queue worker). */
+  beforeEvaluation?: (run: EditorRunResult) => void;
   budgets?: Record<string, number>;
   /** Evaluate only the first N items of each kind (smoke tests; see Task.subset). */
   itemsPerKind?: number;
@@ -77,6 +81,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
     service.editorToken,
   );
   const run = await runEditor({ editor, config: options.editor, toolset: task.toolset, traceDir: dir });
+  options.beforeEvaluation?.(run);
   const summary = await admin.episode(editor.episodeId);
   // The patch is copied next to its results, so the attempt folder stands alone; evaluation refuses the copy unless
   // it holds the patch id the service reported at submission.
@@ -91,7 +96,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   await admin.deleteEpisode(editor.episodeId);
   const status: AttemptStatus = {
     status: 'complete',
-    id: path.basename(dir),
+    id: options.id ?? path.basename(dir),
     family: task.spec.family,
     seed: task.spec.seed,
     editor: options.editorLabel,

@@ -2,6 +2,7 @@
 // distinct eligible parameter sets (eligibility.ts: capability and headroom, thresholds in one place). Duplicated
 // parameter sets are skipped, not re-run. The result lists every examined seed with its measurements and reasons,
 // so a family that cannot be calibrated on a target says why.
+import { readFileSync } from 'node:fs';
 import type { ItemEvaluator } from '../service/evaluate.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { THRESHOLDS } from './eligibility.ts';
@@ -108,4 +109,11 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
     short,
     created_at: new Date().toISOString(),
   };
+}
+
+/** A calibration file as `calibrate` wrote it (run-pilot's and `pilot enqueue`'s input). */
+export function readCalibration(file: string): Calibration {
+  const calibration = JSON.parse(readFileSync(file, 'utf8')) as Calibration;
+  if (!Array.isArray(calibration.episodes)) throw new Error(`${file} is not a calibration file (no "episodes")`);
+  return calibration;
 }

@@ -5,27 +5,42 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
-import { attemptId, clearInterrupted, completedAttempt, runAttempt, type AttemptStatus } from './attempt.ts';
+import {
+  attemptId,
+  clearInterrupted,
+  completedAttempt,
+  runAttempt,
+  type AttemptOptions,
+  type AttemptStatus,
+} from './attempt.ts';
 import type { Calibration } from './calibration.ts';
 import type { Evaluator } from './evaluation.ts';
 import type { EditorConfig } from './harness/index.ts';
 import type { ServiceEnv } from './service-client.ts';
 import type { Taskset } from './taskset.ts';
+import type { FamilyId } from './types.ts';
 
-export type PilotOptions = {
-  episodes: Calibration['episodes'];
+/** What every attempt of a pilot shares: the service, the evaluator, the editor, the sizes (run-pilot and a worker). */
+export type PilotAttemptContext = {
   service: ServiceEnv;
   /** Scores every attempt's patch (its pristine cache shared by the pilot's attempts). */
   evaluator: Evaluator;
   taskset: Taskset;
   editor: EditorConfig;
   editorLabel: string;
-  outputDir: string;
-  workers: number;
-  attempts?: number;
   budgets?: Record<string, number>;
   itemsPerKind?: number;
   args?: Record<string, unknown>;
+};
+
+/** One planned attempt: an episode of the calibration and the attempt's id (attemptId). */
+export type PlannedAttempt = { family: FamilyId; seed: number; id: string };
+
+export type PilotOptions = PilotAttemptContext & {
+  episodes: Calibration['episodes'];
+  outputDir: string;
+  workers: number;
+  attempts?: number;
   /** Before any attempt runs: how many of them a previous run completed (kept as they are). */
   onStart?: (event: { total: number; kept: number }) => void;
   onProgress?: (event: {
@@ -38,11 +53,14 @@ export type PilotOptions = {
   }) => void;
 };
 
+/** An attempt that ended in an error (a refused patch, a checker's error): recorded as its result, not retried. */
+export type FailedAttempt = { status: 'failed'; id: string; error: string };
+
 export type PilotSummary = {
   format: 'iwibench-pilot/1';
   package_version: string;
   args: Record<string, unknown>;
-  attempts: (AttemptStatus | { status: 'failed'; id: string; error: string })[];
+  attempts: (AttemptStatus | FailedAttempt)[];
 };
 
 export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
@@ -77,24 +95,14 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
       }
       if (existsSync(dir)) await clearInterrupted(dir);
       try {
-        const { results: r } = await runAttempt({
-          task: options.taskset.task(attempt),
-          service: options.service,
-          evaluator: options.evaluator,
-          editor: options.editor,
-          editorLabel: options.editorLabel,
-          dir,
-          budgets: options.budgets,
-          itemsPerKind: options.itemsPerKind,
-          args: options.args,
-        });
-        results.set(attempt.id, completedAttempt(dir)!);
+        const status = await runPilotAttempt(options, attempt, dir);
+        results.set(attempt.id, status);
         options.onProgress?.({
           done: ++done,
           total: planned.length,
           skipped,
           attempt: attempt.id,
-          reward: r.score.reward,
+          reward: status.reward,
         });
       } catch (error) {
         const message = (error as Error).message;
@@ -113,6 +121,32 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
   writeJsonAtomic(path.join(options.outputDir, 'pilot.json'), summary);
   return summary;
 }
+/**
+ * One attempt of a pilot, exactly as run-pilot runs it and a queue worker runs a job: the episode on the service, the
+ * editor, the evaluation, everything written into `dir` (a worker's temp folder, whose attempt.json names `attempt.id`).
+ */
+export async function runPilotAttempt(
+  context: PilotAttemptContext,
+  attempt: PlannedAttempt,
+  dir: string,
+  beforeEvaluation?: AttemptOptions['beforeEvaluation'],
+): Promise<AttemptStatus> {
+  await runAttempt({
+    task: context.taskset.task(attempt),
+    service: context.service,
+    evaluator: context.evaluator,
+    editor: context.editor,
+    editorLabel: context.editorLabel,
+    dir,
+    id: attempt.id,
+    beforeEvaluation,
+    budgets: context.budgets,
+    itemsPerKind: context.itemsPerKind,
+    args: context.args,
+  });
+  return completedAttempt(dir)!;
+}
+
 /** "resumed: 8 of 10 attempts kept", when a previous run left completed attempts. */
 export function resumeLine({ total, kept }: { total: number; kept: number }): string | undefined {
   return kept > 0

@@ -159,6 +159,7 @@ async function converse(
       trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
       return tally.end('editor_error', {
         error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}`,
+        failureKind: failure.kind,
       });
     }
     const { reply } = sent;

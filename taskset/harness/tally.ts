@@ -1,6 +1,7 @@
 // How the editor's part of an episode is counted, once, for the loop (run.ts) and the built-ins (builtin-editors.ts)
 // alike: turns the service counted, tool calls answered (refused ones included), those answered with an error and
 // those a budget refused (per tool), the editor API's usage, and how it ended.
+import type { EditorApiFailureKind } from './client.ts';
 import { addUsage, ZERO_USAGE, type Usage } from './trace.ts';
 
 export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
@@ -22,6 +23,8 @@ export type Ending = {
   finalReply?: string;
   /** What failed ('editor_error'). */
   error?: string;
+  /** Its kind, read from the SDK's error class ('editor_error'): a queue worker retries the transient ones. */
+  failureKind?: EditorApiFailureKind;
 };
 
 export class Tally {
@@ -56,7 +59,7 @@ export class Tally {
     this.usage = { ...addUsage(this.usage, usage), requests: this.usage.requests + 1 };
   }
 
-  end(stopReason: StopReason, extra: Pick<Ending, 'finalReply' | 'error'> = {}): Ending {
+  end(stopReason: StopReason, extra: Pick<Ending, 'finalReply' | 'error' | 'failureKind'> = {}): Ending {
     return {
       stopReason,
       turns: this.turns,

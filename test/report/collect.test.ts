@@ -45,6 +45,39 @@ describe('collectResults', () => {
     writeFileSync(path.join(dir, 'a', 'x.txt'), '');
     expect(() => collectResults([path.join(dir, 'a', 'x.txt')])).toThrow(/is not a folder/);
   });
+
+  it('merges the folders of several workers by attempt id, and refuses two different results for one id', () => {
+    const root = tempDir('merge');
+    const alpha = GRID.filter((a) => a.editor === 'alpha');
+    // Machine 1 ran the first two attempts, machine 2 the rest and (a copy of) the second.
+    writeRuns(path.join(root, 'one'), alpha.slice(0, 2));
+    writeRuns(path.join(root, 'two'), alpha.slice(1));
+    const merged = collectResults([path.join(root, 'one'), path.join(root, 'two')]);
+    expect(merged.map((c) => c.attempt).sort()).toEqual(alpha.map(attemptFolderName).sort());
+
+    // The second attempt again on machine 2, with another reward: which is the attempt's result is not for us to pick.
+    const conflicting = { ...alpha[1]!, targets: { base: alpha[1]!.targets.base, edited: 0 } };
+    const [dir] = writeRuns(path.join(root, 'two'), [conflicting]);
+    const id = attemptFolderName(alpha[1]!);
+    expect(() => collectResults([path.join(root, 'one'), path.join(root, 'two')])).toThrow(
+      `attempt ${id} has two different results, ${path.join(root, 'one', 'attempts', id, 'results.json')} and ${path.join(dir!, 'results.json')}`,
+    );
+  });
+
+  it("skips a half-written attempt folder (a killed worker's temp folder)", () => {
+    const runs = path.join(tempDir('partial'), 'runs');
+    const [dir] = writeRuns(runs, [GRID[0]!]);
+    writeRuns(runs, [GRID[1]!]);
+    const partial = `${path.join(runs, 'attempts', attemptFolderName(GRID[1]!))}.partial-4242-0badcafe`;
+    mkdirSync(partial);
+    writeFileSync(path.join(partial, 'results.json'), 'half a fi');
+    expect(collectResults([runs]).map((c) => c.file)).toEqual(
+      [
+        path.join(dir!, 'results.json'),
+        path.join(runs, 'attempts', attemptFolderName(GRID[1]!), 'results.json'),
+      ].sort(),
+    );
+  });
 });
 
 describe('labelAttempts (--editor)', () => {

@@ -58,14 +58,28 @@ describe('--help', () => {
       );
       return;
     }
+    if (name === 'pilot') {
+      // A dispatcher too: each queue command lists its own flags.
+      for (const sub of ['enqueue', 'worker', 'status']) {
+        const subcommand = (await import(`../../scripts/pilot/${sub}.ts`)) as { command: { defaults: object } };
+        const subText = await helpOf(module.main, [sub, '--help']);
+        expect(subText).toMatch(new RegExp(`^usage: npx iwibench pilot ${sub}`));
+        expectEveryFlag(subText, subcommand.command.defaults, `pilot ${sub}`);
+      }
+      return;
+    }
     expect(module.command).toBeDefined();
-    for (const [flag, value] of Object.entries(module.command!.defaults)) {
+    expectEveryFlag(text, module.command!.defaults, name);
+  });
+
+  function expectEveryFlag(text: string, defaults: object, name: string): void {
+    for (const [flag, value] of Object.entries(defaults)) {
       const line = text.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `) || l.trim() === `--${flag}`);
       expect(line, `--${flag} in the help of ${name}`).toBeDefined();
       if (typeof value === 'number' || (typeof value === 'string' && value !== ''))
         expect(line).toContain(`default: ${value}`);
     }
-  });
+  }
 
   it('answers through the real CLI: <command> --help, -h and help <command> alike, exit 0, on stdout', async () => {
     const [long, short, viaHelp, mmlu] = await Promise.all([

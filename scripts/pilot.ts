@@ -1,0 +1,23 @@
+// npx iwibench pilot enqueue|worker|status [flags]: a pilot's attempts on a queue (BullMQ on Redis), run by workers
+// on one or several machines, one per service; `run-pilot` stays the one-machine command.
+import { loadSubcommand } from './args.ts';
+
+const subcommands: Record<string, () => Promise<{ main: (argv: string[]) => Promise<void> }>> = {
+  enqueue: () => import('./pilot/enqueue.ts'),
+  worker: () => import('./pilot/worker.ts'),
+  status: () => import('./pilot/status.ts'),
+};
+
+const USAGE = `usage: npx iwibench pilot <${Object.keys(subcommands).join('|')}> [flags]   (npx iwibench pilot <name> --help: its flags)
+
+  enqueue  one job per (episode, editor, repeat) of a calibration; enqueuing again adds nothing
+  worker   runs the queue's attempts against one service (one worker per service / GPU)
+  status   waiting, active, done and failed attempts per family and editor, failures' reasons
+
+example:
+  npx iwibench pilot enqueue runs/calibration.json --queue redis://127.0.0.1:6379/0 --editor-model gpt-6.1-terra`;
+
+export async function main(argv: string[]): Promise<void> {
+  const { rest, module } = await loadSubcommand(argv, subcommands, USAGE, 'pilot command');
+  await module.main(rest);
+}

@@ -1,0 +1,80 @@
+// Where a queue stands: its attempts counted per family and editor (waiting, active, done, failed), each failure with
+// its reason, and a progress bar. A failure is either a job that failed for good (a malformed job, transient errors
+// past their retries) or an attempt that ended in a deterministic error (the job completed with it).
+import { Queue, type RedisOptions } from 'bullmq';
+import { QUEUE_NAME } from './connection.ts';
+import type { JobResult } from './worker.ts';
+
+export type StatusCounts = { waiting: number; active: number; done: number; failed: number };
+export type QueueStatus = {
+  total: number;
+  counts: StatusCounts;
+  rows: ({ family: string; editor: string } & StatusCounts)[];
+  failures: { id: string; reason: string }[];
+};
+
+const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
+
+export async function queueStatus(connection: RedisOptions): Promise<QueueStatus> {
+  const queue = new Queue(QUEUE_NAME, { connection });
+  try {
+    const rows = new Map<string, QueueStatus['rows'][number]>();
+    const failures: QueueStatus['failures'] = [];
+    const counts: StatusCounts = { waiting: 0, active: 0, done: 0, failed: 0 };
+    for (const state of STATES) {
+      for (const job of await queue.getJobs([state])) {
+        if (!job) continue;
+        const data = (job.data ?? {}) as { family?: unknown; editor?: { label?: unknown } };
+        const family = typeof data.family === 'string' ? data.family : '(malformed)';
+        const editor = typeof data.editor?.label === 'string' ? data.editor.label : '(malformed)';
+        const key = `${family}\u0000${editor}`;
+        const row = rows.get(key) ?? { family, editor, waiting: 0, active: 0, done: 0, failed: 0 };
+        rows.set(key, row);
+        const result = job.returnvalue as JobResult | null;
+        const column: keyof StatusCounts =
+          state === 'active'
+            ? 'active'
+            : state === 'failed' || result?.status === 'failed'
+              ? 'failed'
+              : state === 'completed'
+                ? 'done'
+                : 'waiting';
+        row[column]++;
+        counts[column]++;
+        if (state === 'failed') failures.push({ id: job.id!, reason: job.failedReason });
+        else if (result?.status === 'failed') failures.push({ id: job.id!, reason: result.error });
+      }
+    }
+    const sorted = [...rows.values()].sort((a, b) =>
+      a.family === b.family ? (a.editor < b.editor ? -1 : 1) : a.family < b.family ? -1 : 1,
+    );
+    const total = counts.waiting + counts.active + counts.done + counts.failed;
+    return { total, counts, rows: sorted, failures: failures.sort((a, b) => (a.id < b.id ? -1 : 1)) };
+  } finally {
+    await queue.close();
+  }
+}
+
+/** The status as text: a table per family and editor, a progress bar, then every failure's reason. */
+export function statusText(status: QueueStatus, width = 40): string {
+  const header = ['family', 'editor', 'waiting', 'active', 'done', 'failed'];
+  const cells = status.rows.map((r) => [r.family, r.editor, r.waiting, r.active, r.done, r.failed].map(String));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: string[]) => c.map((v, i) => (i < 2 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join('  ');
+  const finished = status.counts.done + status.counts.failed;
+  const filled = status.total === 0 ? 0 : Math.round((finished / status.total) * width);
+  const { waiting, active, done, failed } = status.counts;
+  return [
+    line(header),
+    ...cells.map(line),
+    '',
+    `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${finished}/${status.total} finished: ${done} done, ${failed} failed, ${active} active, ${waiting} waiting`,
+    ...(status.failures.length > 0 ? ['', 'failures:', ...status.failures.map((f) => `  ${f.id}: ${f.reason}`)] : []),
+  ].join('\n');
+}
+
+/** Jobs not yet finished (waiting, delayed for a retry, or running). */
+export async function unfinishedJobs(queue: Queue): Promise<number> {
+  const counts = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'paused');
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
