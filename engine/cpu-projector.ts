@@ -24,13 +24,17 @@ type Product = typeof matmulBf16Parts;
 
 export class CpuProjector implements Projector {
   readonly firstChunkPastSlots = 0;
+  /** Elements of onnxruntime's float32 tile: the largest decoder matrix. */
+  private readonly tileElements: number;
 
   private constructor(
     private readonly checkpoint: Checkpoint,
     private readonly settings: EngineSettings,
     /** onnxruntime's prefill GEMM by a decoder matrix's output features N, at gemmThreads(N) threads; else empty. */
     private readonly onnxGemm: Map<number, ort.InferenceSession>,
-  ) {}
+  ) {
+    this.tileElements = largestDecoderMatrix(checkpoint.config);
+  }
 
   static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
     const sessions = new Map<number, ort.InferenceSession>();
@@ -48,9 +52,7 @@ export class CpuProjector implements Projector {
     const gemmCount = chunk.gemm.filter(Boolean).length;
     // onnxruntime's GEMM widens each weight into a float32 tile (the largest decoder matrix), freed with the chunk.
     const tile =
-      this.settings.prefillGemm === 'onnxruntime' && gemmCount > 0
-        ? new Float32Array(largestDecoderMatrix(this.checkpoint.config))
-        : undefined;
+      this.settings.prefillGemm === 'onnxruntime' && gemmCount > 0 ? new Float32Array(this.tileElements) : undefined;
     return async (names, x) => {
       const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
       const K = shapes[0]![1];
