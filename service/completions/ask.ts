@@ -6,7 +6,7 @@ import type { WeightSource } from '../../engine/index.ts';
 import { LIMITS } from '../api/limits.ts';
 import type { EpisodeRegistry } from '../episodes.ts';
 import { IwiError, quote } from '../errors.ts';
-import { OpenAIParameterError, type ChatBody, type CompletionBody } from '../routes/openai-params.ts';
+import { OpenAIParameterError, type ChatBody, type CompletionBody } from './params.ts';
 import type { Target } from '../target.ts';
 
 const DEFAULT_MAX_TOKENS = 256;

@@ -1,9 +1,9 @@
 // OpenAI-compatible endpoints (admin token): /v1/models, /v1/chat/completions and /v1/completions, plain and
 // streamed. They serve the pristine target (`model: "<id>"`) or a submitted patch (`"<id>+patch:<sha256>"`), decoding
 // greedily, so any OpenAI client (the MMLU-Pro runner, lm-evaluation-harness) can measure an edited model: prompts as
-// text or token ids, `echo`, legacy `logprobs` and chat `logprobs`/`top_logprobs` (service/logprobs.ts). Parameters:
-// openai-params.ts; what a request asks and how it is answered: service/completions/. They charge no episode's
-// budget, but every run goes through the one execution queue, one prompt a job. Errors use OpenAI's error shape.
+// text or token ids, `echo`, legacy `logprobs` and chat `logprobs`/`top_logprobs` (service/logprobs.ts). The
+// parameters, what a request asks and how it is answered: service/completions/. They charge no episode's budget, but
+// every run goes through the one execution queue, one prompt a job. Errors use OpenAI's error shape.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import { chatAsk, servedModels, textAsk } from '../completions/ask.ts';
@@ -19,7 +19,7 @@ import {
   describeOpenAIValidation,
   type ChatBody,
   type CompletionBody,
-} from './openai-params.ts';
+} from '../completions/params.ts';
 
 export type OpenAIRoutesOptions = { target: Target; registry: EpisodeRegistry; auth: Authenticator };
 
