@@ -1,13 +1,15 @@
 // One Gemma 3 decoder layer over one chunk, as Hugging Face's Gemma3DecoderLayer.forward (modeling_gemma3.py) runs
 // it: residual → input_layernorm → self_attn → post_attention_layernorm → add, then residual →
 // pre_feedforward_layernorm → mlp → post_feedforward_layernorm → add. The projections go through the engine's
-// projector; the norms, attention and GELU are small onnxruntime graphs (graphs.ts). Each add runs fused with the norm
+// projector; the norms, attention and GELU are small onnxruntime graphs (graphs.ts), except a decode step's attention
+// proper, which is attendDecode's (kernels.ts): one call for all rows. Each add runs fused with the norm
 // after it (residual_norm: h + post(a), then next(h)), so the layer takes its input already normed by its
 // input_layernorm and hands the next layer its input normed by that layer's (or the final norm).
 import type * as ort from 'onnxruntime-node';
 import type { Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { tensor, type Graphs } from './graphs.ts';
+import { attendDecode } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
 import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
 import type { Project } from './projector.ts';
@@ -27,6 +29,16 @@ export type AttentionGroup = {
   positions: ort.InferenceSession.OnnxValueMapType;
 };
 
+/**
+ * A decode step of continuous batching: rows of one new token each, at their own time in their own cache (no
+ * padding: time = position).
+ */
+export type DecodeRows = {
+  rows: { cache: KvCache; position: number }[];
+  /** cos_<type> / sin_<type> [R, 1, D/2] of every row (the positions graph's outputs over all rows). */
+  rope: ort.InferenceSession.OnnxValueMapType;
+};
+
 /** What every layer of one chunk shares. */
 export type LayerContext = {
   config: Gemma3TextConfig;
@@ -34,8 +46,8 @@ export type LayerContext = {
   project: Project;
   /** Tokens per sequence in the chunk. */
   T: number;
-  /** The chunk's rows in order, by the cache their attention uses. */
-  groups: AttentionGroup[];
+  /** The chunk's rows in order, by the cache their attention uses (a prefill chunk), or a decode step's rows. */
+  attention: { groups: AttentionGroup[] } | { decode: DecodeRows };
   /** Past slots of a call's first chunk (Projector.firstChunkPastSlots); later chunks attend to the cache. */
   firstChunkPastSlots: 0 | 1;
   /** A norm's scale 1 + w in float32 (Gemma3RMSNorm's `1.0 + weight.float()`). */
@@ -57,19 +69,24 @@ export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerCo
 /**
  * Gemma3Attention: q, k and v projected in one call for the whole chunk; then for each group of rows sharing a cache,
  * q_norm, k_norm, RoPE and attention over its cache and chunk in one graph (sliding or full by the layer's type) and
- * the chunk's keys and values stored; o_proj for the whole chunk.
+ * the chunk's keys and values stored, or a decode step's rows all at once (decodeAttention); o_proj for the whole chunk.
  */
 async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array, c: LayerContext) {
   const { num_attention_heads: nH, head_dim: D } = c.config;
   const [q, k, v] = await c.project([n.q_proj, n.k_proj, n.v_proj], x);
-  if (c.groups.length === 1) {
-    const [o] = await c.project([n.o_proj], await groupAttention(layer, n, c.groups[0]!, q!, k!, v!, c));
+  if ('decode' in c.attention) {
+    const [o] = await c.project([n.o_proj], await decodeAttention(layer, n, c.attention.decode, q!, k!, v!, c));
+    return o!;
+  }
+  const { groups } = c.attention;
+  if (groups.length === 1) {
+    const [o] = await c.project([n.o_proj], await groupAttention(layer, n, groups[0]!, q!, k!, v!, c));
     return o!;
   }
   const M = q!.length / (nH * D);
   const context = new Float32Array(q!.length);
   let row = 0;
-  for (const group of c.groups) {
+  for (const group of groups) {
     const rows = group.cache.batch * c.T;
     const part = (y: Float32Array) => y.slice((row * y.length) / M, ((row + rows) * y.length) / M);
     const out = await groupAttention(layer, n, group, part(q!), part(k!), part(v!), c);
@@ -78,6 +95,57 @@ async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array
   }
   const [o] = await c.project([n.o_proj], context);
   return o!;
+}
+
+/**
+ * A decode step's attention: q_norm, k_norm and RoPE for every row in one graph, then attendDecode over each row's
+ * own cache in one call (the same math as the attention graph, within float32 rounding; each row bitwise the same
+ * whatever rows share the step); each row's new key and value go to its cache.
+ */
+async function decodeAttention(
+  layer: number,
+  n: LayerTensorNames,
+  { rows, rope }: DecodeRows,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  c: LayerContext,
+): Promise<Float32Array> {
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
+  const type = c.config.layer_types[layer]!;
+  const R = rows.length;
+  const out = await c.graphs.normRope.run({
+    q: tensor(q, [R, 1, nH * D]),
+    k: tensor(k, [R, 1, nKV * D]),
+    q_norm: c.scale(n.q_norm),
+    k_norm: c.scale(n.k_norm),
+    cos: rope[`cos_${type}`]!,
+    sin: rope[`sin_${type}`]!,
+  });
+  const [queries, keys] = [out.queries!.data as Float32Array, out.keys!.data as Float32Array];
+  const context = new Float32Array(R * nH * D);
+  attendDecode(
+    queries,
+    keys,
+    v,
+    context,
+    rows.map(({ cache, position }) => {
+      const past = cache.past(layer);
+      return { pastKey: past.key, pastValue: past.value, slots: cache.heldPositions(type), position };
+    }),
+    {
+      heads: nH,
+      kvHeads: nKV,
+      headDim: D,
+      scaling: c.config.query_pre_attn_scalar ** -0.5,
+      window: type === 'sliding_attention' ? c.config.sliding_window : 0,
+    },
+  );
+  const width = nKV * D;
+  rows.forEach(({ cache, position }, r) =>
+    cache.store(layer, keys.subarray(r * width, (r + 1) * width), v.subarray(r * width, (r + 1) * width), position, 1),
+  );
+  return context;
 }
 
 /** One group's attention over its cache and its part of the chunk; its keys and values go to its cache. */

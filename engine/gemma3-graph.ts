@@ -155,18 +155,8 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   const split = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'split')]);
   const merge = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads * D], [3], 'merge')]);
   const toHeads = (x: string) => g.one('Transpose', [x], { perm: { ints: [0, 2, 1, 3] } }); // [B,T,h,D] → [B,h,T,D]
-  /** q_norm / k_norm per head, then apply_rotary_pos_emb (rotate_half over the full head_dim): [B,heads,T,D]. */
-  const normRope = (x: string, scale: string, heads: number) =>
-    toHeads(
-      split(
-        g.one('RotaryEmbedding', [merge(rmsNorm(g, split(x, heads), scale, eps), heads), cos, sin], {
-          num_heads: { i: heads },
-        }),
-        heads,
-      ),
-    );
-  const queries = normRope(q, qNorm, nH); // [B,nH,T,D]
-  const keys = normRope(k, kNorm, nKV); // [B,nKV,T,D]
+  const queries = toHeads(split(normRope(g, q, qNorm, nH, cos, sin, D, eps), nH)); // [B,nH,T,D]
+  const keys = toHeads(split(normRope(g, k, kNorm, nKV, cos, sin, D, eps), nKV)); // [B,nKV,T,D]
   const values = toHeads(split(v, nKV));
   g.output('present_key', keys, F, ['B', nKV, 'T', D]);
   g.output('present_value', values, F, ['B', nKV, 'T', D]);
@@ -185,6 +175,42 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   const ungrouped = g.one('Reshape', [context, g.constInt64([0, nH, -1, D], [4], 'ungrouped_shape')]); // [B,nH,T,D]
   g.output('context', merge(toHeads(ungrouped), nH), F, ['B', 'T', nH * D]);
   return g.toBytes(`gemma3_attention_${type}`, OPSET);
+}
+
+/**
+ * q_norm or k_norm per head, then apply_rotary_pos_emb (rotate_half over the full head_dim): x [B,T,heads·D] →
+ * [B,T,heads·D].
+ */
+function normRope(
+  g: GraphBuilder,
+  x: string,
+  scale: string,
+  heads: number,
+  cos: string,
+  sin: string,
+  D: number,
+  eps: number,
+) {
+  const split = g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'split')]);
+  const merged = g.one('Reshape', [rmsNorm(g, split, scale, eps), g.constInt64([0, 0, heads * D], [3], 'merge')]);
+  return g.one('RotaryEmbedding', [merged, cos, sin], { num_heads: { i: heads } });
+}
+
+/**
+ * `norm_rope`: a decode step's queries and new keys for attendDecode (kernels.ts), the attention graph's first half:
+ * q_norm / k_norm per head and RoPE. Inputs q [R,1,nH·D], k [R,1,nKV·D], q_norm / k_norm [D] (1 + w each), cos / sin
+ * [R,1,D/2]; outputs queries [R,1,nH·D] and keys [R,1,nKV·D].
+ */
+export function buildNormRopeGraph(config: Gemma3TextConfig): Uint8Array {
+  const g = new GraphBuilder();
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, rms_norm_eps: eps } = config;
+  const cos = g.input('cos', F, ['R', 1, D / 2]);
+  const sin = g.input('sin', F, ['R', 1, D / 2]);
+  const queries = normRope(g, g.input('q', F, ['R', 1, nH * D]), g.input('q_norm', F, [D]), nH, cos, sin, D, eps);
+  const keys = normRope(g, g.input('k', F, ['R', 1, nKV * D]), g.input('k_norm', F, [D]), nKV, cos, sin, D, eps);
+  g.output('queries', queries, F, ['R', 1, nH * D]);
+  g.output('keys', keys, F, ['R', 1, nKV * D]);
+  return g.toBytes('gemma3_norm_rope', OPSET);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The small onnxruntime graphs between the projections (gemma3-graph.ts builds them): RoPE tables and masks, the
-// norms, attention, the gated GELU, and the head's log-sum-exp. Made once per engine, on the CPU or on the device's
-// provider; sessions run without an arena, so a call's activations go back to the system when it ends.
+// norms, attention (a decode step's only up to its norms and RoPE: attendDecode does the rest), the gated GELU, and
+// the head's log-sum-exp. Made once per engine, on the CPU or on the device's provider; sessions run without an
+// arena, so a call's activations go back to the system when it ends.
 import * as ort from 'onnxruntime-node';
 import type { Gemma3TextConfig, LayerType } from './config.ts';
 import { DeviceProjections } from './device.ts';
@@ -9,6 +10,7 @@ import {
   buildGatedGeluGraph,
   buildHeadPartialGraph,
   buildNormGraph,
+  buildNormRopeGraph,
   buildPositionsGraph,
   buildResidualNormGraph,
 } from './gemma3-graph.ts';
@@ -25,6 +27,8 @@ export class Graphs {
     readonly residualNorm: ort.InferenceSession,
     readonly gatedGelu: ort.InferenceSession,
     readonly attention: Partial<Record<LayerType, ort.InferenceSession>>,
+    /** A decode step's q_norm, k_norm and RoPE for all rows at once (their attention is attendDecode's). */
+    readonly normRope: ort.InferenceSession,
   ) {}
 
   static async create(config: Gemma3TextConfig, settings: EngineSettings): Promise<Graphs> {
@@ -39,6 +43,7 @@ export class Graphs {
       await create(buildResidualNormGraph(config)),
       await create(buildGatedGeluGraph(config)),
       attention,
+      await create(buildNormRopeGraph(config)),
     );
   }
 
@@ -54,6 +59,7 @@ export class Graphs {
       this.norm,
       this.residualNorm,
       this.gatedGelu,
+      this.normRope,
       ...Object.values(this.attention),
     ])
       await session.release();

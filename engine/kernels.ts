@@ -15,6 +15,22 @@ export type KernelImpl = {
   matmulBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
   widenBf16(w: Uint16Array, out: Float32Array): void;
   readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number;
+  /** attendDecode's work, arguments flattened as the addon takes them (see attendDecode below). */
+  attendDecode(
+    queries: Float32Array,
+    keys: Float32Array,
+    values: Float32Array,
+    out: Float32Array,
+    pastKeys: Float32Array[],
+    pastValues: Float32Array[],
+    slots: Int32Array[],
+    positions: Int32Array,
+    heads: number,
+    kvHeads: number,
+    headDim: number,
+    scaling: number,
+    window: number,
+  ): void;
 };
 
 type NativeAddon = KernelImpl & {
@@ -127,11 +143,80 @@ function readBandwidthJs(buffer: ArrayBuffer | ArrayBufferView, repeats: number)
   return (words.length * 4) / best / 1e9;
 }
 
+/** The dot product of the matmul's order (8 lane sums, their tree, the tail) over `D` floats of a and b. */
+function dotJs(a: Float32Array, ao: number, b: Float32Array, bo: number, D: number): number {
+  const f = Math.fround;
+  const lanes = [0, 0, 0, 0, 0, 0, 0, 0];
+  const d8 = D - (D % 8);
+  for (let i = 0; i < d8; i += 8)
+    for (let l = 0; l < 8; l++) lanes[l] = fmaF32(a[ao + i + l]!, b[bo + i + l]!, lanes[l]!);
+  const [a0, a1, a2, a3, a4, a5, a6, a7] = lanes as [number, number, number, number, number, number, number, number];
+  let s = f(f(f(a0 + a4) + f(a2 + a6)) + f(f(a1 + a5) + f(a3 + a7)));
+  for (let i = d8; i < D; i++) s = fmaF32(a[ao + i]!, b[bo + i]!, s);
+  return s;
+}
+
+const attendDecodeJs: KernelImpl['attendDecode'] = (
+  queries,
+  keys,
+  values,
+  out,
+  pastKeys,
+  pastValues,
+  slots,
+  positions,
+  heads,
+  kvHeads,
+  D,
+  scaling,
+  window,
+) => {
+  const f = Math.fround;
+  const rep = heads / kvHeads;
+  for (let r = 0; r < positions.length; r++) {
+    const position = positions[r]!;
+    const held = slots[r]!;
+    const S = held.length;
+    const visible = (s: number) =>
+      s === S || (held[s]! >= 0 && held[s]! <= position && (window === 0 || position - held[s]! < window));
+    for (let h = 0; h < heads; h++) {
+      const g = Math.floor(h / rep);
+      const q = (r * heads + h) * D;
+      const own = (r * kvHeads + g) * D;
+      const past = g * S * D;
+      // Slots s < S are the cache's (in slot order), s = S the row's own new key and value.
+      const key = (s: number): [Float32Array, number] => (s < S ? [pastKeys[r]!, past + s * D] : [keys, own]);
+      const value = (s: number): [Float32Array, number] => (s < S ? [pastValues[r]!, past + s * D] : [values, own]);
+      const scores = new Float32Array(S + 1);
+      let max = -Infinity;
+      for (let s = 0; s <= S; s++) {
+        if (!visible(s)) continue;
+        scores[s] = f(dotJs(queries, q, ...key(s), D) * scaling);
+        if (max < scores[s]!) max = scores[s]!;
+      }
+      let sum = 0;
+      for (let s = 0; s <= S; s++) {
+        if (!visible(s)) continue;
+        scores[s] = f(Math.exp(f(scores[s]! - max)));
+        sum = f(sum + scores[s]!);
+      }
+      out.fill(0, q, q + D);
+      for (let s = 0; s <= S; s++) {
+        if (!visible(s)) continue;
+        const p = f(scores[s]! / sum);
+        const [v, vo] = value(s);
+        for (let d = 0; d < D; d++) out[q + d] = fmaF32(p, v[vo + d]!, out[q + d]!);
+      }
+    }
+  }
+};
+
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   matmulBf16Parts: matmulPartsJs,
   widenBf16: widenJs,
   readBandwidth: readBandwidthJs,
+  attendDecode: attendDecodeJs,
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -279,6 +364,92 @@ function amxAbsence(): string {
   if (!addon) return `the native addon is not loaded: ${reason}`;
   if (!addon.gemmBf16Parts) return 'the addon was built without AMX (the CPU or the compiler lacks it)';
   return 'the OS did not grant this process the AMX tile state';
+}
+
+/** One row of a decode step's attention: its cache's past for the layer and the position its new token has. */
+export type DecodeAttentionRow = {
+  /** Keys and values [kvHeads, S, D] (the cache's buffers for the layer, read where they lie). */
+  pastKey: Float32Array;
+  pastValue: Float32Array;
+  /** The position each of the S slots holds (−1: never attended). */
+  slots: Int32Array;
+  position: number;
+};
+
+/** The attention's shape: heads, KV heads, head_dim, the score scaling, and the sliding window (0: full attention). */
+export type DecodeAttentionShape = { heads: number; kvHeads: number; headDim: number; scaling: number; window: number };
+
+/**
+ * Decode attention for rows of one new token each, each over its own cache: out [R, heads·D] from the rows' queries
+ * [R, heads·D] and new keys and values [R, kvHeads·D] (queries and keys already normed and rotated). A slot is
+ * attended when its position is ≥ 0, at most the row's, and within the window; the row's own key always. Each output
+ * depends only on its own row (engine/native/kernels.cc gives the order); the fallback equals the addon bit for bit
+ * unless the two libraries' double exp differ across a float32 rounding (not seen).
+ */
+export function attendDecode(
+  queries: Float32Array,
+  keys: Float32Array,
+  values: Float32Array,
+  out: Float32Array,
+  rows: DecodeAttentionRow[],
+  shape: DecodeAttentionShape,
+  impl = selection().impl,
+): void {
+  const { heads, kvHeads, headDim: D, scaling, window } = shape;
+  for (const [name, value] of [
+    ['heads', heads],
+    ['kvHeads', kvHeads],
+    ['headDim', D],
+  ] as const)
+    dimension(`attendDecode: ${name}`, value);
+  if (heads % kvHeads !== 0)
+    throw new RangeError(`attendDecode: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
+  if (!Number.isFinite(scaling)) throw new RangeError(`attendDecode: scaling must be finite, got ${scaling}`);
+  if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
+    throw new RangeError(`attendDecode: window must be an integer ≥ 0, got ${window}`);
+  const R = rows.length;
+  if (R === 0) throw new RangeError('attendDecode: rows must hold at least one row');
+  for (const [name, array, width] of [
+    ['queries', queries, heads * D],
+    ['keys', keys, kvHeads * D],
+    ['values', values, kvHeads * D],
+    ['out', out, heads * D],
+  ] as const) {
+    if (!(array instanceof Float32Array)) throw new TypeError(`attendDecode: ${name} must be a Float32Array`);
+    if (array.length !== R * width)
+      throw new RangeError(`attendDecode: ${name}.length ${array.length} ≠ ${R}·${width}`);
+  }
+  for (const row of rows) {
+    if (
+      !(row.pastKey instanceof Float32Array) ||
+      !(row.pastValue instanceof Float32Array) ||
+      !(row.slots instanceof Int32Array)
+    )
+      throw new TypeError('attendDecode: a row needs Float32Array pastKey and pastValue and Int32Array slots');
+    const size = kvHeads * row.slots.length * D;
+    if (row.pastKey.length !== size || row.pastValue.length !== size)
+      throw new RangeError(`attendDecode: a row's pastKey and pastValue must hold kvHeads·S·D = ${size} floats`);
+    if (!Number.isInteger(row.position) || row.position < 0 || row.position >= 2 ** 31)
+      throw new RangeError(`attendDecode: a row's position must be an integer ≥ 0, got ${row.position}`);
+  }
+  const inputs = [queries, keys, values, ...rows.flatMap((row) => [row.pastKey, row.pastValue])];
+  if (inputs.some((input) => !disjoint(out, input)))
+    throw new TypeError('attendDecode: out must not share memory with the inputs');
+  impl.attendDecode(
+    queries,
+    keys,
+    values,
+    out,
+    rows.map((row) => row.pastKey),
+    rows.map((row) => row.pastValue),
+    rows.map((row) => row.slots),
+    Int32Array.from(rows, (row) => row.position),
+    heads,
+    kvHeads,
+    D,
+    Math.fround(scaling),
+    window,
+  );
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

@@ -53,6 +53,11 @@ export class KvCache {
     };
   }
 
+  /** The positions held in a layer type's slots, [B, slots] (no copy: attendDecode reads them where they lie). */
+  heldPositions(type: LayerType): Int32Array {
+    return this.slotPositions[type];
+  }
+
   /** key_positions [B, slots + T] for a chunk of T tokens: the slots' positions, then the chunk's own. */
   keyPositions(type: LayerType, chunkPositions: Int32Array, T: number): Int32Array {
     const slots = this.slots[type];

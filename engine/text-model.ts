@@ -1,14 +1,20 @@
 // Gemma 3's text decoder over one chunk (Hugging Face's Gemma3TextModel.forward): the scaled embedding, the RoPE
 // tables and masks of each layer type, every decoder layer (decoder-layer.ts) and the final norm. A chunk is part of
 // a left-padded batch; the KV cache carries what earlier chunks and decode steps left. A decode step of continuous
-// batching (forwardRows) runs rows that each keep a cache of their own: projections for all rows at once, attention
-// row by row.
+// batching (forwardRows) runs rows that each keep a cache of their own: projections, norms and RoPE for all rows at
+// once, and attention in one attendDecode call over every row's own cache.
 import type * as ort from 'onnxruntime-node';
 import { bf16ToF32 } from './bf16.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
-import { decoderLayer, type AttentionGroup, type LayerContext, type Residual } from './decoder-layer.ts';
+import {
+  decoderLayer,
+  type AttentionGroup,
+  type DecodeRows,
+  type LayerContext,
+  type Residual,
+} from './decoder-layer.ts';
 import { embedScale } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { KvCache } from './kv-cache.ts';
@@ -37,34 +43,40 @@ export class Gemma3TextModel {
     control: CallControl,
     collect: Collect = { layers: [], from: 0, to: 0 },
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
-    return this.run(weights, chunk, [{ cache, chunk }], control, collect);
+    return this.run(weights, chunk, { groups: [{ cache, chunk }] }, control, collect);
   }
 
   /**
-   * One step of rows that each keep their own cache (a chunk of batch 1 each, all of the same T): the final-normed
-   * hidden states [rows·T, H]. Each row's attention runs alone over its own cache, exactly as that sequence alone.
+   * One decode step of rows that each keep their own cache (a chunk of one token each): the final-normed hidden
+   * states [rows, H]. Each row's attention reads only its own cache, exactly as that sequence alone.
    */
   async forwardRows(
     weights: WeightSource,
     rows: { cache: KvCache; chunk: Chunk }[],
     control: CallControl,
   ): Promise<Float32Array> {
-    const T = rows[0]!.chunk.T;
+    if (rows.some(({ cache, chunk }) => chunk.T !== 1 || cache.batch !== 1 || chunk.start === 0))
+      throw new Error('forwardRows takes decode steps: one token of one sequence per row, after its prefill');
     const merged: Chunk = {
-      ids: Int32Array.from(rows.flatMap((row) => [...row.chunk.ids])),
-      positions: Int32Array.from(rows.flatMap((row) => [...row.chunk.positions])),
+      ids: Int32Array.from(rows, (row) => row.chunk.ids[0]!),
+      positions: Int32Array.from(rows, (row) => row.chunk.positions[0]!),
       start: rows[0]!.chunk.start,
-      T,
-      gemm: rows.flatMap((row) => row.chunk.gemm),
+      T: 1,
+      gemm: rows.map(() => false),
     };
-    const { final } = await this.run(weights, merged, rows, control, { layers: [], from: 0, to: 0 });
+    const decode: DecodeRows = {
+      rows: rows.map(({ cache }, r) => ({ cache, position: merged.positions[r]! })),
+      rope: await this.rope(merged.positions),
+    };
+    const { final } = await this.run(weights, merged, { decode }, control, { layers: [], from: 0, to: 0 });
+    for (const { cache, chunk } of rows) cache.advance(chunk.positions, chunk.start, 1);
     return final;
   }
 
   private async run(
     weights: WeightSource,
     chunk: Chunk,
-    groups: { cache: KvCache; chunk: Chunk }[],
+    attention: { groups: { cache: KvCache; chunk: Chunk }[] } | { decode: DecodeRows },
     control: CallControl,
     collect: Collect,
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
@@ -76,14 +88,16 @@ export class Gemma3TextModel {
       for (let i = 0; i < w.length; i++) w[i] = Math.fround(1 + w[i]!);
       return tensor(w, [w.length]);
     };
-    const attention: AttentionGroup[] = [];
-    for (const group of groups) attention.push({ ...group, positions: await this.positions(group.cache, group.chunk) });
+    const groups: AttentionGroup[] = [];
+    if ('groups' in attention)
+      for (const group of attention.groups)
+        groups.push({ ...group, positions: await this.positions(group.cache, group.chunk) });
     const context: LayerContext = {
       config: c,
       graphs: this.graphs,
       project: this.projector.forChunk(weights, chunk),
       T: chunk.T,
-      groups: attention,
+      attention: 'decode' in attention ? attention : { groups },
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
     };
@@ -116,6 +130,14 @@ export class Gemma3TextModel {
       for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * factor);
     }
     return h;
+  }
+
+  /** cos_<type> / sin_<type> [R, 1, D/2] for a decode step's rows at `positions` (the masks it also makes go unused). */
+  private rope(positions: Int32Array): Promise<ort.InferenceSession.OnnxValueMapType> {
+    const column = tensor(positions, [positions.length, 1]);
+    const feeds: Record<string, ort.Tensor> = { rope_positions: column, query_positions: column };
+    for (const type of new Set(this.config.layer_types)) feeds[`key_positions_${type}`] = column;
+    return this.graphs.positions.run(feeds);
   }
 
   /**

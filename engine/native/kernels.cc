@@ -651,12 +651,115 @@ double readBandwidth(const uint8_t* data, size_t bytes, int repeats) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Decode attention (issue 34): one new token per row, each row over its own KV cache, so that a decode step of many
+// rows is one call instead of one onnxruntime run per row and layer. A row's queries and its new key are already
+// normed and rotated (the norm_rope graph); here, for each query head h (KV head g = h / rep): scores over the
+// visible slots in slot order, then the row's own key, each the 8-lane dot product of the matmul order times
+// `scaling`; softmax (the maximum; e = exp(score − max) in double rounded to float32; the sum in that order; e / sum);
+// the context Σ fma(p, v, ·) in the same order, from +0. A slot is visible when its position is ≥ 0, ≤ the query's
+// and, on sliding layers (window > 0), within the window. Every output depends only on its own row, whatever the
+// rows, threads or order of the call; engine/kernels.ts's fallback follows the same order.
+
+struct DecodeRow {
+  const float* pastKey;    // [nKV, S, D]
+  const float* pastValue;  // [nKV, S, D]
+  const int32_t* slots;    // [S] positions held (−1: never attended)
+  size_t S;
+  int32_t position;
+};
+
+struct DecodeShape {
+  size_t heads, kvHeads, D;
+  float scaling;
+  int32_t window;  // 0: full attention
+};
+
+// The dot product of the matmul's order over D floats (both operands float32).
+inline float dot8(const float* a, const float* b, size_t D) {
+  const size_t d8 = D - D % 8;
+#if IWI_AVX2
+  __m256 acc = _mm256_setzero_ps();
+  for (size_t i = 0; i < d8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+#else
+  Lanes acc = {};
+  for (size_t i = 0; i < d8; i += 8)
+    for (int l = 0; l < 8; l++) acc.v[l] = std::fma(a[i + l], b[i + l], acc.v[l]);
+#endif
+  float s = reduce8(acc);
+  for (size_t i = d8; i < D; i++) s = std::fma(a[i], b[i], s);
+  return s;
+}
+
+// One query head of one row: context [D] from its query [D] and its KV head's past and new key and value.
+void attendHead(const float* q, const float* pastKey, const float* pastValue, const float* key, const float* value,
+                const DecodeRow& row, const DecodeShape& shape, std::vector<float>& scores, float* context) {
+  const size_t D = shape.D, S = row.S;
+  auto visible = [&](int32_t p) {
+    return p >= 0 && p <= row.position && (shape.window == 0 || row.position - p < shape.window);
+  };
+  scores.assign(S + 1, 0.0f);
+  float max = -INFINITY;
+  for (size_t s = 0; s <= S; s++) {
+    if (s < S && !visible(row.slots[s])) continue;
+    scores[s] = dot8(q, s < S ? pastKey + s * D : key, D) * shape.scaling;
+    if (max < scores[s]) max = scores[s];
+  }
+  float sum = 0.0f;
+  for (size_t s = 0; s <= S; s++) {
+    if (s < S && !visible(row.slots[s])) continue;
+    scores[s] = static_cast<float>(std::exp(static_cast<double>(scores[s] - max)));
+    sum += scores[s];
+  }
+  for (size_t d = 0; d < D; d++) context[d] = 0.0f;
+  for (size_t s = 0; s <= S; s++) {
+    if (s < S && !visible(row.slots[s])) continue;
+    const float p = scores[s] / sum;
+    const float* v = s < S ? pastValue + s * D : value;
+    for (size_t d = 0; d < D; d++) context[d] = std::fma(p, v[d], context[d]);
+  }
+}
+
+// Every row's every query head; the pool's threads take (row, KV head) items from a shared counter.
+void attendDecode(const float* queries, const float* keys, const float* values, float* out,
+                  const std::vector<DecodeRow>& rows, const DecodeShape& shape) {
+  const size_t rep = shape.heads / shape.kvHeads, D = shape.D, items = rows.size() * shape.kvHeads;
+  std::atomic<size_t> next{0};
+  pool->run(static_cast<int>(std::min<size_t>(items, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    std::vector<float> scores;
+    for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      const size_t r = item / shape.kvHeads, g = item % shape.kvHeads;
+      const DecodeRow& row = rows[r];
+      const size_t kv = (r * shape.kvHeads + g) * D, past = g * row.S * D;
+      for (size_t j = 0; j < rep; j++) {
+        const size_t h = (r * shape.heads + g * rep + j) * D;
+        attendHead(queries + h, row.pastKey + past, row.pastValue + past, keys + kv, values + kv, row, shape, scores,
+                   out + h);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Node-API glue: every argument is checked before anything is written.
 
 napi_value throwError(napi_env env, bool range, const char* message) {
   if (range) napi_throw_range_error(env, nullptr, message);
   else napi_throw_type_error(env, nullptr, message);
   return nullptr;
+}
+
+size_t elementSize(napi_typedarray_type type) {
+  switch (type) {
+    case napi_int16_array:
+    case napi_uint16_array: return 2;
+    case napi_int32_array:
+    case napi_uint32_array:
+    case napi_float32_array: return 4;
+    case napi_float64_array:
+    case napi_bigint64_array:
+    case napi_biguint64_array: return 8;
+    default: return 1;
+  }
 }
 
 struct View {
@@ -673,7 +776,7 @@ bool typedArray(napi_env env, napi_value value, napi_typedarray_type want, View&
   size_t offset;
   if (napi_get_typedarray_info(env, value, &type, &view.length, &view.data, &buffer, &offset) != napi_ok) return false;
   if (type != want) return false;
-  view.byteLength = view.length * (want == napi_float32_array ? 4 : want == napi_uint16_array ? 2 : 1);
+  view.byteLength = view.length * elementSize(want);
   return true;
 }
 
@@ -684,20 +787,6 @@ bool dimension(napi_env env, napi_value value, size_t& out) {
   if (!(d >= 1 && d < 2147483648.0) || std::floor(d) != d) return false;
   out = static_cast<size_t>(d);
   return true;
-}
-
-size_t elementSize(napi_typedarray_type type) {
-  switch (type) {
-    case napi_int16_array:
-    case napi_uint16_array: return 2;
-    case napi_int32_array:
-    case napi_uint32_array:
-    case napi_float32_array: return 4;
-    case napi_float64_array:
-    case napi_bigint64_array:
-    case napi_biguint64_array: return 8;
-    default: return 1;
-  }
 }
 
 bool overlaps(const View& a, const View& b) {
@@ -772,6 +861,69 @@ napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 #endif
+
+// attendDecode(queries, keys, values, out, pastKeys, pastValues, slots, positions, heads, kvHeads, headDim, scaling,
+// window): R = positions.length rows; queries and out [R × heads × D], keys and values [R × kvHeads × D]; per row r
+// pastKeys[r] and pastValues[r] [kvHeads × S_r × D] with S_r = slots[r].length.
+napi_value AttendDecode(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("attendDecode") + what).c_str());
+  };
+  size_t argc = 13;
+  napi_value argv[13];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 13) return fail(false, " takes 13 arguments");
+  View queries, keys, values, out, positions;
+  if (!typedArray(env, argv[0], napi_float32_array, queries) || !typedArray(env, argv[1], napi_float32_array, keys) ||
+      !typedArray(env, argv[2], napi_float32_array, values) || !typedArray(env, argv[3], napi_float32_array, out))
+    return fail(false, ": queries, keys, values and out must be Float32Arrays");
+  if (!typedArray(env, argv[7], napi_int32_array, positions)) return fail(false, ": positions must be an Int32Array");
+  DecodeShape shape;
+  double scaling, window;
+  if (!dimension(env, argv[8], shape.heads) || !dimension(env, argv[9], shape.kvHeads) ||
+      !dimension(env, argv[10], shape.D) || shape.heads % shape.kvHeads != 0)
+    return fail(true, ": heads, kvHeads and headDim must be integers ≥ 1, heads a multiple of kvHeads");
+  if (napi_get_value_double(env, argv[11], &scaling) != napi_ok || !std::isfinite(scaling) ||
+      napi_get_value_double(env, argv[12], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
+      std::floor(window) != window)
+    return fail(true, ": scaling must be a finite number and window an integer ≥ 0");
+  shape.scaling = static_cast<float>(scaling);
+  shape.window = static_cast<int32_t>(window);
+  const size_t R = positions.length, H = shape.heads * shape.D, KV = shape.kvHeads * shape.D;
+  if (R == 0 || queries.length != R * H || out.length != R * H || keys.length != R * KV || values.length != R * KV)
+    return fail(true, ": queries and out must hold R·heads·D floats, keys and values R·kvHeads·D (R = positions.length ≥ 1)");
+  for (int a = 4; a < 7; a++) {
+    bool array = false;
+    uint32_t length = 0;
+    napi_is_array(env, argv[a], &array);
+    if (array) napi_get_array_length(env, argv[a], &length);
+    if (!array || length != R) return fail(false, ": pastKeys, pastValues and slots must be arrays of R entries");
+  }
+  std::vector<DecodeRow> rows(R);
+  std::vector<View> pasts;
+  for (size_t r = 0; r < R; r++) {
+    napi_value pk, pv, sl;
+    View key, value, slots;
+    napi_get_element(env, argv[4], static_cast<uint32_t>(r), &pk);
+    napi_get_element(env, argv[5], static_cast<uint32_t>(r), &pv);
+    napi_get_element(env, argv[6], static_cast<uint32_t>(r), &sl);
+    if (!typedArray(env, pk, napi_float32_array, key) || !typedArray(env, pv, napi_float32_array, value) ||
+        !typedArray(env, sl, napi_int32_array, slots))
+      return fail(false, ": each row needs a Float32Array past key and value and an Int32Array of slot positions");
+    if (key.length != KV * slots.length || value.length != KV * slots.length)
+      return fail(true, ": a row's past key and value must hold kvHeads·S·D floats for its S slots");
+    pasts.push_back(key);
+    pasts.push_back(value);
+    rows[r] = {static_cast<const float*>(key.data), static_cast<const float*>(value.data),
+               static_cast<const int32_t*>(slots.data), slots.length, static_cast<const int32_t*>(positions.data)[r]};
+  }
+  bool shared = overlaps(out, queries) || overlaps(out, keys) || overlaps(out, values);
+  for (const View& past : pasts) shared = shared || overlaps(out, past);
+  if (shared) return fail(false, ": out must not share memory with the inputs");
+  attendDecode(static_cast<const float*>(queries.data), static_cast<const float*>(keys.data),
+               static_cast<const float*>(values.data), static_cast<float*>(out.data), rows, shape);
+  return nullptr;
+}
 
 napi_value WidenBf16(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -891,7 +1043,7 @@ NAPI_MODULE_INIT() {
     const char* name;
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
-                   {"adviseHugePages", AdviseHugePages},
+                   {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

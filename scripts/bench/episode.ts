@@ -6,7 +6,10 @@
 // references measured right before and after each run (`bench machine`): the MatMul peak's rate (tokens per second
 // that onnxruntime's float32 MatMul peak allows: peak ÷ (2 × params)) and the bandwidth bound at that batch limit
 // (rows in flight × read bandwidth ÷ BF16 bytes per step). Every run's outputs must be the same (they do not depend
-// on the batch limit); the command fails if they are not.
+// on the batch limit); the command fails if they are not. Beside them, the work: the products the generation
+// multiplied (generationFlop), their rate as a fraction of the MatMul peak, and the ceiling that work puts on the
+// ratio to the MatMul-peak rate (what the ratio would be if every product ran at the peak: the prompts' tokens are
+// work that yields no generated token, so the ratio cannot reach 1).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +19,7 @@ import {
   type BatchLimit,
   type EvaluationItem,
   type EvaluationRun,
+  type ItemOutput,
 } from '../../service/evaluate.ts';
 import { evaluationProgress, type EvaluationProgress } from '../../service/evaluation-progress.ts';
 import { Evaluator, evaluationItems } from '../../taskset/evaluation.ts';
@@ -58,6 +62,21 @@ function peakRss(pid: number): number {
   }
 }
 
+/**
+ * The products a generation multiplied, in FLOP (2 per multiply-add): each sequence's prompt tokens and decode steps
+ * through the decoder's matrices, and the head for each choice of a next token (the prompt's last row, then every
+ * step; a stop at <eos> or <end_of_turn> is a choice whose token is not kept, a stop at the cap is not a step).
+ * Attention's own products are left out (under 1 % at these lengths).
+ */
+export function generationFlop(params: { decoder: number; head: number }, outputs: ItemOutput[]): number {
+  let flop = 0;
+  for (const o of outputs) {
+    const choices = o.output_tokens + (o.stop_reason === 'eos' || o.stop_reason === 'end_of_turn' ? 1 : 0);
+    flop += 2 * (params.decoder * (o.prompt_tokens + choices - 1) + params.head * choices);
+  }
+  return flop;
+}
+
 type Measured = { run: EvaluationRun; generated: number; seconds: number; peakRss: number };
 
 /** One evaluation process at `batch`: its run, its generation's tokens and seconds (progress), its peak RSS. */
@@ -90,6 +109,7 @@ export async function main(argv: string[]): Promise<void> {
   const checkpoint = Checkpoint.open(dir);
   const bytesPerStep = textWeightBytes(checkpoint.config);
   const params = bytesPerStep / 2;
+  const headParams = checkpoint.config.vocab_size * checkpoint.config.hidden_size; // the tied embedding
   checkpoint.close();
   const taskset = new Taskset({ tokenizer: await Tokenizer.load(dir) });
   const all = evaluationItems(taskset.task({ family: flags.family, seed: flags.seed }).spec);
@@ -112,6 +132,7 @@ export async function main(argv: string[]): Promise<void> {
         throw new Error(`the outputs at ${what} differ from those at ${flags.limits[0]}: they must not`);
       const mean = (key: keyof MachineReferences) => ((before[key] as number) + (after[key] as number)) / 2;
       const tokensPerSecond = m.generated / m.seconds;
+      const flop = generationFlop({ decoder: params - headParams, head: headParams }, Object.values(m.run.outputs));
       const matmulRate = (mean('matmul_gflop_per_s') * 1e9) / (2 * params);
       const rows = Math.min(m.run.batch_limit, items.length); // at most, in flight at once
       const bandwidthRate = (rows * mean('read_gb_per_s') * 1e9) / bytesPerStep;
@@ -130,6 +151,13 @@ export async function main(argv: string[]): Promise<void> {
         },
         bounds: { matmul_peak_tokens_per_second: matmulRate, bandwidth_tokens_per_second: bandwidthRate },
         ratios: { vs_matmul_peak: tokensPerSecond / matmulRate, vs_bandwidth_bound: tokensPerSecond / bandwidthRate },
+        work: {
+          gflop: flop / 1e9,
+          gflop_per_s: flop / m.seconds / 1e9,
+          vs_matmul_peak: flop / m.seconds / 1e9 / mean('matmul_gflop_per_s'),
+          // The ratio to the MatMul-peak rate if all of it ran at the peak.
+          ceiling_vs_matmul_peak_rate: (m.generated * 2 * params) / flop,
+        },
       });
     }
   } finally {
