@@ -44,8 +44,6 @@ export type LayerContext = {
   config: Gemma3TextConfig;
   graphs: Graphs;
   project: Project;
-  /** Tokens per sequence in the chunk. */
-  T: number;
   /** The chunk's rows in order, by the cache their attention uses (a prefill chunk), or a decode step's rows. */
   attention: { groups: AttentionGroup[] } | { decode: DecodeRows };
   /** Past slots of a call's first chunk (Projector.firstChunkPastSlots); later chunks attend to the cache. */
@@ -87,7 +85,7 @@ async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array
   const context = new Float32Array(q!.length);
   let row = 0;
   for (const group of groups) {
-    const rows = group.cache.batch * c.T;
+    const rows = group.cache.batch * group.chunk.T;
     const part = (y: Float32Array) => y.slice((row * y.length) / M, ((row + rows) * y.length) / M);
     const out = await groupAttention(layer, n, group, part(q!), part(k!), part(v!), c);
     context.set(out, row * nH * D);

@@ -1,8 +1,10 @@
 // Greedy decoding with continuous batching: up to a batch limit of sequences in flight, each with its own KV cache,
-// its own time and its own token cap. A sequence is prefilled alone (in chunks through its cache, as it would be on
-// its own) into a free row; each decode step runs every live row at one token; a row that stops hands its place to
-// the next waiting sequence at once. A row's projections are row-independent and its attention reads only its own
-// cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it gives alone.
+// its own time and its own token cap. Free rows take the next waiting sequences: each is prefilled as it would be
+// alone (in chunks through its own cache), the short ones packed into one pass (their projections share the
+// kernel's calls, each keeps its own attention); each decode step runs every live row at one token; a row that stops
+// hands its place to the next waiting sequence at once. A row's projections are row-independent and its attention
+// reads only its own cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it
+// gives alone.
 import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
 import { argmax, type TiedHead } from './head.ts';
@@ -97,10 +99,17 @@ export async function greedyGenerate(
   for (;;) {
     // Free rows take the next waiting sequences; each chooses its first token at once (and may stop on it).
     while (live.length < maxBatch && waiting < sequences.length) {
-      const index = waiting++;
-      const { cache, logits } = await prefill(parts, weights, sequences[index]!, options);
-      const row: Row = { index, cache, time: sequences[index]!.ids.length, token: 0 };
-      if (choose(row, logits)) live.push(row);
+      const taken = Array.from(
+        { length: Math.min(maxBatch - live.length, sequences.length - waiting) },
+        () => waiting++,
+      );
+      for (const pack of packs(taken, sequences, parts.settings)) {
+        const prefilled = await prefillPack(parts, weights, pack, sequences, options);
+        pack.forEach((index, i) => {
+          const row: Row = { index, cache: prefilled[i]!.cache, time: sequences[index]!.ids.length, token: 0 };
+          if (choose(row, prefilled[i]!.logits)) live.push(row);
+        });
+      }
     }
     if (live.length === 0) break;
     await between(options);
@@ -117,6 +126,59 @@ export async function greedyGenerate(
     });
   }
   return results;
+}
+
+/**
+ * The sequences of `taken` in packs prefilled together: in order, prompts of one chunk that take the kernel (shorter
+ * than gemmMinTokens) packed while their rows fit in one chunk; every other prompt a pack of its own.
+ */
+function packs(taken: number[], sequences: GenerateSequence[], settings: EngineSettings): number[][] {
+  const packed = (index: number) => {
+    const T = sequences[index]!.ids.length;
+    return T < settings.gemmMinTokens && T <= settings.chunkRows;
+  };
+  const out: number[][] = [];
+  let rows = 0;
+  for (const index of taken) {
+    const T = sequences[index]!.ids.length;
+    const last = out.at(-1);
+    if (packed(index) && last && packed(last[0]!) && rows + T <= settings.chunkRows) {
+      last.push(index);
+      rows += T;
+    } else {
+      out.push([index]);
+      rows = T;
+    }
+  }
+  return out;
+}
+
+/** Each sequence's cache and first logits, prefilled as alone: a pack of one in chunks, a pack of several in one pass. */
+async function prefillPack(
+  parts: Parts,
+  weights: WeightSource,
+  pack: number[],
+  sequences: GenerateSequence[],
+  control: CallControl,
+): Promise<{ cache: KvCache; logits: Float32Array }[]> {
+  if (pack.length === 1) return [await prefill(parts, weights, sequences[pack[0]!]!, control)];
+  const { model, head } = parts;
+  const { hidden_size: H, vocab_size: V } = model.config;
+  const rows = pack.map((index) => {
+    const { ids, maxNewTokens } = sequences[index]!;
+    const cache = new KvCache(model.config, 1, ids.length + maxNewTokens);
+    return { cache, chunk: paddedChunk([ids], [0], 0, ids.length, [false]) };
+  });
+  await between(control);
+  const final = await model.forwardRows(weights, rows, control);
+  const last = new Float32Array(pack.length * H);
+  let end = 0;
+  rows.forEach(({ chunk }, i) => {
+    end += chunk.T;
+    last.set(final.subarray((end - 1) * H, end * H), i * H);
+  });
+  const logits = await head.logits(weights, last, pack.length);
+  return rows.map(({ cache }, i) => ({ cache, logits: logits.subarray(i * V, (i + 1) * V) }));
 }
 
 /** A sequence prefilled alone, in chunks through a cache sized for its prompt and cap: the cache and its first logits. */

@@ -47,23 +47,26 @@ export class Gemma3TextModel {
   }
 
   /**
-   * One decode step of rows that each keep their own cache (a chunk of one token each): the final-normed hidden
-   * states [rows, H]. Each row's attention reads only its own cache, exactly as that sequence alone.
+   * Chunks of several sequences that each keep their own cache, in one pass: the final-normed hidden states [Σ rows,
+   * H], each sequence's rows in turn. Their projections share the kernel's calls (every chunk must take the kernel:
+   * its gemm false), their norms and GELU one graph run; each has its own attention, exactly as that sequence alone:
+   * a decode step (one token each, after its prefill) in one attendDecode call, prefill chunks one graph run each.
    */
   async forwardRows(
     weights: WeightSource,
     rows: { cache: KvCache; chunk: Chunk }[],
     control: CallControl,
   ): Promise<Float32Array> {
-    if (rows.some(({ cache, chunk }) => chunk.T !== 1 || cache.batch !== 1 || chunk.start === 0))
-      throw new Error('forwardRows takes decode steps: one token of one sequence per row, after its prefill');
-    const merged: Chunk = {
-      ids: Int32Array.from(rows, (row) => row.chunk.ids[0]!),
-      positions: Int32Array.from(rows, (row) => row.chunk.positions[0]!),
-      start: rows[0]!.chunk.start,
-      T: 1,
-      gemm: rows.map(() => false),
-    };
+    if (rows.some(({ cache, chunk }) => cache.batch !== 1 || chunk.gemm.some(Boolean)))
+      throw new Error('forwardRows takes chunks of one sequence each, in the kernel');
+    // One block of rows for the projector and the norms (the kernel: no gather by sequence); attention reads each
+    // row group's own chunk.
+    const ids = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.ids]));
+    const positions = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.positions]));
+    const merged: Chunk = { ids, positions, start: 0, T: ids.length, gemm: [false] };
+    if (!rows.every(({ chunk }) => chunk.T === 1 && chunk.start > 0)) {
+      return (await this.run(weights, merged, { groups: rows }, control, { layers: [], from: 0, to: 0 })).final;
+    }
     const decode: DecodeRows = {
       rows: rows.map(({ cache }, r) => ({ cache, position: merged.positions[r]! })),
       rope: await this.rope(merged.positions),
@@ -96,7 +99,6 @@ export class Gemma3TextModel {
       config: c,
       graphs: this.graphs,
       project: this.projector.forChunk(weights, chunk),
-      T: chunk.T,
       attention: 'decode' in attention ? attention : { groups },
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
