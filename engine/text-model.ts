@@ -1,8 +1,8 @@
 // Gemma 3's text decoder over one chunk (Hugging Face's Gemma3TextModel.forward): the scaled embedding, the RoPE
 // tables and masks of each layer type, every decoder layer (decoder-layer.ts) and the final norm. A chunk is part of
-// a left-padded batch; the KV cache carries what earlier chunks and decode steps left. A decode step of continuous
-// batching (forwardRows) runs rows that each keep a cache of their own: projections, norms and RoPE for all rows at
-// once, and attention in one attendDecode call over every row's own cache.
+// a left-padded batch; the KV cache carries what earlier chunks and decode steps left. Continuous batching
+// (forwardRows) runs sequences that each keep a cache of their own in one pass: projections and norms for all their
+// rows at once, attention per sequence (a decode step's in one attendDecode call over every row's own cache).
 import type * as ort from 'onnxruntime-node';
 import { bf16ToF32 } from './bf16.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
