@@ -313,6 +313,43 @@ describe.skipIf(nativeOff)('native addon', () => {
     expect(() => setKernelThreads(0)).toThrow(RangeError);
   });
 
+  it('equals the fallback bit for bit on the many-rows path (m ≥ 9), its parts and every row alone, with 1, 2, 3 threads', () => {
+    // With AVX-512, m ≥ 9 widens each group of 32 W rows once and runs x's rows in tiles of 4 rows × 8 W rows, k in
+    // blocks of 128 with the lane sums stored between them, rows in chunks of 128. The shapes leave remainders in
+    // all of these: n = 77 (odd, not a multiple of 8 or 32), k = 300 and 1031 (k mod 8 ≠ 0, not a multiple of 128),
+    // k = 7 (no lanes, the tail alone), m = 130 (a second chunk of rows); other CPUs take their usual path.
+    const widths = [77, 32, 5, 64];
+    for (const [m, k] of [
+      [9, 300],
+      [16, 1031],
+      [17, 300],
+      [33, 136],
+      [64, 300],
+      [100, 7],
+      [130, 20],
+    ] as const) {
+      const { x } = operands(m, 1, k, 900 + m);
+      const ws = widths.map((n, p) => operands(1, n, k, 910 + p + k).w);
+      const outs = (impl: KernelImpl) => {
+        const result = widths.map((n) => new Float32Array(m * n).fill(NaN));
+        matmulBf16Parts(x, ws, result, m, k, impl);
+        return result.map(bits);
+      };
+      const expected = outs(jsKernels);
+      for (const threads of [1, 2, 3]) {
+        setKernelThreads(threads);
+        expect(outs(native()), `m=${m} k=${k} threads=${threads}`).toEqual(expected);
+      }
+      // Each row alone (m = 1: the few-rows path) gives that row's bits in the batch.
+      for (const r of [0, Math.floor(m / 2), m - 1]) {
+        const alone = widths.map((n) => new Float32Array(n));
+        matmulBf16Parts(x.subarray(r * k, (r + 1) * k), ws, alone, 1, k, native());
+        alone.forEach((out, p) => expect(bits(out)).toEqual(expected[p]!.subarray(r * widths[p]!, (r + 1) * widths[p]!)));
+      }
+    }
+    setKernelThreads(os.availableParallelism());
+  });
+
   it('checks its arguments itself, below the TypeScript wrapper', () => {
     const addon = native();
     const out = new Float32Array(4).fill(7);
