@@ -11,9 +11,13 @@
 // so the compiler's feature macros are the machine's features and no runtime dispatch is needed. The order above
 // has 8 lanes whatever the vector width, so that it (and the fallback's results) is the same everywhere:
 // - AVX-512 (F + DQ): one 16-float register holds the 8 lane sums of two outputs (two rows of W against the same x
-//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work and each widening two rows';
-//   batch 8 runs in one block of 8 rows of x, every weight tile read once per call.
-// - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows.
+//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work. Up to 31 rows run in blocks of
+//   up to 8 rows of x, each widening W tile by tile as it goes, every weight tile read from memory once per call
+//   (decode at 1 row is bound by the weights' bytes). From 32 rows (continuous batching) the FMAs set the pace: each
+//   tile of 12 W rows is widened once per block of 512 k into a float32 panel in L1, and x's rows run against it in
+//   4-row × 12-output register tiles, the lane sums stored and reloaded exactly between k blocks.
+// - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows, at every m (the many-rows path above
+//   is AVX-512's only).
 // - Elsewhere a portable loop with std::fma.
 //
 // gemmBf16Parts, prefill's GEMM where the CPU has AMX (Intel's tile unit: BF16 tiles, float32 accumulators), is
@@ -347,22 +351,22 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
 
 #if IWI_AVX512
 // Many rows (m ≥ kWideMinRows): the FMAs, not the weights' bytes, set the pace, and re-widening a group's W for every
-// block of 8 rows put two port-0/5 µops beside every 8 FMAs. So each group of W rows is widened once (per k block)
-// into a per-thread float32 panel, and all of x's rows run against it in register tiles of kWideRows rows ×
-// kWidePairs pairs of W rows: 16 accumulators, 4 weight loads and 4 x broadcasts per 16 FMAs, no widening in the
-// loop. k is taken in blocks of kWideK so that a block's panel (16 KiB) and a tile's x rows stay in L1 (shared by
-// both threads where the two vCPUs are one core's hyperthreads: 256 ran slower than 128 there). Between blocks each
-// output's 8 lane sums wait in memory, stored and reloaded exactly, so every output sees the FMAs of the order at
-// the top, in that order, from +0, and its reduction is that order's too (16 outputs at a time, reduce16).
-constexpr size_t kWideMinRows = 9;
-constexpr int kWideRows = 4, kWidePairs = 4;
-constexpr size_t kWideGroup = 32;  // W rows per work item: a multiple of 2·kWidePairs (and of every Gemma 3 width)
-constexpr size_t kWideK = 128;     // k per block, a multiple of 8
+// block of 8 rows puts port-0/5 µops beside the FMAs. So each tile of 12 W rows is widened once per k block into a
+// per-thread float32 panel (16 KiB at 512 k: it stays in L1), and all of x's rows run against it in register tiles of
+// kWideRows rows × kWidePairs pairs of W rows: 24 accumulators, 6 weight loads and 4 x broadcasts per 24 FMAs, no
+// widening in the loop. Between k blocks each output's 8 lane sums wait in memory, stored and reloaded exactly, so
+// every output sees the FMAs of the order at the top, in that order, from +0, and is reduced in that order too (16
+// outputs at a time, reduce16). Measured with both builds alternating in one process (docs/benchmarks.md): from 32
+// rows up this is 1.1–1.3× the 8-row blocks; at 16–24 rows the widening, a phase of its own here, costs more than it
+// saves (and interleaving it into the FMA loop measured slower still), so they keep the 8-row blocks.
+constexpr size_t kWideMinRows = 32;
+constexpr int kWideRows = 4, kWidePairs = 6;
+constexpr size_t kWideGroup = 24;  // W rows per work item: a multiple of 2·kWidePairs
+constexpr size_t kWideK = 512;     // k per block, a multiple of 8
 constexpr size_t kWideChunk = 128;  // rows of x whose lane sums are kept at once (the panel is widened again per chunk)
 
-// The panel of one group and k block: pair q of W rows (2q, 2q + 1), step s (k = 8s … 8s + 7) at
-// panel[(q·steps + s)·16]: row 2q's 8 floats, then row 2q + 1's (zeros past the group's last row), one aligned
-// 64-byte load each.
+// The panel of one tile and k block: pair q of W rows (2q, 2q + 1), step s (k = i0 + 8s … + 7) at
+// panel[(q·steps + s)·16]: row 2q's 8 floats, then row 2q + 1's (zeros past the last row), one aligned 64-byte load.
 void widenPanel(const uint16_t* w, size_t k, size_t rowCount, size_t i0, size_t steps, float* panel) {
   for (size_t q = 0; q < (rowCount + 1) / 2; q++) {
     const uint16_t* a = w + 2 * q * k + i0;
@@ -433,9 +437,9 @@ void reduce16(const float* acc, size_t pairs, float* out, size_t count) {
   _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_permutexvar_ps(order, s));
 }
 
-// The cache lines of a block of W (rows [0, rows) at `w`, k [i0, i0 + count)) fetched into L2 a few at a time while the
-// block before it computes: the rows' segments of 512 bytes are too short for the hardware prefetcher, and a whole
-// block asked for at once would fill the line-fill buffers.
+// The cache lines of the W block widened next (rows [0, rows) at `w`, k [i0, i0 + count)), fetched into L2 a few at a
+// time while the current tile computes: the rows' 1 KiB segments are too short for the hardware prefetcher, and a
+// whole block asked for at once would fill the line-fill buffers.
 struct BlockPrefetch {
   const uint16_t* w = nullptr;
   size_t k = 0, rows = 0, i0 = 0, count = 0, done = 0;
@@ -460,7 +464,7 @@ bool wideGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n
   thread_local WideScratch scratch;
   constexpr size_t accPairs = kWideGroup / 2;
   if (!scratch.ready) {
-    scratch.panel.reset(static_cast<float*>(std::aligned_alloc(64, kWideGroup * kWideK * sizeof(float))));
+    scratch.panel.reset(static_cast<float*>(std::aligned_alloc(64, 2 * kWidePairs * kWideK * sizeof(float))));
     scratch.acc.reset(static_cast<float*>(std::aligned_alloc(64, kWideChunk * accPairs * 16 * sizeof(float))));
     scratch.ready = scratch.panel && scratch.acc;
     if (!scratch.ready) return false;
@@ -474,19 +478,24 @@ bool wideGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n
     const float* xc = x + m0 * k;
     for (size_t i0 = 0; i0 < k8; i0 += kWideK) {
       const size_t steps = std::min(kWideK, k8 - i0) / 8;
-      widenPanel(w, k, rowCount, i0, steps, panel);
-      // The W block widened next: this group's next k block, else (last chunk) the next group's first.
-      BlockPrefetch next;
-      if (i0 + kWideK < k8) next = {w, k, rowCount, i0 + kWideK, std::min(kWideK, k8 - i0 - kWideK)};
-      else if (m0 + kWideChunk >= m && j1 < n) next = {w + rowCount * k, k, std::min(kWideGroup, n - j1), 0, std::min(kWideK, k8)};
-      const size_t calls = (chunkRows + kWideRows - 1) / kWideRows * ((pairs + kWidePairs - 1) / kWidePairs);
-      const size_t linesPerCall = (next.lines() + calls - 1) / calls;
-      for (size_t r0 = 0; r0 < chunkRows; r0 += kWideRows) {
-        const size_t tileRows = std::min<size_t>(kWideRows, chunkRows - r0);
-        for (size_t q0 = 0; q0 < pairs; q0 += kWidePairs) {
-          const size_t tilePairs = std::min<size_t>(kWidePairs, pairs - q0);
+      for (size_t q0 = 0; q0 < pairs; q0 += kWidePairs) {
+        const size_t tilePairs = std::min<size_t>(kWidePairs, pairs - q0);
+        widenPanel(w + 2 * q0 * k, k, std::min<size_t>(2 * kWidePairs, rowCount - 2 * q0), i0, steps, panel);
+        // The W block widened next: this k block's next tile, else the next k block's first, else (last chunk of
+        // rows) the next group's first.
+        BlockPrefetch next;
+        if (q0 + kWidePairs < pairs)
+          next = {w + 2 * (q0 + kWidePairs) * k, k, std::min<size_t>(2 * kWidePairs, rowCount - 2 * (q0 + kWidePairs)), i0, steps * 8};
+        else if (i0 + kWideK < k8)
+          next = {w, k, std::min<size_t>(2 * kWidePairs, rowCount), i0 + kWideK, std::min(kWideK, k8 - i0 - kWideK)};
+        else if (m0 + kWideChunk >= m && j1 < n)
+          next = {w + rowCount * k, k, std::min<size_t>(2 * kWidePairs, n - j1), 0, std::min(kWideK, k8)};
+        const size_t rowBlocks = (chunkRows + kWideRows - 1) / kWideRows;
+        const size_t linesPerCall = (next.lines() + rowBlocks - 1) / rowBlocks;
+        for (size_t r0 = 0; r0 < chunkRows; r0 += kWideRows) {
           next.issue(linesPerCall);
-          wideTiles[tileRows - 1][tilePairs - 1](xc + r0 * k + i0, k, panel + q0 * steps * 16, steps * 16, steps,
+          const size_t tileRows = std::min<size_t>(kWideRows, chunkRows - r0);
+          wideTiles[tileRows - 1][tilePairs - 1](xc + r0 * k + i0, k, panel, steps * 16, steps,
                                                  acc + (r0 * accPairs + q0) * 16, accPairs, i0 == 0);
         }
       }
