@@ -11,9 +11,9 @@
 // so the compiler's feature macros are the machine's features and no runtime dispatch is needed. The order above
 // has 8 lanes whatever the vector width, so that it (and the fallback's results) is the same everywhere:
 // - AVX-512 (F + DQ): one 16-float register holds the 8 lane sums of two outputs (two rows of W against the same x
-//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work. Up to 31 rows run in blocks of
+//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work. Up to 39 rows run in blocks of
 //   up to 8 rows of x, each widening W tile by tile as it goes, every weight tile read from memory once per call
-//   (decode at 1 row is bound by the weights' bytes). From 32 rows (continuous batching) the FMAs set the pace: each
+//   (decode at 1 row is bound by the weights' bytes). From 40 rows (continuous batching) the FMAs set the pace: each
 //   tile of 12 W rows is widened once per block of 512 k into a float32 panel in L1, and x's rows run against it in
 //   4-row × 12-output register tiles, the lane sums stored and reloaded exactly between k blocks.
 // - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows, at every m (the many-rows path above
@@ -356,10 +356,10 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
 // kWideRows rows × kWidePairs pairs of W rows: 24 accumulators, 6 weight loads and 4 x broadcasts per 24 FMAs, no
 // widening in the loop. Between k blocks each output's 8 lane sums wait in memory, stored and reloaded exactly, so
 // every output sees the FMAs of the order at the top, in that order, from +0, and is reduced in that order too (16
-// outputs at a time, reduce16). Measured with both builds alternating in one process (docs/benchmarks.md): from 32
-// rows up this is 1.1–1.3× the 8-row blocks; at 16–24 rows the widening, a phase of its own here, costs more than it
-// saves (and interleaving it into the FMA loop measured slower still), so they keep the 8-row blocks.
-constexpr size_t kWideMinRows = 32;
+// outputs at a time, reduce16). Measured with both builds alternating in one process (docs/benchmarks.md): at 48–128
+// rows this is 1.1–1.3× the 8-row blocks, at 32 it was a little slower and at 40 a little faster; below, the widening,
+// a phase of its own here, costs more than it saves (interleaving it into the FMA loop measured slower still).
+constexpr size_t kWideMinRows = 40;
 constexpr int kWideRows = 4, kWidePairs = 6;
 constexpr size_t kWideGroup = 24;  // W rows per work item: a multiple of 2·kWidePairs
 constexpr size_t kWideK = 512;     // k per block, a multiple of 8

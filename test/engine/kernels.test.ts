@@ -313,18 +313,19 @@ describe.skipIf(nativeOff)('native addon', () => {
     expect(() => setKernelThreads(0)).toThrow(RangeError);
   });
 
-  it('equals the fallback bit for bit on the many-rows path (m ≥ 32), its parts and every row alone, with 1, 2, 3 threads', () => {
-    // With AVX-512, m ≥ 32 widens each tile of 12 W rows once per k block of 512 into a panel and runs x's rows in
-    // tiles of 4, the lane sums stored between k blocks, rows in chunks of 128 (m < 32 keeps the 8-row blocks: m = 9
-    // and 17 check those). The shapes leave remainders in all of these: n = 77 (odd, not a multiple of 12 or 24),
-    // m = 33, 47 (not multiples of 4), k = 300 and 1300 (k mod 8 ≠ 0; 1300 is two full k blocks and a part), k = 7
+  it('equals the fallback bit for bit on the many-rows path (m ≥ 40), its parts and every row alone, with 1, 2, 3 threads', () => {
+    // With AVX-512, m ≥ 40 widens each tile of 12 W rows once per k block of 512 into a panel and runs x's rows in
+    // tiles of 4, the lane sums stored between k blocks, rows in chunks of 128 (m < 40 keeps the 8-row blocks: m = 9,
+    // 17 and 33 check those). The shapes leave remainders in all of these: n = 77 (odd, not a multiple of 12 or 24),
+    // m = 41, 47 (not multiples of 4), k = 300 and 1300 (k mod 8 ≠ 0; 1300 is two full k blocks and a part), k = 7
     // (no lanes, the tail alone), m = 130 (a second chunk of rows). Other CPUs take their usual path.
     const widths = [77, 32, 5, 64];
     for (const [m, k] of [
       [9, 300],
       [17, 136],
-      [32, 1300],
       [33, 300],
+      [40, 1300],
+      [41, 300],
       [47, 136],
       [64, 300],
       [100, 7],
