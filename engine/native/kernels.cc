@@ -352,7 +352,7 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
 #if IWI_AVX512
 // Many rows (m ≥ kWideMinRows): the FMAs, not the weights' bytes, set the pace, and re-widening a group's W for every
 // block of 8 rows puts port-0/5 µops beside the FMAs. So each tile of 12 W rows is widened once per k block into a
-// per-thread float32 panel (16 KiB at 512 k: it stays in L1), and all of x's rows run against it in register tiles of
+// per-thread float32 panel (24 KiB at 512 k: it stays in L1), and all of x's rows run against it in register tiles of
 // kWideRows rows × kWidePairs pairs of W rows: 24 accumulators, 6 weight loads and 4 x broadcasts per 24 FMAs, no
 // widening in the loop. Between k blocks each output's 8 lane sums wait in memory, stored and reloaded exactly, so
 // every output sees the FMAs of the order at the top, in that order, from +0, and is reduced in that order too (16

@@ -347,7 +347,9 @@ describe.skipIf(nativeOff)('native addon', () => {
       for (const r of [0, Math.floor(m / 2), m - 1]) {
         const alone = widths.map((n) => new Float32Array(n));
         matmulBf16Parts(x.subarray(r * k, (r + 1) * k), ws, alone, 1, k, native());
-        alone.forEach((out, p) => expect(bits(out)).toEqual(expected[p]!.subarray(r * widths[p]!, (r + 1) * widths[p]!)));
+        alone.forEach((out, p) =>
+          expect(bits(out)).toEqual(expected[p]!.subarray(r * widths[p]!, (r + 1) * widths[p]!)),
+        );
       }
     }
     setKernelThreads(os.availableParallelism());
