@@ -529,12 +529,12 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
   // L2 across the row blocks. Threads take runs of consecutive groups from a shared counter: on a busy machine a slow
   // thread takes fewer, and which thread computes an output never changes its value. A run is ~1/8 of a thread's
   // share, so that each thread mostly streams one long stretch of W with the next tile prefetched (one group at a
-  // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process).
+  // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process). With AVX-512 and many rows,
+  // groups of kWideGroup for wideGroup (the 8-row blocks if its scratch cannot be allocated).
 #if IWI_AVX512
   const bool wide = m >= kWideMinRows;
   const size_t group = wide ? kWideGroup : k * 2 * 24 <= (96u << 10) ? 24 : 12;
 #else
-  const bool wide = false;
   const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
 #endif
   std::vector<size_t> firstGroup{0};  // part p's groups are firstGroup[p] … firstGroup[p + 1] − 1
