@@ -11,9 +11,13 @@
 // so the compiler's feature macros are the machine's features and no runtime dispatch is needed. The order above
 // has 8 lanes whatever the vector width, so that it (and the fallback's results) is the same everywhere:
 // - AVX-512 (F + DQ): one 16-float register holds the 8 lane sums of two outputs (two rows of W against the same x
-//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work and each widening two rows';
-//   batch 8 runs in one block of 8 rows of x, every weight tile read once per call.
-// - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows.
+//   row, x's 8 floats broadcast into both halves), so each FMA does two outputs' work. Up to 39 rows run in blocks of
+//   up to 8 rows of x, each widening W tile by tile as it goes, every weight tile read from memory once per call
+//   (decode at 1 row is bound by the weights' bytes). From 40 rows (continuous batching) the FMAs set the pace: each
+//   tile of 12 W rows is widened once per block of 512 k into a float32 panel in L1, and x's rows run against it in
+//   4-row × 12-output register tiles, the lane sums stored and reloaded exactly between k blocks.
+// - AVX2 + FMA: one 8-float register per output, x in blocks of up to 4 rows, at every m (the many-rows path above
+//   is AVX-512's only).
 // - Elsewhere a portable loop with std::fma.
 //
 // gemmBf16Parts, prefill's GEMM where the CPU has AMX (Intel's tile unit: BF16 tiles, float32 accumulators), is
@@ -26,6 +30,7 @@
 #include <node_api.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -38,6 +43,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -343,6 +349,172 @@ void matmulGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t
     rows(x + r * k, w, out + r * n, std::min(kRowBlock, m - r), n, k, j0, j1);
 }
 
+#if IWI_AVX512
+// Many rows (m ≥ kWideMinRows): the FMAs, not the weights' bytes, set the pace, and re-widening a group's W for every
+// block of 8 rows puts port-0/5 µops beside the FMAs. So each tile of 12 W rows is widened once per k block into a
+// per-thread float32 panel (24 KiB at 512 k: it stays in L1), and all of x's rows run against it in register tiles of
+// kWideRows rows × kWidePairs pairs of W rows: 24 accumulators, 6 weight loads and 4 x broadcasts per 24 FMAs, no
+// widening in the loop. Between k blocks each output's 8 lane sums wait in memory, stored and reloaded exactly, so
+// every output sees the FMAs of the order at the top, in that order, from +0, and is reduced in that order too (16
+// outputs at a time, reduce16). Measured with both builds alternating in one process (docs/benchmarks.md): at 48–128
+// rows this is 1.1–1.3× the 8-row blocks, at 32 it was a little slower and at 40 a little faster; below, the widening,
+// a phase of its own here, costs more than it saves (interleaving it into the FMA loop measured slower still).
+constexpr size_t kWideMinRows = 40;
+constexpr int kWideRows = 4, kWidePairs = 6;
+constexpr size_t kWideGroup = 24;  // W rows per work item: a multiple of 2·kWidePairs
+constexpr size_t kWideK = 512;     // k per block, a multiple of 8
+constexpr size_t kWideChunk = 128;  // rows of x whose lane sums are kept at once (the panel is widened again per chunk)
+
+// The panel of one tile and k block: pair q of W rows (2q, 2q + 1), step s (k = i0 + 8s … + 7) at
+// panel[(q·steps + s)·16]: row 2q's 8 floats, then row 2q + 1's (zeros past the last row), one aligned 64-byte load.
+void widenPanel(const uint16_t* w, size_t k, size_t rowCount, size_t i0, size_t steps, float* panel) {
+  for (size_t q = 0; q < (rowCount + 1) / 2; q++) {
+    const uint16_t* a = w + 2 * q * k + i0;
+    float* dst = panel + q * steps * 16;
+    if (2 * q + 1 < rowCount) {
+      for (size_t s = 0; s < steps; s++) _mm512_store_ps(dst + s * 16, widenPair(a + s * 8, a + k + s * 8));
+    } else {
+      for (size_t s = 0; s < steps; s++) {
+        _mm256_store_ps(dst + s * 16, widen8(a + s * 8));
+        _mm256_store_ps(dst + s * 16 + 8, _mm256_setzero_ps());
+      }
+    }
+  }
+}
+
+// R rows of x (row stride k, at this k block) × P pairs of the panel (pair stride pairStride floats), `steps` steps of
+// 8: acc[r·accStride + p] holds outputs (r, 2p) and (r, 2p + 1) as in tilePairs, zeroed first if `first`.
+template <int R, int P>
+void wideTile(const float* x, size_t k, const float* panel, size_t pairStride, size_t steps, float* acc,
+              size_t accStride, bool first) {
+  __m512 a[R][P];
+  for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++) a[r][p] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + (r * accStride + p) * 16);
+  for (size_t s = 0; s < steps; s++) {
+    __m512 wv[P];
+    for (int p = 0; p < P; p++) wv[p] = _mm512_load_ps(panel + p * pairStride + s * 16);
+    for (int r = 0; r < R; r++) {
+      const __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + r * k + s * 8));
+      for (int p = 0; p < P; p++) a[r][p] = _mm512_fmadd_ps(xv, wv[p], a[r][p]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++) _mm512_store_ps(acc + (r * accStride + p) * 16, a[r][p]);
+}
+
+using WideTileFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*, size_t, bool);
+template <int R, int... P>
+constexpr std::array<WideTileFn, sizeof...(P)> wideTileRow(std::integer_sequence<int, P...>) {
+  return {&wideTile<R, P + 1>...};
+}
+template <int... R>
+constexpr std::array<std::array<WideTileFn, kWidePairs>, sizeof...(R)> wideTileTable(std::integer_sequence<int, R...>) {
+  return {wideTileRow<R + 1>(std::make_integer_sequence<int, kWidePairs>())...};
+}
+// wideTiles[R − 1][P − 1]: every partial tile at the edges of x's rows and of a part's rows has its own loop.
+constexpr auto wideTiles = wideTileTable(std::make_integer_sequence<int, kWideRows>());
+
+// The lane sums of up to 8 pairs (16 outputs, `pairs` of them read, the rest taken as zeros) reduced in the order at
+// the top, 16 outputs at a time rather than one: t = acc[l] + acc[l + 4], u = (t0 + t2, t1 + t3), s = u0 + u1. The
+// first `count` results are stored at out.
+void reduce16(const float* acc, size_t pairs, float* out, size_t count) {
+  __m512 a[8];
+  for (size_t p = 0; p < 8; p++) a[p] = p < pairs ? _mm512_load_ps(acc + p * 16) : _mm512_setzero_ps();
+  // t: 128-bit lane c of t[h] holds t0…t3 of output 4h + c (a pair's halves are 128-bit lanes 0, 1 and 2, 3).
+  __m512 t[4];
+  for (int h = 0; h < 4; h++)
+    t[h] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * h], a[2 * h + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a[2 * h], a[2 * h + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // u[g], lane c: u0, u1 of output 8g + c, then u0, u1 of output 8g + 4 + c.
+  __m512 u[2];
+  for (int g = 0; g < 2; g++)
+    u[g] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * g], t[2 * g + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(t[2 * g], t[2 * g + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // s, element 4c + e: output c + 4e; then put output o at element o.
+  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_permutexvar_ps(order, s));
+}
+
+// The cache lines of the W block widened next (rows [0, rows) at `w`, k [i0, i0 + count)), fetched into L2 a few at a
+// time while the current tile computes: the rows' 1 KiB segments are too short for the hardware prefetcher, and a
+// whole block asked for at once would fill the line-fill buffers.
+struct BlockPrefetch {
+  const uint16_t* w = nullptr;
+  size_t k = 0, rows = 0, i0 = 0, count = 0, done = 0;
+  size_t linesPerRow() const { return (count * 2 + 63) / 64; }
+  size_t lines() const { return rows * linesPerRow(); }
+  void issue(size_t many) {
+    for (const size_t end = std::min(lines(), done + many); done < end; done++)
+      __builtin_prefetch(reinterpret_cast<const char*>(w + done / linesPerRow() * k + i0) + done % linesPerRow() * 64, 0, 2);
+  }
+};
+
+// Per-thread scratch of the wide path, kept across calls (the pool's threads live as long as the process).
+struct WideScratch {
+  std::unique_ptr<float[], void (*)(void*)> panel{nullptr, std::free};
+  std::unique_ptr<float[], void (*)(void*)> acc{nullptr, std::free};
+  bool ready = false;
+};
+
+// W rows [j0, j1) (at most kWideGroup) against all m rows of x, as described above kWideMinRows. False, with nothing
+// written, if the scratch cannot be allocated.
+bool wideGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n, size_t k, size_t j0, size_t j1) {
+  thread_local WideScratch scratch;
+  constexpr size_t accPairs = kWideGroup / 2;
+  if (!scratch.ready) {
+    scratch.panel.reset(static_cast<float*>(std::aligned_alloc(64, 2 * kWidePairs * kWideK * sizeof(float))));
+    scratch.acc.reset(static_cast<float*>(std::aligned_alloc(64, kWideChunk * accPairs * 16 * sizeof(float))));
+    scratch.ready = scratch.panel && scratch.acc;
+    if (!scratch.ready) return false;
+  }
+  float* panel = scratch.panel.get();
+  float* acc = scratch.acc.get();
+  const size_t rowCount = j1 - j0, pairs = (rowCount + 1) / 2, k8 = k - k % 8;
+  w += j0 * k;
+  for (size_t m0 = 0; m0 < m; m0 += kWideChunk) {
+    const size_t chunkRows = std::min(kWideChunk, m - m0);
+    const float* xc = x + m0 * k;
+    for (size_t i0 = 0; i0 < k8; i0 += kWideK) {
+      const size_t steps = std::min(kWideK, k8 - i0) / 8;
+      for (size_t q0 = 0; q0 < pairs; q0 += kWidePairs) {
+        const size_t tilePairs = std::min<size_t>(kWidePairs, pairs - q0);
+        widenPanel(w + 2 * q0 * k, k, std::min<size_t>(2 * kWidePairs, rowCount - 2 * q0), i0, steps, panel);
+        // The W block widened next: this k block's next tile, else the next k block's first, else (last chunk of
+        // rows) the next group's first.
+        BlockPrefetch next;
+        if (q0 + kWidePairs < pairs)
+          next = {w + 2 * (q0 + kWidePairs) * k, k, std::min<size_t>(2 * kWidePairs, rowCount - 2 * (q0 + kWidePairs)), i0, steps * 8};
+        else if (i0 + kWideK < k8)
+          next = {w, k, std::min<size_t>(2 * kWidePairs, rowCount), i0 + kWideK, std::min(kWideK, k8 - i0 - kWideK)};
+        else if (m0 + kWideChunk >= m && j1 < n)
+          next = {w + rowCount * k, k, std::min<size_t>(2 * kWidePairs, n - j1), 0, std::min(kWideK, k8)};
+        const size_t rowBlocks = (chunkRows + kWideRows - 1) / kWideRows;
+        const size_t linesPerCall = (next.lines() + rowBlocks - 1) / rowBlocks;
+        for (size_t r0 = 0; r0 < chunkRows; r0 += kWideRows) {
+          next.issue(linesPerCall);
+          const size_t tileRows = std::min<size_t>(kWideRows, chunkRows - r0);
+          wideTiles[tileRows - 1][tilePairs - 1](xc + r0 * k + i0, k, panel, steps * 16, steps,
+                                                 acc + (r0 * accPairs + q0) * 16, accPairs, i0 == 0);
+        }
+      }
+    }
+    for (size_t r = 0; r < chunkRows; r++) {
+      float* o = out + (m0 + r) * n + j0;
+      for (size_t q0 = 0; q0 < pairs; q0 += 8) {
+        const size_t count = std::min<size_t>(16, rowCount - 2 * q0);
+        reduce16(acc + (r * accPairs + q0) * 16, std::min<size_t>(8, pairs - q0), o + 2 * q0, count);
+        if (k8 == 0) std::memset(o + 2 * q0, 0, count * sizeof(float));  // no lanes: s starts from +0
+      }
+      for (size_t i = k8; i < k; i++)
+        for (size_t j = 0; j < rowCount; j++) o[j] = std::fma(xc[r * k + i], widen1(w[j * k + i]), o[j]);
+    }
+  }
+  return true;
+}
+#endif
+
 // One product of a call: out [m × n] = x · Wᵀ for W [n × k].
 struct Part {
   const uint16_t* w;
@@ -357,8 +529,14 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
   // L2 across the row blocks. Threads take runs of consecutive groups from a shared counter: on a busy machine a slow
   // thread takes fewer, and which thread computes an output never changes its value. A run is ~1/8 of a thread's
   // share, so that each thread mostly streams one long stretch of W with the next tile prefetched (one group at a
-  // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process).
+  // time cost ~5 % of the rate at m = 1, measured alternating both builds in one process). With AVX-512 and many rows,
+  // groups of kWideGroup for wideGroup (the 8-row blocks if its scratch cannot be allocated).
+#if IWI_AVX512
+  const bool wide = m >= kWideMinRows;
+  const size_t group = wide ? kWideGroup : k * 2 * 24 <= (96u << 10) ? 24 : 12;
+#else
   const size_t group = k * 2 * 24 <= (96u << 10) ? 24 : 12;
+#endif
   std::vector<size_t> firstGroup{0};  // part p's groups are firstGroup[p] … firstGroup[p + 1] − 1
   size_t weights = 0;
   for (const Part& part : parts) {
@@ -379,7 +557,11 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
         while (g >= firstGroup[p + 1]) p++;
         const Part& part = parts[p];
         const size_t j0 = (g - firstGroup[p]) * group;
-        matmulGroup(x, part.w, part.out, m, part.n, k, j0, std::min(part.n, j0 + group));
+        const size_t j1 = std::min(part.n, j0 + group);
+#if IWI_AVX512
+        if (wide && wideGroup(x, part.w, part.out, m, part.n, k, j0, j1)) continue;
+#endif
+        matmulGroup(x, part.w, part.out, m, part.n, k, j0, j1);
       }
     }
   });

@@ -313,6 +313,48 @@ describe.skipIf(nativeOff)('native addon', () => {
     expect(() => setKernelThreads(0)).toThrow(RangeError);
   });
 
+  it('equals the fallback bit for bit on the many-rows path (m ≥ 40), its parts and every row alone, with 1, 2, 3 threads', () => {
+    // With AVX-512, m ≥ 40 widens each tile of 12 W rows once per k block of 512 into a panel and runs x's rows in
+    // tiles of 4, the lane sums stored between k blocks, rows in chunks of 128 (m < 40 keeps the 8-row blocks: m = 9,
+    // 17 and 33 check those). The shapes leave remainders in all of these: n = 77 (odd, not a multiple of 12 or 24),
+    // m = 41, 47 (not multiples of 4), k = 300 and 1300 (k mod 8 ≠ 0; 1300 is two full k blocks and a part), k = 7
+    // (no lanes, the tail alone), m = 130 (a second chunk of rows). Other CPUs take their usual path.
+    const widths = [77, 32, 5, 64];
+    for (const [m, k] of [
+      [9, 300],
+      [17, 136],
+      [33, 300],
+      [40, 1300],
+      [41, 300],
+      [47, 136],
+      [64, 300],
+      [100, 7],
+      [130, 20],
+    ] as const) {
+      const { x } = operands(m, 1, k, 900 + m);
+      const ws = widths.map((n, p) => operands(1, n, k, 910 + p + k).w);
+      const outs = (impl: KernelImpl) => {
+        const result = widths.map((n) => new Float32Array(m * n).fill(NaN));
+        matmulBf16Parts(x, ws, result, m, k, impl);
+        return result.map(bits);
+      };
+      const expected = outs(jsKernels);
+      for (const threads of [1, 2, 3]) {
+        setKernelThreads(threads);
+        expect(outs(native()), `m=${m} k=${k} threads=${threads}`).toEqual(expected);
+      }
+      // Each row alone (m = 1: the few-rows path) gives that row's bits in the batch.
+      for (const r of [0, Math.floor(m / 2), m - 1]) {
+        const alone = widths.map((n) => new Float32Array(n));
+        matmulBf16Parts(x.subarray(r * k, (r + 1) * k), ws, alone, 1, k, native());
+        alone.forEach((out, p) =>
+          expect(bits(out)).toEqual(expected[p]!.subarray(r * widths[p]!, (r + 1) * widths[p]!)),
+        );
+      }
+    }
+    setKernelThreads(os.availableParallelism());
+  });
+
   it('checks its arguments itself, below the TypeScript wrapper', () => {
     const addon = native();
     const out = new Float32Array(4).fill(7);
