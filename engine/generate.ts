@@ -103,7 +103,7 @@ export async function greedyGenerate(
         { length: Math.min(maxBatch - live.length, sequences.length - waiting) },
         () => waiting++,
       );
-      for (const pack of packs(taken, sequences, parts.settings)) {
+      for (const pack of prefillPacks(taken, sequences, parts.settings)) {
         const prefilled = await prefillPack(parts, weights, pack, sequences, options);
         pack.forEach((index, i) => {
           const row: Row = { index, cache: prefilled[i]!.cache, time: sequences[index]!.ids.length, token: 0 };
@@ -129,20 +129,23 @@ export async function greedyGenerate(
 }
 
 /**
- * The sequences of `taken` in packs prefilled together: in order, prompts of one chunk that take the kernel (shorter
- * than gemmMinTokens) packed while their rows fit in one chunk; every other prompt a pack of its own.
+ * The sequences of `taken` in packs prefilled together: in order, prompts of one chunk packed while their rows fit in
+ * one chunk and they take the same product path (the kernel below gemmMinTokens, else the prefill GEMM); every
+ * longer prompt a pack of its own.
  */
-function packs(taken: number[], sequences: GenerateSequence[], settings: EngineSettings): number[][] {
-  const packed = (index: number) => {
-    const T = sequences[index]!.ids.length;
-    return T < settings.gemmMinTokens && T <= settings.chunkRows;
-  };
+export function prefillPacks(
+  taken: number[],
+  sequences: GenerateSequence[],
+  settings: Pick<EngineSettings, 'gemmMinTokens' | 'chunkRows'>,
+): number[][] {
+  const length = (index: number) => sequences[index]!.ids.length;
+  const gemm = (index: number) => length(index) >= settings.gemmMinTokens;
   const out: number[][] = [];
   let rows = 0;
   for (const index of taken) {
-    const T = sequences[index]!.ids.length;
+    const T = length(index);
     const last = out.at(-1);
-    if (packed(index) && last && packed(last[0]!) && rows + T <= settings.chunkRows) {
+    if (last && T <= settings.chunkRows && gemm(index) === gemm(last[0]!) && rows + T <= settings.chunkRows) {
       last.push(index);
       rows += T;
     } else {
@@ -162,12 +165,15 @@ async function prefillPack(
   control: CallControl,
 ): Promise<{ cache: KvCache; logits: Float32Array }[]> {
   if (pack.length === 1) return [await prefill(parts, weights, sequences[pack[0]!]!, control)];
-  const { model, head } = parts;
+  const { model, head, settings } = parts;
   const { hidden_size: H, vocab_size: V } = model.config;
   const rows = pack.map((index) => {
     const { ids, maxNewTokens } = sequences[index]!;
     const cache = new KvCache(model.config, 1, ids.length + maxNewTokens);
-    return { cache, chunk: paddedChunk([ids], [0], 0, ids.length, [false]) };
+    return {
+      cache,
+      chunk: paddedChunk([ids], [0], 0, ids.length, gemmSequences([ids.length], settings.gemmMinTokens)),
+    };
   });
   await between(control);
   const final = await model.forwardRows(weights, rows, control);

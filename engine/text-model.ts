@@ -48,8 +48,8 @@ export class Gemma3TextModel {
 
   /**
    * Chunks of several sequences that each keep their own cache, in one pass: the final-normed hidden states [Σ rows,
-   * H], each sequence's rows in turn. Their projections share the kernel's calls (every chunk must take the kernel:
-   * its gemm false), their norms and GELU one graph run; each has its own attention, exactly as that sequence alone:
+   * H], each sequence's rows in turn. Their projections share calls (every chunk on one path: the kernel, or the
+   * prefill GEMM, whose rows are as independent), their norms and GELU one graph run; each has its own attention, exactly as that sequence alone:
    * a decode step (one token each, after its prefill) in one attendDecode call, prefill chunks one graph run each.
    */
   async forwardRows(
@@ -57,13 +57,14 @@ export class Gemma3TextModel {
     rows: { cache: KvCache; chunk: Chunk }[],
     control: CallControl,
   ): Promise<Float32Array> {
-    if (rows.some(({ cache, chunk }) => cache.batch !== 1 || chunk.gemm.some(Boolean)))
-      throw new Error('forwardRows takes chunks of one sequence each, in the kernel');
-    // One block of rows for the projector and the norms (the kernel: no gather by sequence); attention reads each
-    // row group's own chunk.
+    const gemm = rows[0]!.chunk.gemm[0]!;
+    if (rows.some(({ cache, chunk }) => cache.batch !== 1 || chunk.gemm.length !== 1 || chunk.gemm[0] !== gemm))
+      throw new Error('forwardRows takes chunks of one sequence each, all on one product path');
+    // One block of rows for the projector and the norms (all on one path: no gather by sequence); attention reads
+    // each row group's own chunk.
     const ids = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.ids]));
     const positions = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.positions]));
-    const merged: Chunk = { ids, positions, start: 0, T: ids.length, gemm: [false] };
+    const merged: Chunk = { ids, positions, start: 0, T: ids.length, gemm: [gemm] };
     if (!rows.every(({ chunk }) => chunk.T === 1 && chunk.start > 0)) {
       return (await this.run(weights, merged, { groups: rows }, control, { layers: [], from: 0, to: 0 })).final;
     }

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
 import { Checkpoint } from '../../engine/checkpoint.ts';
-import type { GenerateHooks, GenerateResult, GenerateSequence } from '../../engine/generate.ts';
+import { prefillPacks, type GenerateHooks, type GenerateResult, type GenerateSequence } from '../../engine/generate.ts';
 import { embedTokensName } from '../../engine/names.ts';
 import { Gemma3Engine } from '../../engine/runtime.ts';
 import { checkpointSource, overlaySource, type WeightSource } from '../../engine/weight-source.ts';
@@ -138,6 +138,38 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       const runs = await many(engine, firsts, 2);
       expect(runs.map((r) => r.result.outputTokens)).toEqual([1, 1, 1]);
       await expectEachAsAlone(engine, firsts, runs);
+    });
+
+    it('packs short prompts by product path and chunk (kernel, prefill GEMM), each still as alone', async () => {
+      // Prompts of 8 tokens or more take the prefill GEMM here; packs hold at most 24 rows; 25 tokens is chunked alone.
+      const packed = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 8, chunkRows: 24 });
+      try {
+        const longer = [...IDS, ...IDS.slice(0, 7)];
+        const sequences: GenerateSequence[] = [
+          { ids: IDS.slice(0, 3), maxNewTokens: 4 },
+          { ids: IDS.slice(1, 6), maxNewTokens: 2 },
+          { ids: IDS.slice(0, 9), maxNewTokens: 5 },
+          { ids: IDS.slice(2, 13), maxNewTokens: 3 },
+          { ids: longer, maxNewTokens: 4 },
+          { ids: IDS.slice(3, 7), maxNewTokens: 6 },
+          { ids: IDS.slice(0, 16), maxNewTokens: 2 },
+          { ids: IDS.slice(4, 14), maxNewTokens: 5 },
+        ];
+        expect(prefillPacks([0, 1, 2, 3, 4, 5, 6, 7], sequences, packed.settings)).toEqual([
+          [0, 1],
+          [2, 3],
+          [4],
+          [5],
+          [6],
+          [7],
+        ]);
+        const runs = await many(packed, sequences, 8);
+        await expectEachAsAlone(packed, sequences, runs);
+        const fewer = await many(packed, sequences, 3);
+        fewer.forEach((run, i) => expect(sameBits(run.logits, runs[i]!.logits)).toBe(true));
+      } finally {
+        await packed.close();
+      }
     });
 
     it('streams each sequence’s tokens by its own index', async () => {
