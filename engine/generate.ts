@@ -1,7 +1,7 @@
 // Greedy decoding with continuous batching: up to a batch limit of sequences in flight, each with its own KV cache,
 // its own time and its own token cap. Free rows take the next waiting sequences: each is prefilled as it would be
-// alone (in chunks through its own cache), the short ones packed into one pass (their projections share the
-// kernel's calls, each keeps its own attention); each decode step runs every live row at one token; a row that stops
+// alone (in chunks through its own cache), the short ones packed into one pass (their projections share calls on
+// one product path, each keeps its own attention); each decode step runs every live row at one token; a row that stops
 // hands its place to the next waiting sequence at once. A row's projections are row-independent and its attention
 // reads only its own cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it
 // gives alone.
