@@ -3,6 +3,7 @@
 // Both compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
 // the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
 // the addon also has gemmBf16Parts, prefill's GEMM on the tile unit (equal to matmulBf16 within float32 rounding).
+// attendDecode, a decode step's attention for all rows at once (issue 34), follows an order of its own in both.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';

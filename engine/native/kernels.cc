@@ -1,5 +1,6 @@
 // Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
-// widening of BF16 to float32, a read-bandwidth reference and huge-page advice for weight memory. Plain Node-API (node_api.h), no dependencies.
+// widening of BF16 to float32, a decode step's attention over each row's own cache (issue 34), a read-bandwidth
+// reference and huge-page advice for weight memory. Plain Node-API (node_api.h), no dependencies.
 //
 // Summation order (the contract that engine/kernels.ts's JavaScript fallback reproduces bit for bit): for each
 // output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
