@@ -7,16 +7,21 @@ import { IwiError } from '../core/errors.ts';
 /** Decode speed measured at a row count: generated tokens per second. */
 export type SpeedPoint = { rows: number; tokensPerSecond: number };
 
-/** The next measured row count must beat the best so far by this factor to be worth its memory. */
+/** A row count is worth its memory only if it runs faster than every smaller one by this factor. */
 export const SPEED_GAIN = 1.05;
 
-/** Row counts the speed probe tries, in order, while the speed still rises and memory allows. */
+/** The probe stops once a row count runs below this fraction of the best so far (more rows only get slower). */
+export const SPEED_FALL = 0.9;
+
+/** Row counts the speed probe tries, in order, while memory allows and the speed has not clearly fallen. */
 export const PROBE_ROWS = [8, 16, 32, 64, 128] as const;
 
 /**
  * The batch limit from memory (rows of `bytesPerRow` that fit in `memoryBytes`, at least 1) and from a measured speed
- * curve (the row count past which tokens per second stop rising by SPEED_GAIN; the largest measured if they never
- * stop; no bound from an empty curve).
+ * curve: the fewest rows within SPEED_GAIN of the fastest point measured, i.e. the row count past which tokens per
+ * second stop rising by SPEED_GAIN. Judged against the best of the whole curve, not the next point alone, so that
+ * one slow measurement (the machine's neighbours move a point by 10 % and more) does not stop it short. No bound from
+ * an empty curve.
  */
 export function chooseBatchLimit(input: { memoryBytes: number; bytesPerRow: number; speedCurve: SpeedPoint[] }): {
   limit: number;
@@ -33,25 +38,21 @@ export function chooseBatchLimit(input: { memoryBytes: number; bytesPerRow: numb
       throw invalid(`a speed point needs rows ≥ 1 and tokens per second ≥ 0, got ${rows} rows at ${tokensPerSecond}`);
   }
   const byMemory = Math.max(1, Math.floor(memoryBytes / bytesPerRow));
-  const sorted = [...speedCurve].sort((a, b) => a.rows - b.rows);
-  let best = sorted[0];
-  for (const point of sorted.slice(1)) {
-    if (point.tokensPerSecond <= best!.tokensPerSecond * SPEED_GAIN) break;
-    best = point;
-  }
-  const bySpeed = best?.rows ?? Infinity;
+  const fastest = Math.max(...speedCurve.map((point) => point.tokensPerSecond));
+  const enough = speedCurve.filter((point) => point.tokensPerSecond * SPEED_GAIN >= fastest);
+  const bySpeed = enough.length > 0 ? Math.min(...enough.map((point) => point.rows)) : Infinity;
   return { limit: Math.min(byMemory, bySpeed), byMemory, bySpeed };
 }
 
-/** Whether the speed probe should try `rows` after the points measured so far (it stops once speed stops rising). */
+/** Whether the speed probe should try `rows` after the points measured so far: memory allows it, speed has not fallen. */
 export function probeNext(curve: SpeedPoint[], rows: number, byMemory: number): boolean {
   if (rows > byMemory) return false;
-  if (curve.length < 2) return true;
-  const [before, last] = curve.slice(-2) as [SpeedPoint, SpeedPoint];
-  return last.tokensPerSecond > before.tokensPerSecond * SPEED_GAIN;
+  if (curve.length === 0) return true;
+  const best = Math.max(...curve.map((point) => point.tokensPerSecond));
+  return curve.at(-1)!.tokensPerSecond >= best * SPEED_FALL;
 }
 
-/** The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed still rises. */
+/** The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed has not fallen. */
 export async function probeSpeedCurve(
   measure: (rows: number) => Promise<number>,
   byMemory: number,

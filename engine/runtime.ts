@@ -141,7 +141,7 @@ export class Gemma3Engine {
 
   /**
    * The speed curve of continuous batching on this machine: generated tokens per second at PROBE_ROWS rows in order,
-   * while `maxRows` allows and the speed still rises (a few decode steps each; see batch-limit.ts).
+   * while `maxRows` allows and the speed has not clearly fallen (a few decode steps each; see batch-limit.ts).
    */
   async speedCurve(options: { maxRows: number; steps?: number }): Promise<SpeedPoint[]> {
     const steps = options.steps ?? 2;
