@@ -52,7 +52,11 @@ export function probeNext(curve: SpeedPoint[], rows: number, byMemory: number): 
   return curve.at(-1)!.tokensPerSecond >= best * SPEED_FALL;
 }
 
-/** The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed has not fallen. */
+/**
+ * The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed has not fallen,
+ * then the same points again in reverse order, each keeping its faster measurement (a burst of the machine's other
+ * work that slows one pass's later points leaves the other pass's earlier ones alone).
+ */
 export async function probeSpeedCurve(
   measure: (rows: number) => Promise<number>,
   byMemory: number,
@@ -62,6 +66,8 @@ export async function probeSpeedCurve(
     if (!probeNext(curve, rows, byMemory)) break;
     curve.push({ rows, tokensPerSecond: await measure(rows) });
   }
+  for (const point of [...curve].reverse())
+    point.tokensPerSecond = Math.max(point.tokensPerSecond, await measure(point.rows));
   return curve;
 }
 
