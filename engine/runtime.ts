@@ -144,7 +144,7 @@ export class Gemma3Engine {
    * while `maxRows` allows and the speed has not clearly fallen (a few decode steps each; see batch-limit.ts).
    */
   async speedCurve(options: { maxRows: number; steps?: number }): Promise<SpeedPoint[]> {
-    const steps = options.steps ?? 1; // each point is measured twice (probeSpeedCurve)
+    const steps = options.steps ?? 2;
     if (!Number.isInteger(options.maxRows) || options.maxRows < 1)
       throw invalid(`maxRows must be a positive integer, got ${options.maxRows}`);
     if (!Number.isInteger(steps) || steps < 1) throw invalid(`steps must be a positive integer, got ${steps}`);
