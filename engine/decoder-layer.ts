@@ -8,6 +8,7 @@
 import type * as ort from 'onnxruntime-node';
 import type { Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
+import { attentionScaling } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import { attendDecode } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
@@ -135,7 +136,7 @@ async function decodeAttention(
       heads: nH,
       kvHeads: nKV,
       headDim: D,
-      scaling: c.config.query_pre_attn_scalar ** -0.5,
+      scaling: attentionScaling(c.config),
       window: type === 'sliding_attention' ? c.config.sliding_window : 0,
     },
   );

@@ -33,6 +33,11 @@ export function ropeInvFreq(base: number, headDim: number, linearFactor: number)
   return inv;
 }
 
+/** Gemma3Attention's score scaling, query_pre_attn_scalar^−½ (eager: applied after QKᵀ). */
+export function attentionScaling(config: Gemma3TextConfig): number {
+  return config.query_pre_attn_scalar ** -0.5;
+}
+
 /** √hidden_size as HF computes it with float32 weights (a float32 scalar buffer). */
 export function embedScale(config: Gemma3TextConfig): number {
   return Math.fround(Math.sqrt(config.hidden_size));
@@ -163,7 +168,7 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
 
   // GQA without repeat_kv: query heads h = kv·rep + r become rows r·T + t of their KV head's group.
   const grouped = g.one('Reshape', [queries, g.constInt64([0, nKV, -1, D], [4], 'grouped_shape')]); // [B,nKV,rep·T,D]
-  const scaling = { alpha: { f: config.query_pre_attn_scalar ** -0.5 } }; // eager: scale after QKᵀ
+  const scaling = { alpha: { f: attentionScaling(config) } };
   const scores = g.one('Concat', [g.matMulTransB(grouped, pastKey, scaling), g.matMulTransB(grouped, keys, scaling)], {
     axis: { i: -1 },
   });

@@ -139,7 +139,7 @@ export function prefillPacks(
   settings: Pick<EngineSettings, 'gemmMinTokens' | 'chunkRows'>,
 ): number[][] {
   const length = (index: number) => sequences[index]!.ids.length;
-  const gemm = (index: number) => length(index) >= settings.gemmMinTokens;
+  const gemm = (index: number) => gemmSequences([length(index)], settings.gemmMinTokens)[0];
   const out: number[][] = [];
   let rows = 0;
   for (const index of taken) {

@@ -49,8 +49,9 @@ export class Gemma3TextModel {
   /**
    * Chunks of several sequences that each keep their own cache, in one pass: the final-normed hidden states [Σ rows,
    * H], each sequence's rows in turn. Their projections share calls (every chunk on one path: the kernel, or the
-   * prefill GEMM, whose rows are as independent), their norms and GELU one graph run; each has its own attention, exactly as that sequence alone:
-   * a decode step (one token each, after its prefill) in one attendDecode call, prefill chunks one graph run each.
+   * prefill GEMM, whose rows are as independent), their norms and GELU one graph run; each has its own attention,
+   * exactly as that sequence alone: a decode step (one token each, after its prefill) in one attendDecode call,
+   * prefill chunks one graph run each.
    */
   async forwardRows(
     weights: WeightSource,

@@ -505,8 +505,8 @@ bool wideGroup(const float* x, const uint16_t* w, float* out, size_t m, size_t n
       float* o = out + (m0 + r) * n + j0;
       for (size_t q0 = 0; q0 < pairs; q0 += 8) {
         const size_t count = std::min<size_t>(16, rowCount - 2 * q0);
-        reduce16(acc + (r * accPairs + q0) * 16, std::min<size_t>(8, pairs - q0), o + 2 * q0, count);
-        if (k8 == 0) std::memset(o + 2 * q0, 0, count * sizeof(float));  // no lanes: s starts from +0
+        if (k8 == 0) std::memset(o + 2 * q0, 0, count * sizeof(float));  // no lanes (acc never written): s = +0
+        else reduce16(acc + (r * accPairs + q0) * 16, std::min<size_t>(8, pairs - q0), o + 2 * q0, count);
       }
       for (size_t i = k8; i < k; i++)
         for (size_t j = 0; j < rowCount; j++) o[j] = std::fma(xc[r * k + i], widen1(w[j * k + i]), o[j]);
