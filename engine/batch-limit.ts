@@ -17,6 +17,14 @@ export const SPEED_FALL = 0.9;
 export const PROBE_ROWS = [8, 16, 32, 64, 128] as const;
 
 /**
+ * One measurement times decode steps (after one untimed) for at least this long, or PROBE_MAX_STEPS of them: with the
+ * GC's pauses on the main thread (ENGINE_PROCESS_FLAGS), a window of two steps at 8 rows (~0.3 s at 1B) measured
+ * 31–52 tokens/s from one fresh process to the next.
+ */
+export const PROBE_SECONDS = 2;
+export const PROBE_MAX_STEPS = 16;
+
+/**
  * The batch limit from memory (rows of `bytesPerRow` that fit in `memoryBytes`, at least 1) and from a measured speed
  * curve: the fewest rows within SPEED_GAIN of the fastest point measured, i.e. the row count past which tokens per
  * second stop rising by SPEED_GAIN. Judged against the best of the whole curve, not the next point alone, so that
@@ -53,8 +61,8 @@ export function probeNext(curve: SpeedPoint[], rows: number, byMemory: number): 
 }
 
 /**
- * The speed curve as the probe measures it: PROBE_ROWS in order while memory allows and the speed has not fallen,
- * then the same points again in reverse order, each keeping its faster measurement (a burst of the machine's other
+ * The speed curve as the probe measures it: after one untimed measurement at the most rows memory allows, PROBE_ROWS
+ * in order while memory allows and the speed has not fallen, then the same points again in reverse order, each keeping its faster measurement (a burst of the machine's other
  * work that slows one pass's later points leaves the other pass's earlier ones alone).
  */
 export async function probeSpeedCurve(
@@ -62,6 +70,10 @@ export async function probeSpeedCurve(
   byMemory: number,
 ): Promise<SpeedPoint[]> {
   const curve: SpeedPoint[] = [];
+  // Untimed, at the most rows it may measure: a fresh process's first steps pay for what its loading left (page
+  // faults, the collection of its garbage), which otherwise fell on the first points measured.
+  const most = PROBE_ROWS.filter((rows) => rows <= byMemory).at(-1);
+  if (most !== undefined) await measure(most);
   for (const rows of PROBE_ROWS) {
     if (!probeNext(curve, rows, byMemory)) break;
     curve.push({ rows, tokensPerSecond: await measure(rows) });

@@ -220,12 +220,17 @@ function decodeChunk(row: Row): Chunk {
 
 /**
  * Decode speed at `rows` rows in flight, in generated tokens per second: one short sequence prefilled once, its cache
- * copied into every row, then `steps` decode steps timed (after one untimed), each with its head (the probe of the
- * batch limit, batch-limit.ts).
+ * copied into every row, then decode steps timed (after one untimed), each with its head, until `seconds` have passed
+ * or `maxSteps` steps (the probe of the batch limit, batch-limit.ts).
  */
-export async function decodeSpeed(parts: Parts, weights: WeightSource, rows: number, steps: number): Promise<number> {
+export async function decodeSpeed(
+  parts: Parts,
+  weights: WeightSource,
+  rows: number,
+  timing: { seconds: number; maxSteps: number },
+): Promise<number> {
   const ids = [2, 105, 2364];
-  const { cache } = await prefill(parts, weights, { ids, maxNewTokens: steps + 1 }, {});
+  const { cache } = await prefill(parts, weights, { ids, maxNewTokens: timing.maxSteps + 1 }, {});
   const live: Row[] = Array.from({ length: rows }, (_, index) => ({
     index,
     cache: cache.copy(),
@@ -233,7 +238,8 @@ export async function decodeSpeed(parts: Parts, weights: WeightSource, rows: num
     token: 2,
   }));
   let started = 0;
-  for (let step = 0; step <= steps; step++) {
+  let elapsed = 0;
+  for (let step = 0; step <= timing.maxSteps; step++) {
     if (step === 1) started = performance.now();
     const final = await parts.model.forwardRows(
       weights,
@@ -242,6 +248,9 @@ export async function decodeSpeed(parts: Parts, weights: WeightSource, rows: num
     );
     await parts.head.logits(weights, final, rows);
     for (const row of live) row.time++;
+    if (step === 0) continue;
+    elapsed = (performance.now() - started) / 1000;
+    if (elapsed >= timing.seconds) return (rows * step) / elapsed;
   }
-  return (rows * steps) / ((performance.now() - started) / 1000);
+  return (rows * timing.maxSteps) / elapsed;
 }

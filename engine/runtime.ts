@@ -16,7 +16,7 @@ import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
 import { CpuProjector } from './cpu-projector.ts';
 import { DeviceProjections, prepareDevice } from './device.ts';
-import { probeSpeedCurve, type SpeedPoint } from './batch-limit.ts';
+import { PROBE_MAX_STEPS, PROBE_SECONDS, probeSpeedCurve, type SpeedPoint } from './batch-limit.ts';
 import {
   decodeSpeed,
   greedyGenerate,
@@ -31,6 +31,7 @@ import { KvCache } from './kv-cache.ts';
 import { embedTokensName } from './names.ts';
 import type { Projector } from './projector.ts';
 import { resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
+import { cachedSpeedCurve, speedKey } from './speed-cache.ts';
 import { Gemma3TextModel } from './text-model.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
 
@@ -141,15 +142,24 @@ export class Gemma3Engine {
 
   /**
    * The speed curve of continuous batching on this machine: generated tokens per second at PROBE_ROWS rows in order,
-   * while `maxRows` allows and the speed has not clearly fallen (a few decode steps each; see batch-limit.ts).
+   * while `maxRows` allows and the speed has not clearly fallen (PROBE_SECONDS of decode steps each; batch-limit.ts).
    */
-  async speedCurve(options: { maxRows: number; steps?: number }): Promise<SpeedPoint[]> {
-    const steps = options.steps ?? 2;
-    if (!Number.isInteger(options.maxRows) || options.maxRows < 1)
-      throw invalid(`maxRows must be a positive integer, got ${options.maxRows}`);
-    if (!Number.isInteger(steps) || steps < 1) throw invalid(`steps must be a positive integer, got ${steps}`);
+  async speedCurve(options: { maxRows: number; seconds?: number }): Promise<SpeedPoint[]> {
+    const timing = { seconds: options.seconds ?? PROBE_SECONDS, maxSteps: PROBE_MAX_STEPS };
+    checkMaxRows(options.maxRows);
+    if (!(timing.seconds > 0)) throw invalid(`seconds must be a number > 0, got ${timing.seconds}`);
     const parts = { model: this.model, head: this.head, settings: this.settings };
-    return probeSpeedCurve((rows) => decodeSpeed(parts, this.source, rows, steps), options.maxRows);
+    return probeSpeedCurve((rows) => decodeSpeed(parts, this.source, rows, timing), options.maxRows);
+  }
+
+  /**
+   * speedCurve's, kept per machine and model shape (speed-cache.ts): measured by the first process on this machine,
+   * read by every later one (`cached`), measured again where this one may hold more rows than it was measured for.
+   */
+  keptSpeedCurve(options: { maxRows: number; cacheDir?: string }): Promise<{ curve: SpeedPoint[]; cached: boolean }> {
+    checkMaxRows(options.maxRows);
+    const probe = (maxRows: number) => this.speedCurve({ maxRows });
+    return cachedSpeedCurve(speedKey(this.config, this.settings), options.maxRows, probe, options.cacheDir);
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */
@@ -256,6 +266,10 @@ export class Gemma3Engine {
         throw invalid(`token id ${id} is outside the vocabulary 0…${this.config.vocab_size - 1}`);
     }
   }
+}
+
+function checkMaxRows(maxRows: number): void {
+  if (!Number.isInteger(maxRows) || maxRows < 1) throw invalid(`maxRows must be a positive integer, got ${maxRows}`);
 }
 
 function invalid(message: string): IwiError {

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
+import { ENGINE_PROCESS_FLAGS } from '../engine/index.ts';
 import { DEFAULT_SERVICE_URL, type ServiceEnv } from '../taskset/service-client.ts';
 
 const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
@@ -28,6 +29,7 @@ export async function startServiceProcess(options: StartOptions): Promise<Servic
   const editorToken = randomBytes(24).toString('hex');
   // The revision is one the caller has already accepted (pinned, or allowed explicitly).
   const args = [
+    ...ENGINE_PROCESS_FLAGS,
     CLI,
     'service',
     '--output-dir',

@@ -15,12 +15,14 @@ import {
   Checkpoint,
   chooseBatchLimit,
   continuousMemoryBytes,
+  ENGINE_PROCESS_FLAGS,
   type CheckpointLocation,
   checkpointSource,
   type Device,
   Gemma3Engine,
   overlaySource,
   PROBE_ROWS,
+  type SpeedPoint,
   textWeightBytes,
   Tokenizer,
   type WeightSource,
@@ -61,6 +63,8 @@ export type EvaluationRun = {
   seconds: number;
   /** The sequences it kept in flight (continuous batching; the outputs do not depend on it). */
   batch_limit: number;
+  /** The speed curve the limit was chosen by, and whether this process read it from the machine's cache (null: --max-batch). */
+  speed_curve: { points: SpeedPoint[]; cached: boolean } | null;
 };
 
 /**
@@ -79,6 +83,8 @@ export class ItemEvaluator {
 
   /** The rows in flight of the last run (chosen at its start, from the batch limit asked for). */
   maxBatch = 0;
+  /** The speed curve the last run's limit was chosen by (null: a number of rows was asked for). */
+  speedCurve: EvaluationRun['speed_curve'] = null;
 
   static async open(
     location: CheckpointLocation,
@@ -142,7 +148,10 @@ export class ItemEvaluator {
     const { perRow, fixed } = continuousMemoryBytes(this.checkpoint.config, { tokens });
     const memory = { memoryBytes: Math.max(0, this.batch.memoryBytes - fixed), bytesPerRow: perRow };
     const { byMemory } = chooseBatchLimit({ ...memory, speedCurve: [] });
-    return chooseBatchLimit({ ...memory, speedCurve: await this.engine.speedCurve({ maxRows: byMemory }) }).limit;
+    // No more rows than sequences are ever in flight: the probe measures none past them (none at all for a few items).
+    const { curve, cached } = await this.engine.keptSpeedCurve({ maxRows: Math.min(byMemory, sequences.length) });
+    this.speedCurve = { points: curve, cached };
+    return chooseBatchLimit({ ...memory, speedCurve: curve }).limit;
   }
 
   async close(): Promise<void> {
@@ -170,6 +179,7 @@ export async function evaluateItems(
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
     batch_limit: evaluator.maxBatch,
+    speed_curve: evaluator.speedCurve,
   };
 }
 
@@ -253,6 +263,7 @@ export async function evaluateInFreshProcess(
   writeJsonAtomic(jobFile, job);
   await new Promise<void>((resolve, reject) => {
     const args = [
+      ...ENGINE_PROCESS_FLAGS,
       '--import',
       TSX_LOADER,
       EVALUATION_WORKER,

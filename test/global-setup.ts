@@ -15,5 +15,7 @@ export default function setup(): () => void {
   process.env.IWIBENCH_TEST_FIXTURES_BASE = path.dirname(FIXTURES_DIR);
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-test-run-'));
   process.env.TMPDIR = runDir;
+  // The speed probe's kept curves (engine/speed-cache.ts) start empty each run, and nothing lands in ~/.cache.
+  process.env.IWIBENCH_CACHE_DIR = path.join(runDir, 'cache');
   return () => rmSync(runDir, { recursive: true, force: true });
 }

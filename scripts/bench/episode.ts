@@ -140,6 +140,9 @@ export async function main(argv: string[]): Promise<void> {
         batch_limit: m.run.batch_limit,
         rows_in_flight: rows,
         chosen: !('maxBatch' in batch),
+        // The chosen limit's speed curve: measured in this process, or read from the machine's cache (the probe's cost
+        // is then not in process_seconds).
+        speed_curve: m.run.speed_curve,
         generated_tokens: m.generated,
         seconds: m.seconds,
         process_seconds: m.run.seconds,

@@ -88,23 +88,24 @@ describe('probeSpeedCurve', () => {
       asked.push(rows);
       return { 8: 40, 16: 70, 32: 66, 64: 200, 128: 150 }[rows]!;
     }, 1000);
-    // 32 fell under 10 % only: 64 is tried, and wins; then every point once more, in reverse.
-    expect(asked).toEqual([8, 16, 32, 64, 128, 128, 64, 32, 16, 8]);
+    // First the most rows memory allows, untimed; 32 fell under 10 % only: 64 is tried, and wins; then every point
+    // once more, in reverse.
+    expect(asked).toEqual([128, 8, 16, 32, 64, 128, 128, 64, 32, 16, 8]);
     expect(chooseBatchLimit({ memoryBytes: 1e9, bytesPerRow: 1, speedCurve: measured }).limit).toBe(64);
     const falling: number[] = [];
     await probeSpeedCurve(async (rows) => (falling.push(rows), { 8: 40, 16: 70, 32: 50 }[rows] ?? 500), 1000);
-    expect(falling).toEqual([8, 16, 32, 32, 16, 8]); // 32 ran below 90 % of 16: more rows are not tried
+    expect(falling).toEqual([128, 8, 16, 32, 32, 16, 8]); // 32 ran below 90 % of 16: more rows are not tried
     const few: number[] = [];
     await probeSpeedCurve(async (rows) => (few.push(rows), rows), 20);
-    expect(few).toEqual([8, 16, 16, 8]);
+    expect(few).toEqual([16, 8, 16, 16, 8]);
   });
 
   it('keeps each point’s faster measurement, so a burst of other work over one pass does not choose for it', async () => {
-    // The machine is busy during the second measurement only: 16 rows run at half speed there, which stops the first
-    // pass; the second pass measures 16 again, quiet.
+    // The machine is busy during the 16 rows' first measurement only (after the untimed one and 8 rows'): they run at
+    // half speed there, which stops the first pass; the second pass measures 16 again, quiet.
     const truth: Record<number, number> = { 8: 36, 16: 48, 32: 50, 64: 62, 128: 60 };
     let calls = 0;
-    const measured = await probeSpeedCurve(async (rows) => (++calls === 2 ? truth[rows]! / 2 : truth[rows]!), 1000);
+    const measured = await probeSpeedCurve(async (rows) => (++calls === 3 ? truth[rows]! / 2 : truth[rows]!), 1000);
     expect(measured).toEqual([
       { rows: 8, tokensPerSecond: 36 },
       { rows: 16, tokensPerSecond: 48 },

@@ -2,7 +2,7 @@
 // hands back the outputs the in-process evaluator gives and the patch's id and stats as loadPatch reads them; a
 // failing or killed process is a clear error, and one whose runner is gone ends itself.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -17,7 +17,7 @@ import {
   type EvaluationItem,
 } from '../../service/evaluate.ts';
 import { evaluationProgress, type EvaluationProgress } from '../../service/evaluation-progress.ts';
-import { Checkpoint } from '../../engine/index.ts';
+import { Checkpoint, ENGINE_PROCESS_FLAGS } from '../../engine/index.ts';
 import { loadPatch, writeEpisodePatch, type PatchRef } from '../../service/weights/patch.ts';
 import { WeightStore } from '../../service/weights/store.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
@@ -70,6 +70,7 @@ describe('evaluateInFreshProcess', () => {
       onStart: (child) => (command = child.spawnargs),
     }).finally(() => evaluationProgress.off('progress', listen));
     expect(command).toContain(EVALUATION_WORKER);
+    expect(command).toEqual(expect.arrayContaining([...ENGINE_PROCESS_FLAGS]));
     expect(command.join(' ')).not.toMatch(/iwibench\.js|cli\.ts|evaluate-patch/);
 
     const loaded = loadPatch(patch.dir, patch.id);
@@ -117,20 +118,44 @@ describe('evaluateInFreshProcess', () => {
       { id: 'c', messages: [{ role: 'user', content: 'Count to three.' }], max_new_tokens: 1 },
       { id: 'd', messages: [{ role: 'user', content: 'What is the capital of France?' }], max_new_tokens: 9 },
       { id: 'e', messages: [{ role: 'user', content: 'Say yes.' }], max_new_tokens: 3 },
+      // Eight items or more: the probe measures its first row count (8) and no more.
+      ...['f', 'g', 'h', 'i'].map((id) => ({
+        id,
+        messages: [{ role: 'user' as const, content: `Spell ${id}.` }],
+        max_new_tokens: 2,
+      })),
     ];
-    const chosen = await evaluateItems(location, many);
-    expect(Object.keys(chosen.outputs)).toEqual(['a', 'b', 'c', 'd', 'e']);
-    expect(chosen.outputs.c!.output_tokens).toBeLessThanOrEqual(1);
-    for (const maxBatch of [1, 2]) {
-      const run = await evaluateItems(location, many, { batch: { maxBatch } });
-      expect(run.outputs).toEqual(chosen.outputs);
-      expect(run.forward_tokens).toBe(chosen.forward_tokens);
+    // A machine's first evaluation measures the speed curve and keeps it; the next process reads it back.
+    const cacheDir = process.env.IWIBENCH_CACHE_DIR;
+    process.env.IWIBENCH_CACHE_DIR = path.join(work, 'cache');
+    try {
+      const chosen = await evaluateItems(location, many);
+      expect(Object.keys(chosen.outputs)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
+      expect(chosen.outputs.c!.output_tokens).toBeLessThanOrEqual(1);
+      expect(chosen.speed_curve!.cached).toBe(false);
+      expect(chosen.speed_curve!.points.map((point) => point.rows)).toEqual([8]);
+      expect(readdirSync(path.join(work, 'cache', 'speed'))).toHaveLength(1);
+      for (const maxBatch of [1, 2]) {
+        const run = await evaluateItems(location, many, { batch: { maxBatch } });
+        expect(run.outputs).toEqual(chosen.outputs);
+        expect(run.forward_tokens).toBe(chosen.forward_tokens);
+        expect(run.speed_curve).toBeNull();
+      }
+      const kept = await evaluateInFreshProcess(
+        { location, items: many, patch: null, batch: { memoryBytes: 2 ** 40 } },
+        path.join(work, 'outputs-kept.json'),
+      );
+      expect(kept.speed_curve).toEqual({ points: chosen.speed_curve!.points, cached: true });
+      expect(kept.outputs).toEqual(chosen.outputs);
+      const fresh = await evaluateInFreshProcess(
+        { location, items: many, patch: null, batch: { maxBatch: 3 } },
+        path.join(work, 'outputs-batch.json'),
+      );
+      expect(fresh.outputs).toEqual(chosen.outputs);
+    } finally {
+      if (cacheDir === undefined) delete process.env.IWIBENCH_CACHE_DIR;
+      else process.env.IWIBENCH_CACHE_DIR = cacheDir;
     }
-    const fresh = await evaluateInFreshProcess(
-      { location, items: many, patch: null, batch: { maxBatch: 3 } },
-      path.join(work, 'outputs-batch.json'),
-    );
-    expect(fresh.outputs).toEqual(chosen.outputs);
   });
 
   it('runs the pristine weights when the job names no patch', async () => {

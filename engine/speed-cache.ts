@@ -1,0 +1,108 @@
+// The speed probe's curve, kept per machine and model shape: the first evaluation process on a machine measures it
+// (~20 s of decode steps at 1B on 2 cores), every later one reads it. Keyed by what sets a decode step's speed: the
+// package (its kernels and graphs), Node and onnxruntime, the CPU, the kernel build, the engine's settings, the
+// model's config (its shape, not its weights: a patch or a random checkpoint of the same shape runs as fast) and the
+// probe's own rows and steps. A curve probed under less memory than a process now has is measured again, further.
+// A file that cannot be read as an entry is measured over, never trusted. Outputs never depend on it: only the time.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Ajv } from 'ajv';
+import * as ort from 'onnxruntime-node';
+import Type, { type Static } from 'typebox';
+import { writeJsonAtomic } from '../core/files.ts';
+import { PACKAGE_VERSION } from '../core/version.ts';
+import { PROBE_MAX_STEPS, PROBE_ROWS, PROBE_SECONDS, type SpeedPoint } from './batch-limit.ts';
+import type { Gemma3TextConfig } from './config.ts';
+import { kernelInfo } from './kernels.ts';
+import type { EngineSettings } from './settings.ts';
+
+export const SPEED_CACHE_FORMAT = 'iwibench-speed-curve/1';
+
+/** Where measured speed curves are kept: $IWIBENCH_CACHE_DIR/speed, else $XDG_CACHE_HOME/iwibench/speed, else ~/.cache/iwibench/speed. */
+export function speedCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const root = env.IWIBENCH_CACHE_DIR || path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'iwibench');
+  return path.join(root, 'speed');
+}
+
+/** Everything a decode step's speed depends on, as an entry records it (its hash names the file). */
+export function speedKey(config: Gemma3TextConfig, settings: EngineSettings): Record<string, unknown> {
+  return {
+    package: PACKAGE_VERSION,
+    node: process.version,
+    onnxruntime: ort.env.versions.node,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cpus: os.availableParallelism(),
+    kernel: kernelInfo(),
+    settings,
+    config,
+    probe: { rows: PROBE_ROWS, seconds: PROBE_SECONDS, max_steps: PROBE_MAX_STEPS },
+  };
+}
+
+const SpeedEntrySchema = Type.Object({
+  format: Type.Literal(SPEED_CACHE_FORMAT),
+  key: Type.Record(Type.String(), Type.Unknown()),
+  curve: Type.Array(Type.Object({ rows: Type.Integer({ minimum: 1 }), tokensPerSecond: Type.Number({ minimum: 0 }) }), {
+    minItems: 1,
+  }),
+  /** The rows the probe was allowed (the memory's bound then). */
+  max_rows: Type.Integer({ minimum: 1 }),
+  measured_at: Type.String(),
+});
+export type SpeedEntry = Static<typeof SpeedEntrySchema>;
+const validateEntry = new Ajv({ strict: false }).compile(SpeedEntrySchema);
+
+/**
+ * Whether a curve the probe measured with `probedMaxRows` rows allowed holds all it would measure with `maxRows`: it
+ * ran out of row counts or stopped at a fall of the speed (more memory changes neither), or the next row count fits
+ * in neither.
+ */
+export function curveCovers(curve: SpeedPoint[], probedMaxRows: number, maxRows: number): boolean {
+  const last = curve.at(-1);
+  if (!last) return false;
+  const next = PROBE_ROWS.find((rows) => rows > last.rows);
+  return next === undefined || next <= probedMaxRows || next > maxRows;
+}
+
+/**
+ * The speed curve for up to `maxRows` rows: the kept one where it covers them (its points past `maxRows` left out, as
+ * the probe would not have measured them), else `probe(maxRows)`'s, then kept for the next process.
+ */
+export async function cachedSpeedCurve(
+  key: Record<string, unknown>,
+  maxRows: number,
+  probe: (maxRows: number) => Promise<SpeedPoint[]>,
+  dir: string = speedCacheDir(),
+): Promise<{ curve: SpeedPoint[]; cached: boolean; file: string }> {
+  const digest = createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32);
+  const file = path.join(dir, `${digest}.json`);
+  const kept = readEntry(file, key);
+  if (kept && curveCovers(kept.curve, kept.max_rows, maxRows))
+    return { curve: kept.curve.filter((point) => point.rows <= maxRows), cached: true, file };
+  const curve = await probe(maxRows);
+  if (curve.length > 0) {
+    const entry: SpeedEntry = {
+      format: SPEED_CACHE_FORMAT,
+      key,
+      curve,
+      max_rows: maxRows,
+      measured_at: new Date().toISOString(),
+    };
+    writeJsonAtomic(file, entry, false);
+  }
+  return { curve, cached: false, file };
+}
+
+/** The entry in `file` if it is one and is this key's (a hash collision or a hand-edited file is measured over). */
+function readEntry(file: string, key: Record<string, unknown>): SpeedEntry | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const data: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (!validateEntry(data)) return undefined;
+    return JSON.stringify(data.key) === JSON.stringify(key) ? data : undefined;
+  } catch {
+    return undefined;
+  }
+}
