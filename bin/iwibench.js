@@ -1,5 +1,7 @@
-#!/usr/bin/env node
-// Entry point of `npx iwibench`: registers the TypeScript loader, then runs scripts/cli.ts.
+#!/usr/bin/env -S node --single-threaded-gc
+// Entry point of `npx iwibench`: registers the TypeScript loader, then runs scripts/cli.ts. The first line gives node
+// the engine's process flags (engine/settings.ts, ENGINE_PROCESS_FLAGS; a test keeps the two the same): `npx` runs
+// this file through it.
 import { register } from 'tsx/esm/api';
 
 // `npm exec` (npx) does not pass signals on: `kill` of the npx process ends npm and leaves this one running. Under

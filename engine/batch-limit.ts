@@ -62,8 +62,9 @@ export function probeNext(curve: SpeedPoint[], rows: number, byMemory: number): 
 
 /**
  * The speed curve as the probe measures it: after one untimed measurement at the most rows memory allows, PROBE_ROWS
- * in order while memory allows and the speed has not fallen, then the same points again in reverse order, each keeping its faster measurement (a burst of the machine's other
- * work that slows one pass's later points leaves the other pass's earlier ones alone).
+ * in order while memory allows and the speed has not fallen, then the same points again in reverse order, each
+ * keeping its faster measurement (a burst of the machine's other work that slows one pass's later points leaves the
+ * other pass's earlier ones alone).
  */
 export async function probeSpeedCurve(
   measure: (rows: number) => Promise<number>,

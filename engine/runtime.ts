@@ -144,10 +144,9 @@ export class Gemma3Engine {
    * The speed curve of continuous batching on this machine: generated tokens per second at PROBE_ROWS rows in order,
    * while `maxRows` allows and the speed has not clearly fallen (PROBE_SECONDS of decode steps each; batch-limit.ts).
    */
-  async speedCurve(options: { maxRows: number; seconds?: number }): Promise<SpeedPoint[]> {
-    const timing = { seconds: options.seconds ?? PROBE_SECONDS, maxSteps: PROBE_MAX_STEPS };
+  async speedCurve(options: { maxRows: number }): Promise<SpeedPoint[]> {
     checkMaxRows(options.maxRows);
-    if (!(timing.seconds > 0)) throw invalid(`seconds must be a number > 0, got ${timing.seconds}`);
+    const timing = { seconds: PROBE_SECONDS, maxSteps: PROBE_MAX_STEPS };
     const parts = { model: this.model, head: this.head, settings: this.settings };
     return probeSpeedCurve((rows) => decodeSpeed(parts, this.source, rows, timing), options.maxRows);
   }
@@ -156,10 +155,10 @@ export class Gemma3Engine {
    * speedCurve's, kept per machine and model shape (speed-cache.ts): measured by the first process on this machine,
    * read by every later one (`cached`), measured again where this one may hold more rows than it was measured for.
    */
-  keptSpeedCurve(options: { maxRows: number; cacheDir?: string }): Promise<{ curve: SpeedPoint[]; cached: boolean }> {
+  keptSpeedCurve(options: { maxRows: number }): Promise<{ curve: SpeedPoint[]; cached: boolean }> {
     checkMaxRows(options.maxRows);
     const probe = (maxRows: number) => this.speedCurve({ maxRows });
-    return cachedSpeedCurve(speedKey(this.config, this.settings), options.maxRows, probe, options.cacheDir);
+    return cachedSpeedCurve(speedKey(this.config, this.settings), options.maxRows, probe);
   }
 
   /** Float32 logits of every position of one sequence, [T, vocab], prefilled in chunks through the KV cache. */

@@ -1,9 +1,10 @@
 // The speed probe's curve, kept per machine and model shape: the first evaluation process on a machine measures it
-// (~20 s of decode steps at 1B on 2 cores), every later one reads it. Keyed by what sets a decode step's speed: the
-// package (its kernels and graphs), Node and onnxruntime, the CPU, the kernel build, the engine's settings, the
-// model's config (its shape, not its weights: a patch or a random checkpoint of the same shape runs as fast) and the
-// probe's own rows and steps. A curve probed under less memory than a process now has is measured again, further.
-// A file that cannot be read as an entry is measured over, never trusted. Outputs never depend on it: only the time.
+// (~30 s of decode steps at 1B on 2 cores), every later one reads it. Keyed by what sets a decode step's speed: the
+// package's version (its kernels and graphs), Node and onnxruntime, the CPU, the kernel build, the engine's settings,
+// the model's config (its shape, not its weights: a patch or a random checkpoint of the same shape runs as fast) and
+// the probe's row counts and timing. A curve probed with fewer rows allowed than a process now has, where memory had
+// stopped it, is measured again, further. A file that is not an entry of its key is measured over, never trusted.
+// Outputs never depend on it: only the time.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -90,7 +91,12 @@ export async function cachedSpeedCurve(
       max_rows: maxRows,
       measured_at: new Date().toISOString(),
     };
-    writeJsonAtomic(file, entry, false);
+    // A cache that cannot be written (a read-only home) costs the next process a probe, not this evaluation.
+    try {
+      writeJsonAtomic(file, entry, false);
+    } catch (error) {
+      process.stderr.write(`iwibench: the speed curve is not kept (${(error as Error).message})\n`);
+    }
   }
   return { curve, cached: false, file };
 }

@@ -107,6 +107,25 @@ describe('cachedSpeedCurve', () => {
     expect(calls).toHaveLength(7);
   });
 
+  it('hands the curve back when its folder cannot be written, and says so on stderr', async () => {
+    const blocked = path.join(root, 'a-file');
+    writeFileSync(blocked, 'not a folder');
+    const { probe, calls } = countingProbe(RISING);
+    const said: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((text: string) => (said.push(text), true)) as typeof process.stderr.write;
+    try {
+      expect(await cachedSpeedCurve(key, 128, probe, path.join(blocked, 'speed'))).toMatchObject({
+        curve: RISING,
+        cached: false,
+      });
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(calls).toEqual([128]);
+    expect(said.join('')).toMatch(/the speed curve is not kept/);
+  });
+
   it('keeps nothing from an empty curve', async () => {
     const dir = path.join(root, 'empty');
     const { probe, calls } = countingProbe([]);

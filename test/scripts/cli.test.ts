@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { HelpRequested, UsageError, editDistance, nearest, parseCommand } from '../../scripts/args.ts';
 import { commands } from '../../scripts/cli.ts';
+import { ENGINE_PROCESS_FLAGS } from '../../engine/index.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 
 const exec = promisify(execFile);
@@ -97,6 +98,12 @@ describe('--help', () => {
     expect(long.stdout).toMatch(/--output-dir VALUE +.*default: runs\/pilot/);
     expect(mmlu.code).toBe(0);
     expect(mmlu.stdout).toMatch(/usage: npx iwibench mmlu-pro/);
+  });
+
+  it('runs as a program, as npx runs it, with node given the engine process flags by its first line', async () => {
+    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${ENGINE_PROCESS_FLAGS.join(' ')}`);
+    const { stdout } = await exec(CLI, ['--help'], { cwd: REPO_ROOT });
+    expect(stdout).toMatch(/^usage: npx iwibench <command>/);
   });
 });
 
