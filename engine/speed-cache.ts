@@ -21,7 +21,10 @@ import type { EngineSettings } from './settings.ts';
 
 export const SPEED_CACHE_FORMAT = 'iwibench-speed-curve/1';
 
-/** Where measured speed curves are kept: $IWIBENCH_CACHE_DIR/speed, else $XDG_CACHE_HOME/iwibench/speed, else ~/.cache/iwibench/speed. */
+/**
+ * Where measured speed curves are kept: $IWIBENCH_CACHE_DIR/speed, else $XDG_CACHE_HOME/iwibench/speed, else
+ * ~/.cache/iwibench/speed.
+ */
 export function speedCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const root = env.IWIBENCH_CACHE_DIR || path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'iwibench');
   return path.join(root, 'speed');

@@ -63,7 +63,7 @@ export type EvaluationRun = {
   seconds: number;
   /** The sequences it kept in flight (continuous batching; the outputs do not depend on it). */
   batch_limit: number;
-  /** The speed curve the limit was chosen by, and whether this process read it from the machine's cache (null: --max-batch). */
+  /** The speed curve the limit was chosen by, and whether it was read from the machine's cache (null: --max-batch). */
   speed_curve: { points: SpeedPoint[]; cached: boolean } | null;
 };
 

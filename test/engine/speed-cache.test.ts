@@ -40,7 +40,7 @@ function countingProbe(points: SpeedPoint[]) {
 }
 
 describe('curveCovers', () => {
-  it('covers what the probe would not measure further: all its row counts, past a fall, or rows that do not fit', () => {
+  it('covers what the probe would not measure further: all row counts, past a fall, or rows that do not fit', () => {
     expect(curveCovers(RISING, 1000, 5000)).toBe(true); // every row count measured
     expect(curveCovers(RISING.slice(0, 3), 32, 32)).toBe(true); // 64 rows fit in neither
     expect(curveCovers(RISING.slice(0, 3), 32, 64)).toBe(false); // they fit now: measure 64
