@@ -145,7 +145,7 @@ export function prefillPacks(
   for (const index of taken) {
     const T = length(index);
     const last = out.at(-1);
-    if (last && T <= settings.chunkRows && gemm(index) === gemm(last[0]!) && rows + T <= settings.chunkRows) {
+    if (last && gemm(index) === gemm(last[0]!) && rows + T <= settings.chunkRows) {
       last.push(index);
       rows += T;
     } else {

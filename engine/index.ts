@@ -8,7 +8,6 @@ export type { GenerateOptions, GenerateResult } from './generate.ts';
 export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
 export { PROBE_ROWS, chooseBatchLimit, type SpeedPoint } from './batch-limit.ts';
-export { speedCacheDir } from './speed-cache.ts';
 export { ENGINE_PROCESS_FLAGS, defaultThreads, type EngineSettings } from './settings.ts';
 export { callMemoryBytes, continuousMemoryBytes, textWeightBytes } from './memory.ts';
 export { DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
