@@ -9,6 +9,7 @@
 // by padding to two), and the path depends on the sequence's own length (chunk.gemm), so a batch equals each prompt
 // alone and the service's run_target the evaluator however either batches.
 import * as ort from 'onnxruntime-node';
+import type { CallBuffers } from './call-buffers.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import { gatherSequences, scatterSequences, type Chunk } from './chunk.ts';
 import { buildLinearGraph } from './gemma3-graph.ts';
@@ -19,8 +20,10 @@ import type { Project, Projector } from './projector.ts';
 import type { EngineSettings } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 
-/** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts) signature. */
-type Product = typeof matmulBf16Parts;
+/** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts), by name. */
+type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
+const KERNEL: Product = { name: 'kernel', run: matmulBf16Parts };
+const AMX: Product = { name: 'amx', run: gemmBf16Parts };
 
 export class CpuProjector implements Projector {
   readonly firstChunkPastSlots = 0;
@@ -48,7 +51,7 @@ export class CpuProjector implements Projector {
     return new CpuProjector(checkpoint, settings, sessions);
   }
 
-  forChunk(weights: WeightSource, chunk: Chunk): Project {
+  forChunk(weights: WeightSource, chunk: Chunk, buffers: CallBuffers): Project {
     const gemmCount = chunk.gemm.filter(Boolean).length;
     // onnxruntime's GEMM widens each weight into a float32 tile (the largest decoder matrix), freed with the chunk.
     const tile =
@@ -56,10 +59,10 @@ export class CpuProjector implements Projector {
     return async (names, x) => {
       const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
       const K = shapes[0]![1];
-      const kernel = this.inOneCall(weights, names, shapes, matmulBf16Parts);
+      const kernel = this.inOneCall(weights, names, shapes, KERNEL, buffers);
       const gemm =
         this.settings.prefillGemm === 'amx'
-          ? this.inOneCall(weights, names, shapes, gemmBf16Parts)
+          ? this.inOneCall(weights, names, shapes, AMX, buffers)
           : (rows: Float32Array) => this.onnxruntimeGemm(weights, names, shapes, rows, tile!);
       if (gemmCount === 0) return kernel(x);
       if (gemmCount === chunk.gemm.length) return gemm(x);
@@ -75,10 +78,17 @@ export class CpuProjector implements Projector {
     };
   }
 
-  async head(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number): Promise<Float32Array> {
+  async head(
+    weights: WeightSource,
+    rows: Float32Array,
+    R: number,
+    n0: number,
+    n: number,
+    buffers: CallBuffers,
+  ): Promise<Float32Array> {
     const name = embedTokensName(this.checkpoint.config.tensor_prefix);
     const H = this.checkpoint.config.hidden_size;
-    const out = new Float32Array(R * n);
+    const out = buffers.take('head', R * n);
     matmulBf16(rows, weights.bf16(name).subarray(n0 * H, (n0 + n) * H), out, R, n, H);
     return out;
   }
@@ -89,13 +99,23 @@ export class CpuProjector implements Projector {
     for (const session of new Set(this.onnxGemm.values())) await session.release();
   }
 
-  /** All the named weights in one product call of the kernel or of AMX. */
-  private inOneCall(weights: WeightSource, names: string[], shapes: [number, number][], product: Product) {
+  /**
+   * All the named weights in one product call of the kernel or of AMX, into the call's buffers: a slot per product
+   * and shapes (each layer's q, k and v reuse the previous layer's, long consumed) and per output.
+   */
+  private inOneCall(
+    weights: WeightSource,
+    names: string[],
+    shapes: [number, number][],
+    product: Product,
+    buffers: CallBuffers,
+  ) {
     return (rows: Float32Array): Float32Array[] => {
       const K = shapes[0]![1];
       const count = rows.length / K;
-      const outs = shapes.map(([N]) => new Float32Array(count * N));
-      product(
+      const slot = `${product.name} ${shapes.map(([N]) => `${N}×${K}`).join(' ')}`;
+      const outs = shapes.map(([N], p) => buffers.take(`${slot} #${p}`, count * N));
+      product.run(
         rows,
         names.map((name) => weights.bf16(name)),
         outs,

@@ -2,21 +2,33 @@
 // it: residual → input_layernorm → self_attn → post_attention_layernorm → add, then residual →
 // pre_feedforward_layernorm → mlp → post_feedforward_layernorm → add. The projections go through the engine's
 // projector; the norms, attention and GELU are small onnxruntime graphs (graphs.ts), except a decode step's attention
-// proper, which is attendDecode's (kernels.ts): one call for all rows. Each add runs fused with the norm
-// after it (residual_norm: h + post(a), then next(h)), so the layer takes its input already normed by its
-// input_layernorm and hands the next layer its input normed by that layer's (or the final norm).
+// proper, which is attendDecode's (kernels.ts): one call for all rows, and on the CPU the norms between sublayers and
+// the GELU, residualNorm's and gatedGelu's (kernels.ts). Each add runs fused with the norm after it (h + post(a), then
+// next(h)), so the layer takes its input already normed by its input_layernorm and hands the next layer its input
+// normed by that layer's (or the final norm).
 import type * as ort from 'onnxruntime-node';
+import type { CallBuffers } from './call-buffers.ts';
 import type { Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { attentionScaling } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
-import { attendDecode } from './kernels.ts';
+import { attendDecode, gatedGelu, residualNorm as kernelResidualNorm } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
 import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
 import type { Project } from './projector.ts';
 
-/** The residual stream h [M, H] and its normed copy x, the input of the next sublayer. */
+/**
+ * The residual stream h [M, H] and its normed copy x, the input of the next sublayer. With the kernel's pointwise
+ * work, h is the forward pass's own array, updated in place, and x lies in the call's buffers until the next norm.
+ */
 export type Residual = { h: Float32Array; x: Float32Array };
+
+/**
+ * Where the pointwise work between the projections runs (the norms between sublayers and the gated GELU): the
+ * kernel's on the CPU (a pass over the rows, none of a graph run's costs: docs/benchmarks.md), the graphs on a
+ * device's provider.
+ */
+export type Pointwise = 'kernel' | 'graph';
 
 /**
  * Consecutive rows of a chunk whose attention reads and writes one KV cache: the whole batch of a left-padded call,
@@ -45,12 +57,16 @@ export type LayerContext = {
   config: Gemma3TextConfig;
   graphs: Graphs;
   project: Project;
+  /** The call's buffers (call-buffers.ts): the projector's products and attention's output go there. */
+  buffers: CallBuffers;
   /** The chunk's rows in order, by the cache their attention uses (a prefill chunk), or a decode step's rows. */
   attention: { groups: AttentionGroup[] } | { decode: DecodeRows };
   /** Past slots of a call's first chunk (Projector.firstChunkPastSlots); later chunks attend to the cache. */
   firstChunkPastSlots: 0 | 1;
   /** A norm's scale 1 + w in float32 (Gemma3RMSNorm's `1.0 + weight.float()`). */
   scale: (name: string) => ort.Tensor;
+  /** Where the norms between sublayers and the GELU run. */
+  pointwise: Pointwise;
 };
 
 export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerContext): Promise<Residual> {
@@ -83,7 +99,7 @@ async function selfAttention(layer: number, n: LayerTensorNames, x: Float32Array
     return o!;
   }
   const M = q!.length / (nH * D);
-  const context = new Float32Array(q!.length);
+  const context = c.buffers.take('attention', q!.length);
   let row = 0;
   for (const group of groups) {
     const rows = group.cache.batch * group.chunk.T;
@@ -122,7 +138,7 @@ async function decodeAttention(
     sin: rope[`sin_${type}`]!,
   });
   const [queries, keys] = [out.queries!.data as Float32Array, out.keys!.data as Float32Array];
-  const context = new Float32Array(R * nH * D);
+  const context = c.buffers.take('attention', R * nH * D);
   attendDecode(
     queries,
     keys,
@@ -190,13 +206,31 @@ async function gatedMlp(n: LayerTensorNames, x: Float32Array, c: LayerContext): 
   const I = c.config.intermediate_size;
   const M = x.length / c.config.hidden_size;
   const [gate, up] = await c.project([n.gate_proj, n.up_proj], x);
+  if (c.pointwise === 'kernel') {
+    const z = c.buffers.take('gelu', M * I);
+    gatedGelu(gate!, up!, z);
+    return (await c.project([n.down_proj], z))[0]!;
+  }
   const { z } = await c.graphs.gatedGelu.run({ gate: tensor(gate!, [M, I]), up: tensor(up!, [M, I]) });
   const [down] = await c.project([n.down_proj], z!.data as Float32Array);
   return down!;
 }
 
 /** h + post(a) (a sublayer's output normed, added to the residual), and that sum normed by `next`. */
-async function residualNorm(c: LayerContext, h: Float32Array, a: Float32Array, post: string, next: string) {
+async function residualNorm(
+  c: LayerContext,
+  h: Float32Array,
+  a: Float32Array,
+  post: string,
+  next: string,
+): Promise<Residual> {
+  if (c.pointwise === 'kernel') {
+    // The next sublayer's projections read x before the next norm writes it again.
+    const x = c.buffers.take('normed', h.length);
+    const scale = (name: string) => c.scale(name).data as Float32Array;
+    kernelResidualNorm(h, a, scale(post), scale(next), x, c.config.rms_norm_eps);
+    return { h, x };
+  }
   const H = c.config.hidden_size;
   const M = h.length / H;
   const out = await c.graphs.residualNorm.run({

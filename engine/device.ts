@@ -105,6 +105,7 @@ export class DeviceProjections implements Projector {
     return { ...graph, extra: { ...graph.extra, optimization: { disable_specified_optimizers: 'ConstantFolding' } } };
   }
 
+  // Outputs come back from onnxruntime's device sessions as fresh arrays: the call's buffers are the CPU's.
   forChunk(weights: WeightSource, chunk: Chunk): Project {
     const M = chunk.ids.length;
     return async (names, x) => {

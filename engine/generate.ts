@@ -4,7 +4,8 @@
 // one product path, each keeps its own attention); each decode step runs every live row at one token; a row that stops
 // hands its place to the next waiting sequence at once. A row's projections are row-independent and its attention
 // reads only its own cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it
-// gives alone.
+// gives alone. The call's products go to buffers it keeps from step to step (call-buffers.ts).
+import { CallBuffers } from './call-buffers.ts';
 import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
 import { argmax, type TiedHead } from './head.ts';
@@ -28,7 +29,10 @@ export type GenerateHooks = CallControl & {
   weights?: WeightSource;
   /** Called with each new token of sequence `index`, as it is decoded (streaming). */
   onToken?: (index: number, token: number) => void;
-  /** Called with the next-token logits (vocab_size floats) of sequence `index` before each greedy choice. */
+  /**
+   * Called with the next-token logits (vocab_size floats) of sequence `index` before each greedy choice: a view into
+   * the call's buffers, valid during the hook only (copy what you keep).
+   */
   onLogits?: (index: number, logits: Float32Array) => void;
   /** Extra per-sequence stop rule (e.g. stop strings), checked after each token; the token is kept. */
   stopWhen?: (index: number, outputIds: readonly number[]) => boolean;
@@ -42,6 +46,8 @@ export type GenerateOptions = GenerateHooks & { maxNewTokens: number };
 export type GenerateSequence = { ids: number[]; maxNewTokens: number };
 
 type Parts = { model: Gemma3TextModel; head: TiedHead; settings: EngineSettings };
+/** The parts and one call's buffers. */
+type CallParts = Parts & { buffers: CallBuffers };
 
 /** A sequence in flight: its cache, the padded time of its next token, the token to feed. */
 type Row = { index: number; cache: KvCache; time: number; token: number };
@@ -58,6 +64,7 @@ export async function greedyGenerate(
   options: GenerateHooks,
 ): Promise<GenerateResult[]> {
   const { model, head } = parts;
+  const call: CallParts = { ...parts, buffers: new CallBuffers() };
   const V = model.config.vocab_size;
   const results: GenerateResult[] = sequences.map(({ ids }) => ({
     promptIds: ids,
@@ -104,7 +111,7 @@ export async function greedyGenerate(
         () => waiting++,
       );
       for (const pack of prefillPacks(taken, sequences, parts.settings)) {
-        const prefilled = await prefillPack(parts, weights, pack, sequences, options);
+        const prefilled = await prefillPack(call, weights, pack, sequences, options);
         pack.forEach((index, i) => {
           const row: Row = { index, cache: prefilled[i]!.cache, time: sequences[index]!.ids.length, token: 0 };
           if (choose(row, prefilled[i]!.logits)) live.push(row);
@@ -118,8 +125,9 @@ export async function greedyGenerate(
       weights,
       live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
       options,
+      call.buffers,
     );
-    const logits = await head.logits(weights, final, live.length);
+    const logits = await head.logits(weights, final, live.length, call.buffers);
     live = live.filter((row, i) => {
       row.time++;
       return choose(row, logits.subarray(i * V, (i + 1) * V));
@@ -158,14 +166,14 @@ export function prefillPacks(
 
 /** Each sequence's cache and first logits, prefilled as alone: a pack of one in chunks, a pack of several in one pass. */
 async function prefillPack(
-  parts: Parts,
+  parts: CallParts,
   weights: WeightSource,
   pack: number[],
   sequences: GenerateSequence[],
   control: CallControl,
 ): Promise<{ cache: KvCache; logits: Float32Array }[]> {
   if (pack.length === 1) return [await prefill(parts, weights, sequences[pack[0]!]!, control)];
-  const { model, head, settings } = parts;
+  const { model, head, settings, buffers } = parts;
   const { hidden_size: H, vocab_size: V } = model.config;
   const rows = pack.map((index) => {
     const { ids, maxNewTokens } = sequences[index]!;
@@ -176,20 +184,20 @@ async function prefillPack(
     };
   });
   await between(control);
-  const final = await model.forwardRows(weights, rows, control);
+  const final = await model.forwardRows(weights, rows, control, buffers);
   const last = new Float32Array(pack.length * H);
   let end = 0;
   rows.forEach(({ chunk }, i) => {
     end += chunk.T;
     last.set(final.subarray((end - 1) * H, end * H), i * H);
   });
-  const logits = await head.logits(weights, last, pack.length);
+  const logits = await head.logits(weights, last, pack.length, buffers);
   return rows.map(({ cache }, i) => ({ cache, logits: logits.subarray(i * V, (i + 1) * V) }));
 }
 
 /** A sequence prefilled alone, in chunks through a cache sized for its prompt and cap: the cache and its first logits. */
 async function prefill(
-  { model, head, settings }: Parts,
+  { model, head, settings, buffers }: CallParts,
   weights: WeightSource,
   { ids, maxNewTokens }: GenerateSequence,
   control: CallControl,
@@ -201,10 +209,10 @@ async function prefill(
   for (let start = 0; start < T; start += settings.chunkRows) {
     await between(control);
     const chunk = paddedChunk([ids], [0], start, Math.min(settings.chunkRows, T - start), gemm);
-    const { final } = await model.forward(weights, cache, chunk, control);
+    const { final } = await model.forward(weights, cache, chunk, control, buffers);
     if (start + chunk.T === T) last = lastRows(final, 1, chunk.T, model.config.hidden_size);
   }
-  return { cache, logits: await head.logits(weights, last, 1) };
+  return { cache, logits: await head.logits(weights, last, 1, buffers) };
 }
 
 /** A row's decode step: its token at its own position (no padding: time = position), in the kernel. */
@@ -230,7 +238,8 @@ export async function decodeSpeed(
   timing: { seconds: number; maxSteps: number },
 ): Promise<number> {
   const ids = [2, 105, 2364];
-  const { cache } = await prefill(parts, weights, { ids, maxNewTokens: timing.maxSteps + 1 }, {});
+  const call: CallParts = { ...parts, buffers: new CallBuffers() };
+  const { cache } = await prefill(call, weights, { ids, maxNewTokens: timing.maxSteps + 1 }, {});
   const live: Row[] = Array.from({ length: rows }, (_, index) => ({
     index,
     cache: cache.copy(),
@@ -245,8 +254,9 @@ export async function decodeSpeed(
       weights,
       live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
       {},
+      call.buffers,
     );
-    await parts.head.logits(weights, final, rows);
+    await parts.head.logits(weights, final, rows, call.buffers);
     for (const row of live) row.time++;
     if (step === 0) continue;
     elapsed = (performance.now() - started) / 1000;

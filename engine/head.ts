@@ -2,6 +2,7 @@
 // log-probabilities and top-k an inspection asks for, computed a vocabulary block at a time so that [rows, vocab]
 // is never held for many rows.
 import * as ort from 'onnxruntime-node';
+import type { CallBuffers } from './call-buffers.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { Projector } from './projector.ts';
@@ -19,16 +20,22 @@ export class TiedHead {
     private readonly graphs: Graphs,
   ) {}
 
-  /** Logits [R, vocab] of final-normed rows [R, H]. */
-  logits(weights: WeightSource, rows: Float32Array, R: number): Promise<Float32Array> {
-    return this.projector.head(weights, rows, R, 0, this.config.vocab_size);
+  /** Logits [R, vocab] of final-normed rows [R, H], in the call's buffers: valid until its next head. */
+  logits(weights: WeightSource, rows: Float32Array, R: number, buffers: CallBuffers): Promise<Float32Array> {
+    return this.projector.head(weights, rows, R, 0, this.config.vocab_size, buffers);
   }
 
   /**
    * Log-probabilities of `targets` and the top-k next tokens of final-normed rows, merged over vocabulary blocks
    * (log-sum-exp and top-k per block in onnxruntime, combined here in float64).
    */
-  async logprobs(weights: WeightSource, rows: Float32Array, targets: number[], topK: number): Promise<HeadLogprobs> {
+  async logprobs(
+    weights: WeightSource,
+    rows: Float32Array,
+    targets: number[],
+    topK: number,
+    buffers: CallBuffers,
+  ): Promise<HeadLogprobs> {
     const V = this.config.vocab_size;
     const R = targets.length;
     const session = await this.graphs.headPartial();
@@ -39,7 +46,7 @@ export class TiedHead {
     const perBlock = Math.max(1, Math.min(V, Math.floor(BLOCK_ELEMENTS / R)));
     for (let n0 = 0; n0 < V; n0 += perBlock) {
       const n = Math.min(perBlock, V - n0);
-      const block = await this.projector.head(weights, rows, R, n0, n);
+      const block = await this.projector.head(weights, rows, R, n0, n, buffers);
       const k = Math.min(Math.max(topK, 1), n);
       const target = Int32Array.from(targets, (id) => Math.min(Math.max(id - n0, 0), n - 1));
       const out = await session.run({

@@ -3,7 +3,8 @@
 // Both compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
 // the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
 // the addon also has gemmBf16Parts, prefill's GEMM on the tile unit (equal to matmulBf16 within float32 rounding).
-// attendDecode, a decode step's attention for all rows at once (issue 34), follows an order of its own in both.
+// attendDecode, a decode step's attention for all rows at once, residualNorm, the norms between a layer's sublayers,
+// and gatedGelu (issue 34) follow orders of their own, the same in both.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -32,6 +33,17 @@ export type KernelImpl = {
     scaling: number,
     window: number,
   ): void;
+  /** residualNorm's work (see residualNorm below). */
+  residualNorm(
+    h: Float32Array,
+    a: Float32Array,
+    post: Float32Array,
+    next: Float32Array,
+    y: Float32Array,
+    eps: number,
+  ): void;
+  /** gatedGelu's work (see gatedGelu below). */
+  gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array): void;
 };
 
 type NativeAddon = KernelImpl & {
@@ -212,12 +224,62 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
   }
 };
 
+/** 1 / √(Σ x² / H + eps) over x[o … o + H), the sum in the matmul's order (dotJs). */
+function rmsScaleJs(x: Float32Array, o: number, H: number, eps: number): number {
+  const f = Math.fround;
+  return f(1 / f(Math.sqrt(f(f(dotJs(x, o, x, o, H) / H) + eps))));
+}
+
+const residualNormJs: KernelImpl['residualNorm'] = (h, a, post, next, y, eps) => {
+  const f = Math.fround;
+  const H = post.length;
+  for (let o = 0; o < h.length; o += H) {
+    const sa = rmsScaleJs(a, o, H, eps);
+    for (let i = 0; i < H; i++) h[o + i] = fmaF32(f(a[o + i]! * sa), post[i]!, h[o + i]!);
+    const sh = rmsScaleJs(h, o, H, eps);
+    for (let i = 0; i < H; i++) y[o + i] = f(f(h[o + i]! * sh) * next[i]!);
+  }
+};
+
+// gelu_tanh(x) · up in the addon's steps (engine/native/kernels.cc, geluTimes), each rounded to float32.
+const GELU = (() => {
+  const f = Math.fround;
+  return {
+    cubic: f(0.044715),
+    root: f(Math.sqrt(2 / Math.PI)),
+    log2e: f(Math.LOG2E),
+    ln2Hi: 0.693359375,
+    ln2Lo: f(Math.LN2 - 0.693359375),
+    inverseFactorial: [5040, 720, 120, 24, 6, 2].map((n) => f(1 / n)),
+  };
+})();
+
+function geluTimesJs(x: number, up: number): number {
+  const f = Math.fround;
+  const u = f(GELU.root * fmaF32(GELU.cubic, f(f(x * x) * x), x));
+  const t = Math.min(Math.max(f(-2 * u), -87), 88);
+  const k = Math.floor(fmaF32(t, GELU.log2e, 0.5));
+  let r = fmaF32(-k, GELU.ln2Hi, t);
+  r = fmaF32(-k, GELU.ln2Lo, r);
+  let p = GELU.inverseFactorial[0]!;
+  for (let i = 1; i < 6; i++) p = fmaF32(p, r, GELU.inverseFactorial[i]!);
+  p = fmaF32(p, r, 1);
+  p = fmaF32(p, r, 1);
+  return f(f(x / f(1 + p * 2 ** k)) * up);
+}
+
+const gatedGeluJs: KernelImpl['gatedGelu'] = (gate, up, z) => {
+  for (let i = 0; i < z.length; i++) z[i] = geluTimesJs(gate[i]!, up[i]!);
+};
+
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   matmulBf16Parts: matmulPartsJs,
   widenBf16: widenJs,
   readBandwidth: readBandwidthJs,
   attendDecode: attendDecodeJs,
+  residualNorm: residualNormJs,
+  gatedGelu: gatedGeluJs,
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -451,6 +513,47 @@ export function attendDecode(
     Math.fround(scaling),
     window,
   );
+}
+
+/**
+ * The end of a layer's sublayer and the next one's norm (Gemma3DecoderLayer), for rows = h.length / H of H =
+ * post.length floats: h += a normed by post (h updated in place: the residual stream), then y = h normed by next.
+ * Gemma3RMSNorm's x · (1 / √(mean(x²) + eps)) · scale with scale = 1 + w, the sum of squares in the matmul's order and
+ * h's add fused with its last product; each row on its own, so a batch gives each row alone.
+ */
+export function residualNorm(
+  h: Float32Array,
+  a: Float32Array,
+  post: Float32Array,
+  next: Float32Array,
+  y: Float32Array,
+  eps: number,
+  impl = selection().impl,
+): void {
+  for (const [name, array] of Object.entries({ h, a, post, next, y }))
+    if (!(array instanceof Float32Array)) throw new TypeError(`residualNorm: ${name} must be a Float32Array`);
+  const H = post.length;
+  if (H === 0 || next.length !== H) throw new RangeError('residualNorm: post and next must hold the same H ≥ 1 floats');
+  if (h.length === 0 || h.length % H !== 0 || a.length !== h.length || y.length !== h.length)
+    throw new RangeError(`residualNorm: h, a and y must hold the same rows·H floats (H = ${H}, rows ≥ 1)`);
+  if (!Number.isFinite(eps) || eps < 0)
+    throw new RangeError(`residualNorm: eps must be a finite number ≥ 0, got ${eps}`);
+  if ([h, a, post, next].some((input) => !disjoint(y, input)) || [a, post, next].some((input) => !disjoint(h, input)))
+    throw new TypeError('residualNorm: h and y must not share memory with each other or the other inputs');
+  impl.residualNorm(h, a, post, next, y, Math.fround(eps));
+}
+
+/**
+ * Gemma3MLP's gelu_pytorch_tanh(gate) · up into z, elementwise: x / (1 + e^(−2u)) · up, u = √(2/π)·(x + 0.044715·x³)
+ * (engine/native/kernels.cc says how e^t is computed), within float32 rounding of PyTorch's.
+ */
+export function gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array, impl = selection().impl): void {
+  for (const [name, array] of Object.entries({ gate, up, z }))
+    if (!(array instanceof Float32Array)) throw new TypeError(`gatedGelu: ${name} must be a Float32Array`);
+  if (gate.length === 0 || up.length !== gate.length || z.length !== gate.length)
+    throw new RangeError('gatedGelu: gate, up and z must hold the same number of floats, at least 1');
+  if (!disjoint(z, gate) || !disjoint(z, up)) throw new TypeError('gatedGelu: z must not share memory with gate or up');
+  impl.gatedGelu(gate, up, z);
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

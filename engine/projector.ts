@@ -1,6 +1,7 @@
 // The projector: where every weight product of a forward pass runs, chosen once when the engine is created, so that
 // no forward pass asks which. Two exist: the CPU's (cpu-projector.ts: our BF16 kernel, and a prefill GEMM for long
 // prompts) and a device's (device.ts: onnxruntime sessions holding each weight on a GPU).
+import type { CallBuffers } from './call-buffers.ts';
 import type { Chunk } from './chunk.ts';
 import type { WeightSource } from './weight-source.ts';
 
@@ -12,10 +13,23 @@ import type { WeightSource } from './weight-source.ts';
 export type Project = (names: string[], x: Float32Array) => Promise<Float32Array[]>;
 
 export interface Projector {
-  /** The projections of `chunk` on `weights`; scratch the chunk needs lives as long as the returned function. */
-  forChunk(weights: WeightSource, chunk: Chunk): Project;
-  /** Logits [R, n] of the vocabulary block n0 … n0 + n − 1 for final-normed rows [R, H] (the tied head's rows). */
-  head(weights: WeightSource, rows: Float32Array, R: number, n0: number, n: number): Promise<Float32Array>;
+  /**
+   * The projections of `chunk` on `weights`; scratch the chunk needs lives as long as the returned function. Outputs
+   * may lie in the call's `buffers`: valid until the next product of the same weights' shapes in the call.
+   */
+  forChunk(weights: WeightSource, chunk: Chunk, buffers: CallBuffers): Project;
+  /**
+   * Logits [R, n] of the vocabulary block n0 … n0 + n − 1 for final-normed rows [R, H] (the tied head's rows); they
+   * may lie in the call's `buffers`: valid until the next head block of the call.
+   */
+  head(
+    weights: WeightSource,
+    rows: Float32Array,
+    R: number,
+    n0: number,
+    n: number,
+    buffers: CallBuffers,
+  ): Promise<Float32Array>;
   /**
    * Past slots a call's first chunk attends to besides its own keys: 0, or 1 never-attended slot (position −1, zeros)
    * where the provider cannot take a past of length 0 (onnxruntime's WebGPU crashes on it, measured on lavapipe).

@@ -10,6 +10,7 @@
 // prefilled in chunks through the KV cache, so no call holds more than its cache and one chunk's activations.
 import { IwiError } from '../core/errors.ts';
 import { MAX_BATCH } from './batch.ts';
+import { CallBuffers } from './call-buffers.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import { gemmSequences, paddedChunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
@@ -94,7 +95,12 @@ export class Gemma3Engine {
             shapeOf: (name) => checkpoint.info(name).shape as [number, number],
             sessionOptions: DeviceProjections.projectionOptions(graphSessionOptions(settings)),
           });
-    const model = new Gemma3TextModel(checkpoint.config, graphs, projector);
+    const model = new Gemma3TextModel(
+      checkpoint.config,
+      graphs,
+      projector,
+      settings.device === 'cpu' ? 'kernel' : 'graph',
+    );
     const head = new TiedHead(checkpoint.config, projector, graphs);
     return new Gemma3Engine(checkpoint, settings, source, graphs, projector, model, head);
   }
@@ -172,13 +178,14 @@ export class Gemma3Engine {
       const T = ids.length;
       const V = this.config.vocab_size;
       const cache = new KvCache(this.config, 1, T);
+      const buffers = new CallBuffers();
       const result = new Float32Array(T * V);
       const gemm = gemmSequences([T], this.settings.gemmMinTokens);
       for (let start = 0; start < T; start += chunkTokens) {
         await between(options);
         const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
-        const { final } = await this.model.forward(weights, cache, chunk, options);
-        result.set(await this.head.logits(weights, final, chunk.T), start * V);
+        const { final } = await this.model.forward(weights, cache, chunk, options, buffers);
+        result.set(await this.head.logits(weights, final, chunk.T, buffers), start * V);
       }
       return result;
     });
@@ -227,20 +234,25 @@ export class Gemma3Engine {
     const rows = new Float32Array(K * H); // final-normed hidden states at the inspected positions
     const hidden: Record<number, Float32Array[]> = Object.fromEntries(layers.map((layer) => [layer, []]));
     const cache = new KvCache(this.config, 1, request.end);
+    const buffers = new CallBuffers();
     const gemm = gemmSequences([request.end], this.settings.gemmMinTokens);
     for (let start = 0; start < request.end; start += chunkRows) {
       await between(options);
       const chunk = paddedChunk([request.ids], [0], start, Math.min(chunkRows, request.end - start), gemm);
       const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
       const to = chunk.T;
-      const { final, layerRows } = await this.model.forward(weights, cache, chunk, options, { layers, from, to });
+      const { final, layerRows } = await this.model.forward(weights, cache, chunk, options, buffers, {
+        layers,
+        from,
+        to,
+      });
       if (from < to) rows.set(final.subarray(from * H, to * H), (start + from - request.start) * H);
       for (const layer of layers)
         for (let t = 0; t < to - from; t++) hidden[layer]!.push(layerRows.get(layer)!.slice(t * H, (t + 1) * H));
     }
     const positions = Array.from({ length: K }, (_, k) => request.start + k);
     const targets = positions.map((p) => (p + 1 < T ? request.ids[p + 1]! : 0));
-    const head = await this.head.logprobs(weights, rows, targets, options.topK);
+    const head = await this.head.logprobs(weights, rows, targets, options.topK, buffers);
     return {
       positions,
       nextTokenLogprobs: positions.map((p, i) => (p + 1 < T ? head.target[i]! : NaN)),

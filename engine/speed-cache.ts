@@ -1,14 +1,16 @@
 // The speed probe's curve, kept per machine and model shape: the first evaluation process on a machine measures it
 // (~30 s of decode steps at 1B on 2 cores), every later one reads it. Keyed by what sets a decode step's speed: the
-// package's version (its kernels and graphs), Node and onnxruntime, the CPU, the kernel build, the engine's settings,
+// package's version and the engine's own code (a checkout's update changes the second only), Node and onnxruntime,
+// the CPU, the kernel build, the engine's settings,
 // the model's config (its shape, not its weights: a patch or a random checkpoint of the same shape runs as fast) and
 // the probe's row counts and timing. A curve probed with fewer rows allowed than a process now has, where memory had
 // stopped it, is measured again, further. A file that is not an entry of its key is measured over, never trusted.
 // Outputs never depend on it: only the time.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import * as ort from 'onnxruntime-node';
 import Type, { type Static } from 'typebox';
@@ -30,10 +32,23 @@ export function speedCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(root, 'speed');
 }
 
+const ENGINE_DIR = path.dirname(fileURLToPath(import.meta.url));
+let ownCode: string | undefined;
+
+/** SHA-256 of the engine's code in `dir`: its TypeScript files and the kernel's source (native/kernels.cc). */
+export function engineCodeDigest(dir: string): string {
+  const hash = createHash('sha256');
+  const files = [...readdirSync(dir).filter((name) => name.endsWith('.ts')), 'native/kernels.cc'].sort();
+  for (const file of files) hash.update(`${file}\0`).update(readFileSync(path.join(dir, file)));
+  return hash.digest('hex');
+}
+
 /** Everything a decode step's speed depends on, as an entry records it (its hash names the file). */
 export function speedKey(config: Gemma3TextConfig, settings: EngineSettings): Record<string, unknown> {
+  ownCode ??= engineCodeDigest(ENGINE_DIR);
   return {
     package: PACKAGE_VERSION,
+    code: ownCode,
     node: process.version,
     onnxruntime: ort.env.versions.node,
     cpu: os.cpus()[0]?.model ?? 'unknown',

@@ -5,6 +5,7 @@
 // rows at once, attention per sequence (a decode step's in one attendDecode call over every row's own cache).
 import type * as ort from 'onnxruntime-node';
 import { bf16ToF32 } from './bf16.ts';
+import type { CallBuffers } from './call-buffers.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
@@ -13,6 +14,7 @@ import {
   type AttentionGroup,
   type DecodeRows,
   type LayerContext,
+  type Pointwise,
   type Residual,
 } from './decoder-layer.ts';
 import { embedScale } from './gemma3-graph.ts';
@@ -33,30 +35,37 @@ export class Gemma3TextModel {
     readonly config: Gemma3TextConfig,
     private readonly graphs: Graphs,
     private readonly projector: Projector,
+    private readonly pointwise: Pointwise,
   ) {}
 
-  /** The final-normed hidden states [B·T, H] of a chunk and, for `collect`, the residual streams it asks for. */
+  /**
+   * The final-normed hidden states [B·T, H] of a chunk and, for `collect`, the residual streams it asks for. The
+   * call's `buffers` hold its products between passes (call-buffers.ts); the final states may lie there too, valid
+   * until the call's next pass.
+   */
   forward(
     weights: WeightSource,
     cache: KvCache,
     chunk: Chunk,
     control: CallControl,
+    buffers: CallBuffers,
     collect: Collect = { layers: [], from: 0, to: 0 },
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
-    return this.run(weights, chunk, { groups: [{ cache, chunk }] }, control, collect);
+    return this.run(weights, chunk, { groups: [{ cache, chunk }] }, control, buffers, collect);
   }
 
   /**
    * Chunks of several sequences that each keep their own cache, in one pass: the final-normed hidden states [Σ rows,
-   * H], each sequence's rows in turn. Their projections share calls (every chunk on one path: the kernel, or the
-   * prefill GEMM, whose rows are as independent), their norms and GELU one graph run; each has its own attention,
-   * exactly as that sequence alone: a decode step (one token each, after its prefill) in one attendDecode call,
-   * prefill chunks one graph run each.
+   * H], each sequence's rows in turn, as forward's. Their projections share calls (every chunk on one path: the
+   * kernel, or the prefill GEMM, whose rows are as independent), their norms and GELU one call or graph run; each has
+   * its own attention, exactly as that sequence alone: a decode step (one token each, after its prefill) in one
+   * attendDecode call, prefill chunks one graph run each.
    */
   async forwardRows(
     weights: WeightSource,
     rows: { cache: KvCache; chunk: Chunk }[],
     control: CallControl,
+    buffers: CallBuffers,
   ): Promise<Float32Array> {
     const gemm = rows[0]!.chunk.gemm[0]!;
     if (rows.some(({ cache, chunk }) => cache.batch !== 1 || chunk.gemm.length !== 1 || chunk.gemm[0] !== gemm))
@@ -67,13 +76,14 @@ export class Gemma3TextModel {
     const positions = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.positions]));
     const merged: Chunk = { ids, positions, start: 0, T: ids.length, gemm: [gemm] };
     if (!rows.every(({ chunk }) => chunk.T === 1 && chunk.start > 0)) {
-      return (await this.run(weights, merged, { groups: rows }, control, { layers: [], from: 0, to: 0 })).final;
+      return (await this.run(weights, merged, { groups: rows }, control, buffers, { layers: [], from: 0, to: 0 }))
+        .final;
     }
     const decode: DecodeRows = {
       rows: rows.map(({ cache }, r) => ({ cache, position: merged.positions[r]! })),
       rope: await this.rope(merged.positions),
     };
-    const { final } = await this.run(weights, merged, { decode }, control, { layers: [], from: 0, to: 0 });
+    const { final } = await this.run(weights, merged, { decode }, control, buffers, { layers: [], from: 0, to: 0 });
     for (const { cache, chunk } of rows) cache.advance(chunk.positions, chunk.start, 1);
     return final;
   }
@@ -83,6 +93,7 @@ export class Gemma3TextModel {
     chunk: Chunk,
     attention: { groups: { cache: KvCache; chunk: Chunk }[] } | { decode: DecodeRows },
     control: CallControl,
+    buffers: CallBuffers,
     collect: Collect,
   ): Promise<{ final: Float32Array; layerRows: Map<number, Float32Array> }> {
     const c = this.config;
@@ -100,10 +111,12 @@ export class Gemma3TextModel {
     const context: LayerContext = {
       config: c,
       graphs: this.graphs,
-      project: this.projector.forChunk(weights, chunk),
+      project: this.projector.forChunk(weights, chunk, buffers),
+      buffers,
       attention: 'decode' in attention ? attention : { groups },
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
+      pointwise: this.pointwise,
     };
     const h = this.embed(weights, chunk);
     const first = layerTensorNames(c.tensor_prefix, 0).input_layernorm;

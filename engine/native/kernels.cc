@@ -1,6 +1,7 @@
 // Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
-// widening of BF16 to float32, a decode step's attention over each row's own cache (issue 34), a read-bandwidth
-// reference and huge-page advice for weight memory. Plain Node-API (node_api.h), no dependencies.
+// widening of BF16 to float32, a decode step's attention over each row's own cache, the norms between a layer's
+// sublayers and its gated GELU (issue 34), a read-bandwidth reference and huge-page advice for weight memory. Plain
+// Node-API (node_api.h), no dependencies.
 //
 // Summation order (the contract that engine/kernels.ts's JavaScript fallback reproduces bit for bit): for each
 // output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
@@ -922,6 +923,142 @@ void attendDecode(const float* queries, const float* keys, const float* values, 
   });
 }
 
+// Gemma 3's RMS norm scale of one row: 1 / √(Σ x² / H + eps), the sum in the matmul's order (dot8).
+inline float rmsScale(const float* x, size_t H, float eps) {
+  return 1.0f / std::sqrt(dot8(x, x, H) / static_cast<float>(H) + eps);
+}
+
+// A sublayer's end and the next one's norm, row by row: h += (a · rmsScale(a)) · post, then y = (h · rmsScale(h)) ·
+// next, h updated in place. One thread: at decode sizes the pool's start costs more than the row passes.
+void residualNorm(float* h, const float* a, const float* post, const float* next, float* y, size_t rows, size_t H,
+                  float eps) {
+  for (size_t r = 0; r < rows; r++) {
+    float* hr = h + r * H;
+    const float* ar = a + r * H;
+    float* yr = y + r * H;
+    const float sa = rmsScale(ar, H, eps);
+    for (size_t i = 0; i < H; i++) hr[i] = std::fma(ar[i] * sa, post[i], hr[i]);
+    const float sh = rmsScale(hr, H, eps);
+    for (size_t i = 0; i < H; i++) yr[i] = hr[i] * sh * next[i];
+  }
+}
+
+// Gemma3MLP's gelu_pytorch_tanh(gate) · up, as x / (1 + e^(−2u)) · up with u = √(2/π)·(x + 0.044715·x³) (the same
+// function: 0.5·(1 + tanh u) = 1 / (1 + e^(−2u))). e^t, for t clamped to [−87, 88], is 2^k · p(r) with k = ⌊t·log₂e
+// + ½⌋, r = t − k·ln2 in two steps (ln2's first 16 bits, then the rest) and p the degree-7 Taylor polynomial of e^r
+// (|r| ≤ ln2 / 2: within float32 rounding). Every step is one IEEE operation on float32 (fma where written), the same
+// on every lane width, so the vector loops, their scalar tail and engine/kernels.ts's fallback agree bit for bit.
+// Each constant is a double rounded once to float32, as the fallback's Math.fround does.
+struct GeluConstants {
+  float cubic = static_cast<float>(0.044715), root = static_cast<float>(std::sqrt(2.0 / M_PI));
+  float log2e = static_cast<float>(1.4426950408889634), ln2Hi = 0.693359375f;
+  float ln2Lo = static_cast<float>(0.6931471805599453 - 0.693359375);
+  float tMin = -87.0f, tMax = 88.0f, half = 0.5f, one = 1.0f, minusTwo = -2.0f;
+  // 1 / n! for n = 7 … 2, each a float32 quotient.
+  float inverseFactorial[6] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f};
+};
+const GeluConstants kGelu;
+
+// One float per lane: the operations geluTimes uses.
+struct ScalarLanes {
+  using V = float;
+  static constexpr size_t width = 1;
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V splat(float v) { return v; }
+  static V add(V a, V b) { return a + b; }
+  static V mul(V a, V b) { return a * b; }
+  static V div(V a, V b) { return a / b; }
+  static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V clamp(V v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+  static V floor(V v) { return std::floor(v); }
+  static V scale2(V p, V k) { return p * std::ldexp(1.0f, static_cast<int>(k)); }  // exact: k integral, result normal
+};
+
+#if IWI_AVX2
+struct Avx2Lanes {
+  using V = __m256;
+  static constexpr size_t width = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V splat(float v) { return _mm256_set1_ps(v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V clamp(V v, float lo, float hi) { return _mm256_min_ps(_mm256_max_ps(v, splat(lo)), splat(hi)); }
+  static V floor(V v) { return _mm256_floor_ps(v); }
+  static V scale2(V p, V k) {
+    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  }
+};
+#endif
+
+#if IWI_AVX512
+struct Avx512Lanes {
+  using V = __m512;
+  static constexpr size_t width = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V splat(float v) { return _mm512_set1_ps(v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V clamp(V v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, splat(lo)), splat(hi)); }
+  static V floor(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static V scale2(V p, V k) { return _mm512_scalef_ps(p, k); }
+};
+#endif
+
+// gelu_tanh(x) · up on one vector of lanes.
+template <class L>
+inline typename L::V geluTimes(typename L::V x, typename L::V up) {
+  using V = typename L::V;
+  const GeluConstants& c = kGelu;
+  const V x3 = L::mul(L::mul(x, x), x);
+  const V u = L::mul(L::splat(c.root), L::fma(L::splat(c.cubic), x3, x));
+  const V t = L::clamp(L::mul(L::splat(c.minusTwo), u), c.tMin, c.tMax);
+  const V k = L::floor(L::fma(t, L::splat(c.log2e), L::splat(c.half)));
+  V r = L::fma(L::mul(k, L::splat(-1.0f)), L::splat(c.ln2Hi), t);
+  r = L::fma(L::mul(k, L::splat(-1.0f)), L::splat(c.ln2Lo), r);
+  V p = L::splat(c.inverseFactorial[0]);
+  for (int i = 1; i < 6; i++) p = L::fma(p, r, L::splat(c.inverseFactorial[i]));
+  p = L::fma(p, r, L::splat(c.one));
+  p = L::fma(p, r, L::splat(c.one));
+  const V e = L::scale2(p, k);
+  return L::mul(L::div(x, L::add(L::splat(c.one), e)), up);
+}
+
+template <class L>
+size_t gatedGeluLanes(const float* gate, const float* up, float* z, size_t n) {
+  size_t i = 0;
+  for (; i + L::width <= n; i += L::width) L::store(z + i, geluTimes<L>(L::load(gate + i), L::load(up + i)));
+  return i;
+}
+
+// z = gelu_tanh(gate) · up over n floats, on the pool's threads in slices of whole vectors.
+void gatedGelu(const float* gate, const float* up, float* z, size_t n) {
+#if IWI_AVX512
+  using Lanes = Avx512Lanes;
+#elif IWI_AVX2
+  using Lanes = Avx2Lanes;
+#else
+  using Lanes = ScalarLanes;
+#endif
+  const size_t slice = 4096;  // floats per item: 16 KiB of each operand
+  const size_t items = (n + slice - 1) / slice;
+  std::atomic<size_t> next{0};
+  pool->run(static_cast<int>(std::min<size_t>(items, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      const size_t begin = item * slice, count = std::min(slice, n - begin);
+      size_t i = gatedGeluLanes<Lanes>(gate + begin, up + begin, z + begin, count);
+      for (; i < count; i++) z[begin + i] = geluTimes<ScalarLanes>(gate[begin + i], up[begin + i]);
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Node-API glue: every argument is checked before anything is written.
 
@@ -1108,6 +1245,56 @@ napi_value AttendDecode(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// residualNorm(h, a, post, next, y, eps): rows = h.length / H of H = post.length floats; h updated in place.
+napi_value ResidualNorm(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("residualNorm") + what).c_str());
+  };
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 6) return fail(false, " takes 6 arguments");
+  View h, a, post, next, y;
+  if (!typedArray(env, argv[0], napi_float32_array, h) || !typedArray(env, argv[1], napi_float32_array, a) ||
+      !typedArray(env, argv[2], napi_float32_array, post) || !typedArray(env, argv[3], napi_float32_array, next) ||
+      !typedArray(env, argv[4], napi_float32_array, y))
+    return fail(false, ": h, a, post, next and y must be Float32Arrays");
+  double eps;
+  if (napi_get_value_double(env, argv[5], &eps) != napi_ok || !(eps >= 0) || !std::isfinite(eps))
+    return fail(true, ": eps must be a finite number ≥ 0");
+  const size_t H = post.length;
+  if (H == 0 || next.length != H || h.length == 0 || h.length % H != 0 || a.length != h.length || y.length != h.length)
+    return fail(true, ": post and next must hold H ≥ 1 floats, h, a and y the same rows·H");
+  if (overlaps(y, h) || overlaps(y, a) || overlaps(y, post) || overlaps(y, next) || overlaps(h, a) ||
+      overlaps(h, post) || overlaps(h, next))
+    return fail(false, ": h and y must not share memory with each other or the other inputs");
+  residualNorm(static_cast<float*>(h.data), static_cast<const float*>(a.data), static_cast<const float*>(post.data),
+               static_cast<const float*>(next.data), static_cast<float*>(y.data), h.length / H, H,
+               static_cast<float>(eps));
+  return nullptr;
+}
+
+// gatedGelu(gate, up, z): z = gelu_tanh(gate) · up elementwise.
+napi_value GatedGelu(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("gatedGelu") + what).c_str());
+  };
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 3) return fail(false, " takes 3 arguments");
+  View gate, up, z;
+  if (!typedArray(env, argv[0], napi_float32_array, gate) || !typedArray(env, argv[1], napi_float32_array, up) ||
+      !typedArray(env, argv[2], napi_float32_array, z))
+    return fail(false, ": gate, up and z must be Float32Arrays");
+  if (gate.length == 0 || up.length != gate.length || z.length != gate.length)
+    return fail(true, ": gate, up and z must hold the same number of floats, at least 1");
+  if (overlaps(z, gate) || overlaps(z, up)) return fail(false, ": z must not share memory with gate or up");
+  gatedGelu(static_cast<const float*>(gate.data), static_cast<const float*>(up.data), static_cast<float*>(z.data),
+            gate.length);
+  return nullptr;
+}
+
 napi_value WidenBf16(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -1226,7 +1413,8 @@ NAPI_MODULE_INIT() {
     const char* name;
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
-                   {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode},
+                   {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
+                   {"gatedGelu", GatedGelu},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

@@ -1,6 +1,6 @@
 // The speed probe's curve kept per machine and model shape (engine/speed-cache.ts): measured once, read back by the
 // next process; measured again for another key, for more rows than it covers, or over a file that is not an entry.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import {
   curveCovers,
   SPEED_CACHE_FORMAT,
   speedCacheDir,
+  engineCodeDigest,
   speedKey,
 } from '../../engine/speed-cache.ts';
 import { fixtureCheckpoint } from '../fixtures.ts';
@@ -136,6 +137,26 @@ describe('cachedSpeedCurve', () => {
 });
 
 describe('speedKey and speedCacheDir', () => {
+  it('names the engine’s code: its digest changes with any TypeScript file or the kernel’s source', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-code-'));
+    try {
+      mkdirSync(path.join(dir, 'native'));
+      writeFileSync(path.join(dir, 'a.ts'), 'export const a = 1;');
+      writeFileSync(path.join(dir, 'native/kernels.cc'), '// kernel');
+      writeFileSync(path.join(dir, 'notes.md'), 'not code');
+      const first = engineCodeDigest(dir);
+      writeFileSync(path.join(dir, 'notes.md'), 'still not code');
+      expect(engineCodeDigest(dir)).toBe(first);
+      writeFileSync(path.join(dir, 'native/kernels.cc'), '// kernel, faster');
+      const second = engineCodeDigest(dir);
+      expect(second).not.toBe(first);
+      writeFileSync(path.join(dir, 'b.ts'), '');
+      expect(engineCodeDigest(dir)).not.toBe(second);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('keys by the model shape and the settings, and lives under IWIBENCH_CACHE_DIR, XDG_CACHE_HOME or ~/.cache', () => {
     const config = parseGemma3Config(
       JSON.parse(readFileSync(path.join(fixtureCheckpoint('tiny'), 'config.json'), 'utf8')),
@@ -146,6 +167,7 @@ describe('speedKey and speedCacheDir', () => {
       speedKey(config, resolveSettings({ threads: settings.threads + 1 })),
     );
     expect(speedKey(config, settings)).not.toEqual(speedKey({ ...config, hidden_size: 16 }, settings));
+    expect(speedKey(config, settings).code).toMatch(/^[0-9a-f]{64}$/);
     expect(speedCacheDir({ IWIBENCH_CACHE_DIR: '/c', XDG_CACHE_HOME: '/x' })).toBe('/c/speed');
     expect(speedCacheDir({ XDG_CACHE_HOME: '/x' })).toBe('/x/iwibench/speed');
     expect(speedCacheDir({})).toBe(path.join(os.homedir(), '.cache', 'iwibench', 'speed'));

@@ -1,0 +1,240 @@
+// The pointwise work between a layer's projections on the CPU (engine/kernels.ts): the norms between its sublayers
+// (residualNorm) and the gated GELU (gatedGelu), each against a double-precision reference of Hugging Face's Gemma 3
+// and against the graph the device path runs; the addon equal to the fallback bit for bit; each row the same alone as
+// among others; bad arguments refused before anything is written.
+import * as ort from 'onnxruntime-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseGemma3Config } from '../../engine/config.ts';
+import { buildGatedGeluGraph, buildResidualNormGraph } from '../../engine/gemma3-graph.ts';
+import { cpuSessionOptions, tensor } from '../../engine/graphs.ts';
+import {
+  gatedGelu,
+  jsKernels,
+  nativeKernels,
+  residualNorm,
+  setKernelThreads,
+  type KernelImpl,
+} from '../../engine/kernels.ts';
+import { presetConfig } from '../../engine/tiny-checkpoint.ts';
+import { relativeError, sameBits, seededRandom } from '../fixtures.ts';
+
+const EPS = 1e-6;
+
+/** Rows of h and a, and the scales post and next (1 + w), for `rows` rows of H floats. */
+function makeCase(rows: number, H: number, seed: number) {
+  const random = seededRandom(seed);
+  const floats = (n: number, spread: number) => Float32Array.from({ length: n }, () => (random() - 0.5) * spread);
+  return { h: floats(rows * H, 8), a: floats(rows * H, 30), post: floats(H, 2), next: floats(H, 2) };
+}
+
+/** h + rmsNorm(a)·post and rmsNorm of that sum ·next, in double precision. */
+function reference({ h, a, post, next }: ReturnType<typeof makeCase>) {
+  const H = post.length;
+  const hOut = new Float64Array(h.length);
+  const y = new Float64Array(h.length);
+  const scale = (x: ArrayLike<number>, o: number) => {
+    let sum = 0;
+    for (let i = 0; i < H; i++) sum += x[o + i]! ** 2;
+    return 1 / Math.sqrt(sum / H + EPS);
+  };
+  for (let o = 0; o < h.length; o += H) {
+    const sa = scale(a, o);
+    for (let i = 0; i < H; i++) hOut[o + i] = h[o + i]! + a[o + i]! * sa * post[i]!;
+    const sh = scale(hOut, o);
+    for (let i = 0; i < H; i++) y[o + i] = hOut[o + i]! * sh * next[i]!;
+  }
+  return { h: Float32Array.from(hOut), y: Float32Array.from(y) };
+}
+
+function run(c: ReturnType<typeof makeCase>, impl?: KernelImpl) {
+  const h = c.h.slice();
+  const y = new Float32Array(h.length);
+  residualNorm(h, c.a, c.post, c.next, y, EPS, impl);
+  return { h, y };
+}
+
+const implementations: [string, KernelImpl | undefined][] = [
+  ['fallback', jsKernels],
+  ['native', nativeKernels()],
+];
+
+for (const [name, impl] of implementations) {
+  describe.skipIf(!impl)(`residualNorm (${name})`, () => {
+    it('matches a double-precision reference, H with and without a tail past the 8 lanes', () => {
+      for (const [rows, H] of [
+        [3, 1152],
+        [5, 20],
+        [2, 3],
+      ] as const) {
+        const c = makeCase(rows, H, rows * H);
+        const out = run(c, impl);
+        const want = reference(c);
+        expect(relativeError(out.h, want.h)).toBeLessThan(1e-6);
+        expect(relativeError(out.y, want.y)).toBeLessThan(1e-6);
+      }
+    });
+
+    it('gives each row bitwise what it gives alone', () => {
+      const H = 40;
+      const c = makeCase(6, H, 7);
+      const all = run(c, impl);
+      for (let r = 0; r < 6; r++) {
+        const part = (x: Float32Array) => x.slice(r * H, (r + 1) * H);
+        const alone = run({ h: part(c.h), a: part(c.a), post: c.post, next: c.next }, impl);
+        expect(sameBits(alone.h, part(all.h))).toBe(true);
+        expect(sameBits(alone.y, part(all.y))).toBe(true);
+      }
+    });
+  });
+}
+
+describe.skipIf(!nativeKernels())('residualNorm, addon against fallback', () => {
+  it('gives the same bits, on rows of the 1B and 4B widths and with tails', () => {
+    for (const [rows, H] of [
+      [7, 1152],
+      [2, 2560],
+      [9, 13],
+    ] as const) {
+      const c = makeCase(rows, H, H);
+      const [native, fallback] = [run(c, nativeKernels()), run(c, jsKernels)];
+      expect(sameBits(native.h, fallback.h)).toBe(true);
+      expect(sameBits(native.y, fallback.y)).toBe(true);
+    }
+  });
+
+  it('checks its arguments itself, below the TypeScript wrapper, and writes nothing', () => {
+    const addon = nativeKernels()!;
+    const c = makeCase(2, 8, 3);
+    const h = c.h.slice();
+    const y = new Float32Array(16).fill(5);
+    expect(() => addon.residualNorm(h, c.a.subarray(1), c.post, c.next, y, EPS)).toThrow(/rows·H/);
+    expect(() => addon.residualNorm(h, c.a, c.post, c.next, h, EPS)).toThrow(/share memory/);
+    expect(() => addon.residualNorm(h, c.a, c.post, c.next, y, -1)).toThrow(/eps/);
+    expect(sameBits(h, c.h)).toBe(true);
+    expect(y.every((v) => v === 5)).toBe(true);
+  });
+});
+
+it('agrees with the residual_norm graph the device path runs, within float32 rounding', async () => {
+  const config = parseGemma3Config(presetConfig('gemma-3-1b-shape'));
+  const H = config.hidden_size;
+  const c = makeCase(4, H, 11);
+  const session = await ort.InferenceSession.create(buildResidualNormGraph(config), cpuSessionOptions(1));
+  const graph = await session.run({
+    h: tensor(c.h, [4, H]),
+    a: tensor(c.a, [4, H]),
+    post: tensor(c.post, [H]),
+    next: tensor(c.next, [H]),
+  });
+  await session.release();
+  const out = run(c);
+  expect(relativeError(out.h, graph.h_out!.data as Float32Array)).toBeLessThan(1e-6);
+  expect(relativeError(out.y, graph.y!.data as Float32Array)).toBeLessThan(1e-6);
+});
+
+it('refuses bad arguments with a clear error, h and y untouched', () => {
+  const c = makeCase(2, 8, 1);
+  const h = c.h.slice();
+  const y = new Float32Array(16).fill(5);
+  const shared = new Float32Array(32);
+  const cases: [() => void, RegExp][] = [
+    [() => residualNorm(h, c.a, c.post, c.next.subarray(1), y, EPS), /post and next/],
+    [() => residualNorm(h, c.a.subarray(8), c.post, c.next, y, EPS), /h, a and y/],
+    [() => residualNorm(h.subarray(3), c.a.subarray(3), c.post, c.next, y.subarray(3), EPS), /h, a and y/],
+    [() => residualNorm(h, c.a, c.post, c.next, y, NaN), /eps/],
+    [() => residualNorm(h, c.a, c.post, c.next, h, EPS), /share memory/],
+    [() => residualNorm(shared.subarray(0, 16), shared.subarray(8, 24), c.post, c.next, y, EPS), /share memory/],
+    [() => residualNorm(h, [] as unknown as Float32Array, c.post, c.next, y, EPS), /a must be a Float32Array/],
+  ];
+  for (const [call, message] of cases) expect(call).toThrow(message);
+  expect(sameBits(h, c.h)).toBe(true);
+  expect(y.every((v) => v === 5)).toBe(true);
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// gatedGelu
+
+/** gate values across GELU's range (its tails clamp e^t), and up values. */
+function geluCase(n: number, seed: number) {
+  const random = seededRandom(seed);
+  const gate = Float32Array.from({ length: n }, (_, i) =>
+    i % 97 === 0 ? [0, -0, 1e-30, 100, -100, 40, -40][(i / 97) % 7]! : (random() - 0.5) * 24,
+  );
+  return { gate, up: Float32Array.from({ length: n }, () => (random() - 0.5) * 6) };
+}
+
+/**
+ * PyTorch's gelu(approximate='tanh') · up in double precision, as x / (1 + e^t) · up with t = −2u (the same function,
+ * without 1 + tanh(u)'s cancellation for negative x), and t.
+ */
+function geluReference(gate: Float32Array, up: Float32Array): { z: Float64Array; t: Float64Array } {
+  const t = Float64Array.from(gate, (x) => -2 * Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3));
+  return { z: Float64Array.from(gate, (x, i) => (x / (1 + Math.exp(t[i]!))) * up[i]!), t };
+}
+
+function geluRun(c: { gate: Float32Array; up: Float32Array }, impl?: KernelImpl): Float32Array {
+  const z = new Float32Array(c.gate.length);
+  gatedGelu(c.gate, c.up, z, impl);
+  return z;
+}
+
+for (const [name, impl] of implementations) {
+  describe.skipIf(!impl)(`gatedGelu (${name})`, () => {
+    it('matches PyTorch’s tanh GELU in double precision within float32 rounding, tails included', () => {
+      const c = geluCase(3000, 5);
+      const z = geluRun(c, impl);
+      const want = geluReference(c.gate, c.up);
+      // A rounding of e^t's argument grows with |t| (at most 88 after the clamp, where the value is below 1e-30).
+      z.forEach((v, i) => {
+        const bound = (1e-6 + 2e-7 * Math.min(Math.abs(want.t[i]!), 88)) * Math.abs(want.z[i]!) + 1e-35;
+        expect(Math.abs(v - want.z[i]!)).toBeLessThanOrEqual(bound);
+      });
+      expect([...geluRun({ gate: Float32Array.of(0, 40), up: Float32Array.of(3, 0.5) }, impl)]).toEqual([0, 20]);
+    });
+  });
+}
+
+describe.skipIf(!nativeKernels())('gatedGelu, addon against fallback', () => {
+  afterAll(() => setKernelThreads(2));
+
+  it('gives the same bits with 1 and 2 threads, across slices and vector tails', () => {
+    const c = geluCase(2 * 4096 + 37, 9);
+    const fallback = geluRun(c, jsKernels);
+    for (const threads of [1, 2]) {
+      setKernelThreads(threads);
+      expect(sameBits(geluRun(c, nativeKernels()), fallback)).toBe(true);
+    }
+  });
+
+  it('checks its arguments itself, below the TypeScript wrapper, and writes nothing', () => {
+    const addon = nativeKernels()!;
+    const c = geluCase(8, 1);
+    const z = new Float32Array(8).fill(5);
+    expect(() => addon.gatedGelu(c.gate, c.up.subarray(1), z)).toThrow(/same number/);
+    expect(() => addon.gatedGelu(c.gate, c.up, c.gate)).toThrow(/share memory/);
+    expect(z.every((v) => v === 5)).toBe(true);
+  });
+});
+
+it('gatedGelu agrees with the gated_gelu graph the device path runs, within float32 rounding', async () => {
+  const config = parseGemma3Config(presetConfig('gemma-3-1b-shape'));
+  const I = config.intermediate_size;
+  const c = geluCase(2 * I, 13);
+  const session = await ort.InferenceSession.create(buildGatedGeluGraph(config), cpuSessionOptions(1));
+  const graph = await session.run({ gate: tensor(c.gate, [2, I]), up: tensor(c.up, [2, I]) });
+  await session.release();
+  expect(relativeError(geluRun(c), graph.z!.data as Float32Array)).toBeLessThan(1e-6);
+});
+
+it('gatedGelu refuses bad arguments with a clear error, z untouched', () => {
+  const c = geluCase(8, 2);
+  const z = new Float32Array(8).fill(5);
+  const cases: [() => void, RegExp][] = [
+    [() => gatedGelu(c.gate, c.up.subarray(2), z), /same number/],
+    [() => gatedGelu(new Float32Array(0), new Float32Array(0), new Float32Array(0)), /at least 1/],
+    [() => gatedGelu(c.gate, c.up, c.up), /share memory/],
+    [() => gatedGelu(c.gate, [] as unknown as Float32Array, z), /up must be a Float32Array/],
+  ];
+  for (const [call, message] of cases) expect(call).toThrow(message);
+  expect(z.every((v) => v === 5)).toBe(true);
+});
