@@ -1,9 +1,10 @@
-// The CPU's projector. Decode steps and short prompts multiply the BF16 weights where they lie in our kernel
-// (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per weight), all the named weights in
-// one call. Prompts of gemmMinTokens or more are compute-bound and take the prefill GEMM: on AMX, all the named
-// weights in one gemmBf16Parts call (2–3× our kernel's rate at 128–512 rows); else each weight is widened into a
-// float32 tile and multiplied in onnxruntime's GEMM, ~1.6× our kernel's rate at 512 rows (docs/benchmarks.md); for
-// few rows widening costs more than it saves.
+// The CPU's projector. Where the CPU has AMX, every product runs on its tile unit: all the named weights in one
+// gemmBf16Parts call (1.8–2.7× our kernel's rate from 16 rows, about as fast below), prompts, decode steps and the
+// head alike (settings.ts, decodesOnGemm). Elsewhere decode steps, the head and short prompts multiply the BF16
+// weights where they lie in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per
+// weight), all the named weights in one call, and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's
+// GEMM, each weight widened into a float32 tile (~1.6× our kernel's rate at 512 rows, docs/benchmarks.md; for few
+// rows widening costs more than it saves).
 //
 // Every path gives a row bitwise the same result whatever rows share the call (MLAS's one-row special case is avoided
 // by padding to two), and the path depends on the sequence's own length (chunk.gemm), so a batch equals each prompt
@@ -17,7 +18,7 @@ import { cpuSessionOptions, tensor } from './graphs.ts';
 import { gemmBf16Parts, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
 import { decoderMatrixShapes, embedTokensName, largestDecoderMatrix } from './names.ts';
 import type { Project, Projector } from './projector.ts';
-import type { EngineSettings } from './settings.ts';
+import { decodesOnGemm, type EngineSettings } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 
 /** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts), by name. */
@@ -89,7 +90,9 @@ export class CpuProjector implements Projector {
     const name = embedTokensName(this.checkpoint.config.tensor_prefix);
     const H = this.checkpoint.config.hidden_size;
     const out = buffers.take('head', R * n);
-    matmulBf16(rows, weights.bf16(name).subarray(n0 * H, (n0 + n) * H), out, R, n, H);
+    const block = weights.bf16(name).subarray(n0 * H, (n0 + n) * H);
+    if (decodesOnGemm(this.settings)) gemmBf16Parts(rows, [block], [out], R, H);
+    else matmulBf16(rows, block, out, R, n, H);
     return out;
   }
 

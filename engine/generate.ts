@@ -10,7 +10,7 @@ import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
 import { argmax, type TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
-import type { EngineSettings } from './settings.ts';
+import { decodesOnGemm, type EngineSettings } from './settings.ts';
 import type { Gemma3TextModel } from './text-model.ts';
 import { STOP_IDS } from './tokenizer.ts';
 import type { WeightSource } from './weight-source.ts';
@@ -123,7 +123,7 @@ export async function greedyGenerate(
     // One decode step for every live row, each at its own time in its own cache.
     const final = await model.forwardRows(
       weights,
-      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row, parts.settings) })),
       options,
       call.buffers,
     );
@@ -215,14 +215,14 @@ async function prefill(
   return { cache, logits: await head.logits(weights, last, 1, buffers) };
 }
 
-/** A row's decode step: its token at its own position (no padding: time = position), in the kernel. */
-function decodeChunk(row: Row): Chunk {
+/** A row's decode step: its token at its own position (no padding: time = position), on decodesOnGemm's path. */
+function decodeChunk(row: Row, settings: EngineSettings): Chunk {
   return {
     ids: Int32Array.of(row.token),
     positions: Int32Array.of(row.time),
     start: row.time,
     T: 1,
-    gemm: [false],
+    gemm: [decodesOnGemm(settings)],
   };
 }
 
@@ -252,7 +252,7 @@ export async function decodeSpeed(
     if (step === 1) started = performance.now();
     const final = await parts.model.forwardRows(
       weights,
-      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row, parts.settings) })),
       {},
       call.buffers,
     );

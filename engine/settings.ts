@@ -74,13 +74,23 @@ export function prefillGemmFrom(
 }
 
 /**
- * Prompts of at least this many tokens are prefilled through the GEMM, shorter ones in our kernel: about where the
- * two cross on a 1B layer's matrices (docs/engine.md, "Numerics"): 16 tokens on AMX, else 128 with the AVX-512
- * kernel and 64 with AVX2 (and the fallback).
+ * Prompts of at least this many tokens are prefilled through the GEMM, shorter ones in our kernel: on AMX every
+ * prompt (as every decode step: decodesOnGemm), else about where the two cross on a 1B layer's matrices
+ * (docs/engine.md, "Numerics"): 128 with the AVX-512 kernel and 64 with AVX2 (and the fallback).
  */
 export function gemmMinTokensFor(gemm: PrefillGemm): number {
-  if (gemm === 'amx') return 16;
+  if (gemm === 'amx') return 1;
   return kernelInfo().vectorBits === 512 ? 128 : 64;
+}
+
+/**
+ * Decode steps and the tied head go through the prefill GEMM where it is AMX's: from 16 rows it runs 1.8–2.7× our
+ * kernel's rate and from 1 to 8 rows about as fast (docs/benchmarks.md, "AMX for every product"). Each row's
+ * products still depend on that row alone, so a batch gives each sequence alone. onnxruntime's GEMM widens every
+ * weight per call: decode stays in the kernel there.
+ */
+export function decodesOnGemm(settings: Pick<EngineSettings, 'prefillGemm'>): boolean {
+  return settings.prefillGemm === 'amx';
 }
 
 /**

@@ -36,13 +36,16 @@ const extra = process.env.IWIBENCH_TEST_DEVICE;
 checkDevice(extra);
 const devices: Device[] = ['cpu', 'ort-cpu', ...(extra && extra !== 'cpu' && extra !== 'ort-cpu' ? [extra] : [])];
 
-/** The product paths of a device: on the CPU the kernel alone, and each prefill GEMM for every prompt. */
+/**
+ * The product paths of a device: on the CPU the kernel alone, onnxruntime's GEMM for every prompt, and AMX for every
+ * product where the CPU has it.
+ */
 type Path = { name: string; options: Partial<EngineOptions> };
 const paths = (device: Device): Path[] =>
   device !== 'cpu'
     ? [{ name: '', options: {} }]
     : [
-        { name: ', kernel', options: { gemmMinTokens: 1_000_000 } },
+        { name: ', kernel', options: { prefillGemm: 'onnxruntime', gemmMinTokens: 1_000_000 } },
         { name: ', onnxruntime GEMM', options: { prefillGemm: 'onnxruntime', gemmMinTokens: 1 } },
         ...(kernelInfo().amx
           ? [{ name: ', AMX GEMM', options: { prefillGemm: 'amx', gemmMinTokens: 1 } } as Path]

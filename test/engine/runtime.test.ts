@@ -5,7 +5,13 @@ import { buildLinearGraph } from '../../engine/gemma3-graph.ts';
 import { Gemma3Engine } from '../../engine/runtime.ts';
 import { gemmSequences } from '../../engine/chunk.ts';
 import { gemmThreads } from '../../engine/cpu-projector.ts';
-import { gemmMinTokensFor, prefillGemmFrom, resolveSettings, type PrefillGemm } from '../../engine/settings.ts';
+import {
+  decodesOnGemm,
+  gemmMinTokensFor,
+  prefillGemmFrom,
+  resolveSettings,
+  type PrefillGemm,
+} from '../../engine/settings.ts';
 import { kernelInfo } from '../../engine/kernels.ts';
 import { checkpointSource, overlaySource } from '../../engine/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
@@ -57,12 +63,14 @@ async function decodeAgainstRecomputation(
 const PREFILL_GEMMS: PrefillGemm[] = kernelInfo().amx ? ['amx', 'onnxruntime'] : ['onnxruntime'];
 
 describe('the prefill GEMM chosen', () => {
-  it('is AMX where the addon has it, unless IWIBENCH_PREFILL_GEMM names onnxruntime', () => {
+  it('is AMX where the addon has it, then for every product, unless IWIBENCH_PREFILL_GEMM names onnxruntime', () => {
     const settings = resolveSettings({});
     expect(settings.prefillGemm).toBe(process.env.IWIBENCH_PREFILL_GEMM || (kernelInfo().amx ? 'amx' : 'onnxruntime'));
     expect(settings.gemmMinTokens).toBe(
-      settings.prefillGemm === 'amx' ? 16 : kernelInfo().vectorBits === 512 ? 128 : 64,
+      settings.prefillGemm === 'amx' ? 1 : kernelInfo().vectorBits === 512 ? 128 : 64,
     );
+    expect(decodesOnGemm(settings)).toBe(settings.prefillGemm === 'amx');
+    expect(decodesOnGemm({ prefillGemm: 'onnxruntime' })).toBe(false);
     expect(resolveSettings({}, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe('onnxruntime');
     expect(resolveSettings({ prefillGemm: 'amx' }, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe(
       'amx',
@@ -83,8 +91,9 @@ describe('the prefill GEMM chosen', () => {
 // The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
 describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
   it('routes each prompt by its own length', () => {
-    const minTokens = gemmMinTokensFor(resolveSettings({}).prefillGemm);
+    const minTokens = gemmMinTokensFor('onnxruntime');
     expect(gemmSequences([minTokens - 1, minTokens, 5, 4095], minTokens)).toEqual([false, true, false, true]);
+    expect(gemmSequences([1, 5, 4095], gemmMinTokensFor('amx'))).toEqual([true, true, true]);
     expect(gemmSequences([3, 12], 10)).toEqual([false, true]);
   });
 
@@ -259,25 +268,28 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     describe.each(PREFILL_GEMMS)('with prompts prefilled through the GEMM (gemmMinTokens), on %s', (prefillGemm) => {
       let gemm: Gemma3Engine; // every prompt through the GEMM
       let split: Gemma3Engine; // prompts of 10 tokens or more through the GEMM, shorter ones in the kernel
+      let kernel: Gemma3Engine; // every product in the kernel
       beforeAll(async () => {
         gemm = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1, prefillGemm });
         split = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 10, prefillGemm });
+        kernel = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1_000_000, prefillGemm: 'onnxruntime' });
       });
       afterAll(async () => {
         await gemm.close();
         await split.close();
+        await kernel.close();
       });
 
       it('matches the reference forward pass and the kernel path, whatever the chunk size', async () => {
         const logits = await gemm.logits(IDS, { chunk: IDS.length });
         expect(relativeError(logits, referenceForward(checkpoint, IDS))).toBeLessThan(1e-4);
-        expect(relativeError(logits, await engine.logits(IDS, { chunk: IDS.length }))).toBeLessThan(1e-5);
+        expect(relativeError(logits, await kernel.logits(IDS, { chunk: IDS.length }))).toBeLessThan(1e-5);
         // Chunks of 1 row: the GEMM gets the row twice (MLAS's one-row case would round differently).
         expect(relativeError(await gemm.logits(IDS, { chunk: 1 }), logits)).toBeLessThan(1e-5);
         expect(relativeError(await gemm.logits(IDS, { chunk: 5 }), logits)).toBeLessThan(1e-5);
       });
 
-      it('decodes through the cache (steps in the kernel) as full recomputation', async () => {
+      it('decodes through the cache (steps on AMX, else in the kernel) as full recomputation', async () => {
         await decodeAgainstRecomputation(gemm, checkpoint, 8);
       });
 
