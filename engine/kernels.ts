@@ -2,7 +2,8 @@
 // built (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results.
 // Both compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
 // the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
-// the addon also has gemmBf16Parts, prefill's GEMM on the tile unit (equal to matmulBf16 within float32 rounding).
+// the addon also has gemmBf16Parts, a GEMM on the tile unit that then takes every product (equal to matmulBf16 within
+// float32 rounding).
 // attendDecode, a decode step's attention for all rows at once, residualNorm, the norms between a layer's sublayers,
 // and gatedGelu (issue 34) follow orders of their own, the same in both.
 import { existsSync } from 'node:fs';

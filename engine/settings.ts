@@ -85,9 +85,9 @@ export function gemmMinTokensFor(gemm: PrefillGemm): number {
 
 /**
  * Decode steps and the tied head go through the prefill GEMM where it is AMX's: from 16 rows it runs 1.8–2.7× our
- * kernel's rate and from 1 to 8 rows about as fast (docs/benchmarks.md, "AMX for every product"). Each row's
- * products still depend on that row alone, so a batch gives each sequence alone. onnxruntime's GEMM widens every
- * weight per call: decode stays in the kernel there.
+ * kernel's rate and from 1 to 8 rows about as fast (docs/benchmarks.md, "Fresh arrays, graph runs and AMX for every
+ * product"). Each row's products still depend on that row alone, so a batch gives each sequence alone. onnxruntime's
+ * GEMM widens every weight per call: decode stays in the kernel there.
  */
 export function decodesOnGemm(settings: Pick<EngineSettings, 'prefillGemm'>): boolean {
   return settings.prefillGemm === 'amx';
