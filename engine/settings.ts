@@ -103,9 +103,9 @@ export function defaultThreads(): number {
 
 /**
  * Node flags of a process started to run the engine (an evaluation process, a service started by a command). V8's
- * concurrent GC re-marks the whole JS heap (~220 MB, half of it the tokenizer) on helper threads every half second
- * or so, as each decode step allocates hundreds of MB of typed arrays; on a 2-core machine those threads take cores
- * from the kernel's pool, whose products then ran at 0.55–0.6 of their rate with the marking on the main thread
- * (docs/benchmarks.md, "GC").
+ * concurrent GC re-marks the whole JS heap (~220 MB, half of it the tokenizer) on helper threads; on a 2-core machine
+ * those threads take cores from the kernel's pool, whose products ran at 0.55–0.6 of their rate with the marking on
+ * the main thread while each decode step allocated hundreds of MB of typed arrays (docs/benchmarks.md, "GC"; the
+ * call's buffers, call-buffers.ts, have since made such collections rare).
  */
 export const ENGINE_PROCESS_FLAGS: readonly string[] = ['--single-threaded-gc'];

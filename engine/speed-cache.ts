@@ -2,9 +2,9 @@
 // (~30 s of decode steps at 1B on 2 cores), every later one reads it. Keyed by what sets a decode step's speed: the
 // package's version and the engine's own code (a checkout's update changes the second only), Node and onnxruntime,
 // the CPU, the kernel build, the engine's settings, the model's config (its shape, not its weights: a patch or a
-// random checkpoint of the same shape runs as fast) and the probe's row counts and timing. A curve probed with fewer rows allowed than a process now has, where memory had
-// stopped it, is measured again, further. A file that is not an entry of its key is measured over, never trusted.
-// Outputs never depend on it: only the time.
+// random checkpoint of the same shape runs as fast) and the probe's row counts and timing. A curve probed with fewer
+// rows allowed than a process now has, where memory had stopped it, is measured again, further. A file that is not an
+// entry of its key is measured over, never trusted. Outputs never depend on it: only the time.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';

@@ -1021,8 +1021,9 @@ inline typename L::V geluTimes(typename L::V x, typename L::V up) {
   const V u = L::mul(L::splat(c.root), L::fma(L::splat(c.cubic), x3, x));
   const V t = L::clamp(L::mul(L::splat(c.minusTwo), u), c.tMin, c.tMax);
   const V k = L::floor(L::fma(t, L::splat(c.log2e), L::splat(c.half)));
-  V r = L::fma(L::mul(k, L::splat(-1.0f)), L::splat(c.ln2Hi), t);
-  r = L::fma(L::mul(k, L::splat(-1.0f)), L::splat(c.ln2Lo), r);
+  const V minusK = L::mul(k, L::splat(-1.0f));  // exact
+  V r = L::fma(minusK, L::splat(c.ln2Hi), t);
+  r = L::fma(minusK, L::splat(c.ln2Lo), r);
   V p = L::splat(c.inverseFactorial[0]);
   for (int i = 1; i < 6; i++) p = L::fma(p, r, L::splat(c.inverseFactorial[i]));
   p = L::fma(p, r, L::splat(c.one));
