@@ -1,4 +1,5 @@
-// Public surface of the MMLU-Pro runner (mmlu-pro/README.md). The CLI is scripts/mmlu-pro.ts.
+// Public surface of the MMLU-Pro runner (mmlu-pro/README.md), and the only way into mmlu-pro/ from outside it
+// (test/core/layers.test.ts). The CLI is scripts/mmlu-pro.ts.
 export { runMmluPro, type RunSummary, type RunInfo, type RunEvents, type RunOptions } from './runner.ts';
 export {
   DEFAULTS,
@@ -29,6 +30,7 @@ export { extractAnswer } from './extract.ts';
 export { CPythonRandom } from './cpython-random.ts';
 export {
   SCORING_PROFILES,
+  isScoringProfile,
   GUESS_SEED,
   guessIndex,
   originalGuess,
@@ -68,3 +70,6 @@ export {
 } from './compare.ts';
 export { mcnemarExact } from './stats.ts';
 export { pythonFixed, pythonFloat, pythonJson, pyStrip } from './python.ts';
+
+// A fake OpenAI-compatible server whose replies a script decides: for tests and `bench mmlu-pro`.
+export { startFakeServer, type FakeReply, type FakeRequest, type FakeServer } from './fake-server.ts';

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SafetensorsFile } from '../engine/index.ts';
-import type { ResultsFile } from '../taskset/evaluation.ts';
+import type { ResultsFile } from '../taskset/index.ts';
 
 export const REPLAY_FILE = 'replay.json';
 

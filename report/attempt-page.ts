@@ -4,8 +4,7 @@
 // summarised one by one, and when the transcript alone would pass its share, later tool calls are listed in one
 // line each (name, outcome, budget left) and the page says so.
 import { formatSlice, resolveSlice, type SliceSpec } from '../service/weights/index.ts';
-import type { ItemResult, ResultsFile } from '../taskset/evaluation.ts';
-import type { EditorUsage } from '../taskset/harness/tally.ts';
+import type { ItemResult, ResultsFile, EditorUsage } from '../taskset/index.ts';
 import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';

@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import type { ResultsFile } from '../taskset/evaluation.ts';
+import type { ResultsFile } from '../taskset/index.ts';
 
 export const RESULTS_FILE = 'results.json';
 /** evaluation.ts's RESULTS_FORMAT, typed so that tsc fails if they part; importing it would load the whole scorer. */

@@ -6,8 +6,7 @@
 // added to editor tokens.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { ResultsFile } from '../taskset/evaluation.ts';
-import type { Usage } from '../taskset/harness/trace.ts';
+import type { ResultsFile, Usage } from '../taskset/index.ts';
 import { RESULTS_FILE, compare, readResults } from './collect.ts';
 import { mean } from './table.ts';
 

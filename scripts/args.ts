@@ -2,7 +2,6 @@
 // of help per flag and an example. A flag keeps its default's type (number, boolean, string, string[]). Every problem
 // of one invocation (unknown flags, with the nearest known name; missing required flags; bad values; wrong number of
 // positionals) is reported at once, before the command does any work. `--help`/`-h` prints the generated help.
-import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 
 export type FlagValue = string | number | boolean | string[] | undefined;
 export type Defaults = Record<string, FlagValue>;
@@ -267,22 +266,4 @@ export function parseIntList(text: string, what: string): number[] {
     if (!Number.isInteger(value)) throw new Error(`${what}: "${item}" is not an integer`);
     return value;
   });
-}
-
-/** `--families a,b`: the ids listed, or all ten. */
-export function familyList(text: string | undefined): FamilyId[] {
-  return (
-    text
-      ? text
-          .split(',')
-          .map((f) => f.trim())
-          .filter(Boolean)
-      : [...FAMILY_IDS]
-  ) as FamilyId[];
-}
-
-export function familyProblems(text: string | undefined): string[] {
-  return familyList(text)
-    .filter((f) => !(FAMILY_IDS as readonly string[]).includes(f))
-    .map((f) => `unknown family "${f}"${hint(f, FAMILY_IDS)} (known: ${FAMILY_IDS.join(', ')})`);
 }

@@ -4,11 +4,10 @@
 // families, when any has fewer than N.
 import { ItemEvaluator } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
-import { calibrate } from '../taskset/calibration.ts';
-import { Taskset } from '../taskset/taskset.ts';
-import type { FamilyId } from '../taskset/types.ts';
+import { calibrate, Taskset, type FamilyId } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
-import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { familyList, familyProblems } from './family-flags.ts';
 import {
   BATCH_FLAG_DEFAULTS,
   BATCH_FLAG_HELP,

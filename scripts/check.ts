@@ -4,11 +4,9 @@
 // computes it: the check as data, behaviour, content, passed (= behaviour && content) and a readable detail.
 import { readFileSync } from 'node:fs';
 import { PACKAGE_VERSION } from '../core/version.ts';
-import { passes, runCheck } from '../taskset/checks/index.ts';
-import { episodeSpecFromArgs, itemById } from '../taskset/episode.ts';
-import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
-import { FAMILY_VERSION } from '../taskset/types.ts';
-import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { passes, runCheck, episodeSpecFromArgs, itemById, gemma3Tokenizer, FAMILY_VERSION } from '../taskset/index.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { familyProblems } from './family-flags.ts';
 
 const defaults = {
   family: undefined as string | undefined,

@@ -9,15 +9,21 @@ import path from 'node:path';
 import { ItemEvaluator, type BatchLimit } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, Tokenizer } from '../engine/index.ts';
-import { calibrate, type Calibration } from '../taskset/calibration.ts';
-import { resumeLine, runPilot } from '../taskset/pilot.ts';
-import { Evaluator } from '../taskset/evaluation.ts';
+import {
+  calibrate,
+  type Calibration,
+  resumeLine,
+  runPilot,
+  Evaluator,
+  Taskset,
+  FAMILY_IDS,
+  type FamilyId,
+} from '../taskset/index.ts';
 import { writeReport } from '../report/index.ts';
 import { startServiceProcess } from './service-process.ts';
-import { Taskset } from '../taskset/taskset.ts';
-import { FAMILY_IDS, type FamilyId } from '../taskset/types.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
-import { defineCommand, familyList, familyProblems, parseCommand } from './args.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { familyList, familyProblems } from './family-flags.ts';
 import { BATCH_FLAG_DEFAULTS, BATCH_FLAG_HELP, batchLimitFromFlags } from './target-flags.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 

@@ -5,7 +5,7 @@ import {
   KNOWN_REASONING_EFFORTS,
   resolveEditorConfig,
   type EditorConfig,
-} from '../taskset/harness/index.ts';
+} from '../taskset/index.ts';
 
 export const EDITOR_FLAG_DEFAULTS = {
   'editor-model': 'gpt-6.1-terra',

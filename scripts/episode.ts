@@ -3,10 +3,9 @@
 // Prints an episode spec as JSON, for audits: the admin view (everything graded: terminal items with their checks,
 // and the general controls) or the editor view (what the editor is shown: objective, relevant token ids, practice).
 import { PACKAGE_VERSION } from '../core/version.ts';
-import { editorView, episodeSpecFromArgs } from '../taskset/episode.ts';
-import { gemma3Tokenizer } from '../taskset/tokenizer.ts';
-import { FAMILY_VERSION } from '../taskset/types.ts';
-import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { editorView, episodeSpecFromArgs, gemma3Tokenizer, FAMILY_VERSION } from '../taskset/index.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { familyProblems } from './family-flags.ts';
 
 const defaults = {
   family: undefined as string | undefined,

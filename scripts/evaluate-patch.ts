@@ -5,8 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
-import { Evaluator } from '../taskset/evaluation.ts';
-import { Taskset } from '../taskset/taskset.ts';
+import { Evaluator, Taskset } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import {

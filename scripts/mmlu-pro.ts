@@ -13,11 +13,17 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MultiBar, Presets } from 'cli-progress';
-import { readConfigFile, resolveConfig, type FlagOverrides } from '../mmlu-pro/config.ts';
-import { compareFolders, comparisonTable } from '../mmlu-pro/compare.ts';
-import { rescoreFolder } from '../mmlu-pro/rescore.ts';
-import { runMmluPro } from '../mmlu-pro/runner.ts';
-import { isScoringProfile, SCORING_PROFILES } from '../mmlu-pro/score.ts';
+import {
+  readConfigFile,
+  resolveConfig,
+  type FlagOverrides,
+  compareFolders,
+  comparisonTable,
+  rescoreFolder,
+  runMmluPro,
+  isScoringProfile,
+  SCORING_PROFILES,
+} from '../mmlu-pro/index.ts';
 
 type Flag = { short?: string; type: 'string' | 'boolean'; multiple?: true; number?: true; help: string };
 

@@ -7,9 +7,14 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../core/files.ts';
-import { Evaluator, RESULTS_FORMAT, type ItemResult, type ResultsFile } from '../taskset/evaluation.ts';
-import { recordedTerminal } from '../taskset/replay.ts';
-import { Taskset } from '../taskset/taskset.ts';
+import {
+  Evaluator,
+  RESULTS_FORMAT,
+  type ItemResult,
+  type ResultsFile,
+  recordedTerminal,
+  Taskset,
+} from '../taskset/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import {

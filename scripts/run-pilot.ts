@@ -5,10 +5,7 @@
 // else one started here; the checkpoint: the target flags, else the one the service serves (from the HF cache).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { readCalibration } from '../taskset/calibration.ts';
-import { resumeLine, runPilot } from '../taskset/pilot.ts';
-import { Evaluator } from '../taskset/evaluation.ts';
-import { Taskset } from '../taskset/taskset.ts';
+import { readCalibration, resumeLine, runPilot, Evaluator, Taskset } from '../taskset/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';

@@ -4,10 +4,9 @@
 // environment's, else one started here.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { runAttempt } from '../taskset/attempt.ts';
-import { Evaluator } from '../taskset/evaluation.ts';
-import { Taskset } from '../taskset/taskset.ts';
-import { defineCommand, familyProblems, parseCommand } from './args.ts';
+import { runAttempt, Evaluator, Taskset } from '../taskset/index.ts';
+import { defineCommand, parseCommand } from './args.ts';
+import { familyProblems } from './family-flags.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {

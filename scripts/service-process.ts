@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
 import { ENGINE_PROCESS_FLAGS } from '../engine/index.ts';
-import { DEFAULT_SERVICE_URL, type ServiceEnv } from '../taskset/service-client.ts';
+import { DEFAULT_SERVICE_URL, type ServiceEnv } from '../taskset/index.ts';
 
 const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
 

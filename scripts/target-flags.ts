@@ -8,8 +8,7 @@ import {
   PINNED_REVISIONS,
   Tokenizer,
 } from '../engine/index.ts';
-import { AdminClient } from '../taskset/service-client.ts';
-import type { ServiceEnv } from '../taskset/service-client.ts';
+import { AdminClient, type ServiceEnv } from '../taskset/index.ts';
 import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';
 
 export const TARGET_FLAG_DEFAULTS = {

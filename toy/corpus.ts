@@ -6,10 +6,7 @@
 // small instruct model on the benchmark's own world, and calibration finds those parameter sets eligible. Items
 // repeated across episodes appear once.
 import type { Tokenizer } from '../engine/index.ts';
-import { episodeSpec } from '../taskset/episode.ts';
-import { messagesOf } from '../taskset/families/define.ts';
-import { familyById } from '../taskset/families/index.ts';
-import { FAMILY_IDS, FAMILY_VERSION, type FamilyId } from '../taskset/types.ts';
+import { episodeSpec, messagesOf, familyById, FAMILY_IDS, FAMILY_VERSION, type FamilyId } from '../taskset/index.ts';
 import type { ChatMessage } from '../core/chat.ts';
 
 /** Distinct parameter sets per family in the corpus: calibration needs three, one more is the margin. */

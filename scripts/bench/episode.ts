@@ -22,9 +22,7 @@ import {
   type ItemOutput,
 } from '../../service/evaluate.ts';
 import { evaluationProgress, type EvaluationProgress } from '../../service/evaluation-progress.ts';
-import { Evaluator, evaluationItems } from '../../taskset/evaluation.ts';
-import { Taskset } from '../../taskset/taskset.ts';
-import { FAMILY_IDS, type FamilyId } from '../../taskset/types.ts';
+import { Evaluator, evaluationItems, Taskset, FAMILY_IDS, type FamilyId } from '../../taskset/index.ts';
 import { parseFlags, parseIntList } from '../args.ts';
 import { benchCheckpointDir } from './checkpoint.ts';
 import { benchHeader } from './header.ts';

@@ -13,11 +13,16 @@ import OpenAI from 'openai';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { resolveConfig } from '../../mmlu-pro/config.ts';
-import { examplesByCategory, loadDataset, resolveDataDir } from '../../mmlu-pro/data.ts';
-import { startFakeServer } from '../../mmlu-pro/fake-server.ts';
-import { buildPrompt, systemPromptFor } from '../../mmlu-pro/prompts.ts';
-import { runMmluPro } from '../../mmlu-pro/runner.ts';
+import {
+  resolveConfig,
+  examplesByCategory,
+  loadDataset,
+  resolveDataDir,
+  startFakeServer,
+  buildPrompt,
+  systemPromptFor,
+  runMmluPro,
+} from '../../mmlu-pro/index.ts';
 import { PACKAGE_VERSION } from '../../core/version.ts';
 import { parseFlags, parseIntList } from '../args.ts';
 

@@ -2,8 +2,9 @@
 // kernel every layer may import and imports none of them; the engine (engine/) needs only itself and core/, and every
 // other part reaches it through engine/index.ts; the wire contract (service/api/) is data over core/ and the engine;
 // the weight store (service/weights/) takes its op grammar and limits from that contract but never sees the service's
-// HTTP side, and is reached through its index.ts; the report (report/) reads result folders and only commands import
-// it; and no module imports itself round a circle.
+// HTTP side, and is reached through its index.ts; the taskset (taskset/) and the MMLU-Pro runner (mmlu-pro/) are
+// reached through their index.ts too; the report (report/) reads result folders and only commands import it; and no
+// module imports itself round a circle. Tests (test/) are not sources here: they may reach inside a part.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
@@ -137,6 +138,10 @@ describe('layers', () => {
   it('every other part reaches the weight store through its face, service/weights/index.ts', () => {
     const weights = path.join('service', 'weights');
     expect(pastTheFace(weights, path.join(weights, 'index.ts'))).toEqual([]);
+  });
+
+  it('every other part reaches the MMLU-Pro runner through its face, mmlu-pro/index.ts', () => {
+    expect(pastTheFace('mmlu-pro', path.join('mmlu-pro', 'index.ts'))).toEqual([]);
   });
 
   it('the wire contract (service/api/) imports only itself, the engine, core/ and packages', () => {
