@@ -23,7 +23,8 @@ import {
   summariseText,
 } from './html-kit.ts';
 
-/** Every page must stay below 2 MB (issue 17); the transcript gets what the rest leaves of TRANSCRIPT_SHARE. */
+/** Every page stays below 2 MB, so a browser opens it at once; the transcript gets what the rest leaves of
+ * TRANSCRIPT_SHARE. */
 export const PAGE_LIMIT = 2_000_000;
 const TRANSCRIPT_SHARE = 1_300_000;
 

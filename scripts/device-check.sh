@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 13, point 7, for a machine with a GPU: bash scripts/device-check.sh
+# The GPU path's check on a machine with a GPU (the tests run it on CPU providers only): bash scripts/device-check.sh
 #
 # Installs and downloads nothing (run `npm ci` beforehand, as the README says) and ends within 8 minutes (each step
 # has its own timeout: 90 + 150 + 220 s). Three steps, each reported as one JSON line on stdout:

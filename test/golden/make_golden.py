@@ -1,4 +1,5 @@
-"""Golden logits from Hugging Face transformers for the project's tiny checkpoints (issue 2, optional part).
+"""Golden logits from Hugging Face transformers for the project's tiny checkpoints, so the engine's forward pass is
+checked against the reference implementation (optional: the tests read the committed JSON).
 
 Run (CPU is enough: random configs need no download):
     python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers numpy

@@ -1,4 +1,5 @@
-"""Golden logits, token ids and greedy answers from Hugging Face transformers for the committed toy target (issue 8).
+"""Golden logits, token ids and greedy answers from Hugging Face transformers for the committed toy target,
+so the engine is checked against the reference implementation on a trained model, not only on random weights.
 
 Run (CPU is enough):
     python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers numpy

@@ -15,7 +15,7 @@ const TABLE: Row[] = [
     null,
     null,
     'B',
-    "lower case: unparsed for the original (the issue's gap), read by lenient",
+    "lower case: unparsed for the original (the original's gap), read by lenient",
   ],
   ['en', 'THE ANSWER IS (C)', 'C', 'C', 'C', 'phrase in capitals: rule 3 for the original'],
   ['en', 'so the answer is D.', 'D', 'D', 'D', 'rule 1 without brackets'],

@@ -1,5 +1,5 @@
 // A report of 300 attempts, each with a trace, and a few with traces far larger than a page may be: every page stays
-// under 2 MB (issue 17), the large transcripts say on the page that they were shortened, and the page sizes and the
+// under 2 MB (a browser opens it at once), the large transcripts say on the page that they were shortened, and the page sizes and the
 // time Chromium takes to open the scoreboard and an attempt page are printed (a measurement for the README, not an
 // assertion: the machine is shared and noisy).
 import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';

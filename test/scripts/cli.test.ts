@@ -42,7 +42,7 @@ async function helpOf(main: (argv: string[]) => Promise<void>, argv: string[]): 
 }
 
 describe('--help', () => {
-  const own = Object.keys(commands).filter((name) => name !== 'mmlu-pro'); // mmlu-pro prints its own (issue 15)
+  const own = Object.keys(commands).filter((name) => name !== 'mmlu-pro'); // mmlu-pro keeps the original's flags and help
   it.each(own)('%s --help and -h list every flag with its default, and an example', async (name) => {
     const module = (await commands[name]!.load()) as {
       main: (argv: string[]) => Promise<void>;

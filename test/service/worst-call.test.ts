@@ -1,8 +1,8 @@
-// Issue 14's first failure, reproduced on the tiny checkpoint: the worst call the default budgets admit (run_target
-// with 8 prompts of ~4,095 tokens, max_new_tokens 1, compare_base) runs while another episode reads weights and
-// /health is polled. Structural checks only (this machine is noisy): the other episode's calls complete while the
-// long call runs, /health keeps answering, and memory after the call is back near where it was. Latencies are
-// printed as figures (`npx iwibench bench service` measures them properly).
+// The service stays responsive under the heaviest call it admits (it once did not), on the tiny checkpoint: the worst
+// call the default budgets admit (run_target with 8 prompts of ~4,095 tokens, max_new_tokens 1, compare_base) runs
+// while another episode reads weights and /health is polled. Structural checks only (this machine is noisy): the other
+// episode's calls complete while the long call runs, /health keeps answering, and memory after the call is back near
+// where it was. Latencies are printed as figures (`npx iwibench bench service` measures them properly).
 import { readFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import vm from 'node:vm';

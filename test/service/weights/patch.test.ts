@@ -1,5 +1,5 @@
 // Patches: record → write → apply in a fresh process → the same bytes, bit for bit; the patch format on disk; the
-// patch id bound to the files (every tamper case of issue 14 refused with PATCH_ID_MISMATCH; the same edits give one
+// patch id bound to the files (every tampered file refused with PATCH_ID_MISMATCH; the same edits give one
 // id in any episode); and every refusal of a patch under its own id: wrong base (id, revision, weights), edited
 // digests, stats or ops, truncated or edited payloads, unknown ops and format versions.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -377,7 +377,7 @@ describe('refusals', () => {
   });
 });
 
-describe('patch identity (issue 14): a patch is asked for by id, and a folder holding anything else is refused', () => {
+describe('patch identity: a patch is asked for by id, and a folder holding anything else is refused', () => {
   /** The refusal of `dir` asked for as the light patch, and that the message names both ids. */
   function asLight(dir: string): string | undefined {
     const r = refusal(dir, fixture.checkpoint, lightId);
