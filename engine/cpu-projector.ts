@@ -15,7 +15,7 @@ import type { Checkpoint } from './checkpoint.ts';
 import { gatherSequences, scatterSequences, type Chunk } from './chunk.ts';
 import { buildLinearGraph } from './gemma3-graph.ts';
 import { cpuSessionOptions, tensor } from './graphs.ts';
-import { gemmBf16Parts, matmulBf16, matmulBf16Parts, widenBf16 } from './kernels.ts';
+import { gemmBf16Parts, matmulBf16, matmulBf16Parts, widenBf16, type XParts } from './kernels.ts';
 import { decoderMatrixShapes, embedTokensName, largestDecoderMatrix } from './names.ts';
 import type { Project, Projector } from './projector.ts';
 import { decodesOnGemm, type EngineSettings } from './settings.ts';
@@ -24,12 +24,21 @@ import type { WeightSource } from './weight-source.ts';
 /** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts), by name. */
 type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
 const KERNEL: Product = { name: 'kernel', run: matmulBf16Parts };
-const AMX: Product = { name: 'amx', run: gemmBf16Parts };
+
+/**
+ * AMX's product: x split into three BF16 parts (float32 precision: exact), or one (bf16 precision: x rounded, as the
+ * rounding projector has already done; one pass of the tile unit instead of three).
+ */
+function amxProduct(settings: Pick<EngineSettings, 'precision'>): Product {
+  const xParts: XParts = settings.precision === 'bf16' ? 1 : 3;
+  return { name: 'amx', run: (x, ws, outs, m, k) => gemmBf16Parts(x, ws, outs, m, k, xParts) };
+}
 
 export class CpuProjector implements Projector {
   readonly firstChunkPastSlots = 0;
   /** Elements of onnxruntime's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
+  private readonly amx: Product;
 
   private constructor(
     private readonly checkpoint: Checkpoint,
@@ -38,6 +47,7 @@ export class CpuProjector implements Projector {
     private readonly onnxGemm: Map<number, ort.InferenceSession>,
   ) {
     this.tileElements = largestDecoderMatrix(checkpoint.config);
+    this.amx = amxProduct(settings);
   }
 
   static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
@@ -63,7 +73,7 @@ export class CpuProjector implements Projector {
       const kernel = this.inOneCall(weights, names, shapes, KERNEL, buffers);
       const gemm =
         this.settings.prefillGemm === 'amx'
-          ? this.inOneCall(weights, names, shapes, AMX, buffers)
+          ? this.inOneCall(weights, names, shapes, this.amx, buffers)
           : (rows: Float32Array) => this.onnxruntimeGemm(weights, names, shapes, rows, tile!);
       if (gemmCount === 0) return kernel(x);
       if (gemmCount === chunk.gemm.length) return gemm(x);
@@ -91,7 +101,7 @@ export class CpuProjector implements Projector {
     const H = this.checkpoint.config.hidden_size;
     const out = buffers.take('head', R * n);
     const block = weights.bf16(name).subarray(n0 * H, (n0 + n) * H);
-    if (decodesOnGemm(this.settings)) gemmBf16Parts(rows, [block], [out], R, H);
+    if (decodesOnGemm(this.settings)) this.amx.run(rows, [block], [out], R, H);
     else matmulBf16(rows, block, out, R, n, H);
     return out;
   }

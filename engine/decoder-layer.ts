@@ -67,6 +67,8 @@ export type LayerContext = {
   scale: (name: string) => ort.Tensor;
   /** Where the norms between sublayers and the GELU run. */
   pointwise: Pointwise;
+  /** The residual stream is rounded to BF16 after every add (bf16 precision; the graphs were built to match). */
+  roundResidual: boolean;
 };
 
 export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerContext): Promise<Residual> {
@@ -228,7 +230,7 @@ async function residualNorm(
     // The next sublayer's projections read x before the next norm writes it again.
     const x = c.buffers.take('normed', h.length);
     const scale = (name: string) => c.scale(name).data as Float32Array;
-    kernelResidualNorm(h, a, scale(post), scale(next), x, c.config.rms_norm_eps);
+    kernelResidualNorm(h, a, scale(post), scale(next), x, c.config.rms_norm_eps, c.roundResidual);
     return { h, x };
   }
   const H = c.config.hidden_size;

@@ -62,14 +62,18 @@ export function buildNormGraph(config: Gemma3TextConfig): Uint8Array {
 
 /**
  * `residual_norm`: one residual block's end and the next block's norm (Gemma3DecoderLayer):
- * h_out = h + rmsNorm(a, post), y = rmsNorm(h_out, next). Inputs h, a [M,H], post, next [H] (1 + w each).
+ * h_out = h + rmsNorm(a, post), y = rmsNorm(h_out, next). Inputs h, a [M,H], post, next [H] (1 + w each). With
+ * `roundResidual` (bf16 precision) h_out is rounded to BF16 (a Cast there and back, ties to even) before its norm.
  */
-export function buildResidualNormGraph(config: Gemma3TextConfig): Uint8Array {
+export function buildResidualNormGraph(config: Gemma3TextConfig, { roundResidual = false } = {}): Uint8Array {
   const g = new GraphBuilder();
   const H = config.hidden_size;
   const h = g.input('h', F, ['M', H]);
   const a = g.input('a', F, ['M', H]);
-  const hOut = g.one('Add', [h, rmsNorm(g, a, g.input('post', F, [H]), config.rms_norm_eps)]);
+  const sum = g.one('Add', [h, rmsNorm(g, a, g.input('post', F, [H]), config.rms_norm_eps)]);
+  const hOut = roundResidual
+    ? g.one('Cast', [g.one('Cast', [sum], { to: { i: DataType.BFLOAT16 } })], { to: { i: F } })
+    : sum;
   g.output('h_out', hOut, F, ['M', H]);
   g.output('y', rmsNorm(g, hOut, g.input('next', F, [H]), config.rms_norm_eps), F, ['M', H]);
   return g.toBytes('gemma3_residual_norm', OPSET);

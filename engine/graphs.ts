@@ -40,7 +40,7 @@ export class Graphs {
       options,
       await create(buildPositionsGraph(config)),
       await create(buildNormGraph(config)),
-      await create(buildResidualNormGraph(config)),
+      await create(buildResidualNormGraph(config, { roundResidual: settings.precision === 'bf16' })),
       await create(buildGatedGeluGraph(config)),
       attention,
       await create(buildNormRopeGraph(config)),

@@ -1,16 +1,17 @@
-// The engine's BF16 matrix kernels (issue 13): the native addon built from engine/native/ at npm ci, or, where it was not
-// built (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results.
-// Both compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
+// The engine's BF16 matrix kernels: the native addon built from engine/native/ at npm ci, or, where it was not built
+// (no compiler, another OS) or IWIBENCH_NATIVE=0 is set, a JavaScript fallback with the very same results. Both
+// compute every output element in the summation order described in engine/native/kernels.cc, so the fallback equals
 // the addon bit for bit, and a batch equals each of its rows alone whatever the thread count. Where the CPU has AMX,
 // the addon also has gemmBf16Parts, a GEMM on the tile unit that then takes every product (equal to matmulBf16 within
-// float32 rounding).
+// float32 rounding; in bf16 precision one pass over x rounded to BF16).
 // attendDecode, a decode step's attention for all rows at once, residualNorm, the norms between a layer's sublayers,
-// and gatedGelu (issue 34) follow orders of their own, the same in both.
+// gatedGelu and roundBf16 follow orders of their own, the same in both.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { f32ToBf16Bits } from './bf16.ts';
 
 /** The functions the addon and the fallback both provide (arguments already checked by the exports below). */
 export type KernelImpl = {
@@ -42,16 +43,29 @@ export type KernelImpl = {
     next: Float32Array,
     y: Float32Array,
     eps: number,
+    roundResidual: boolean,
   ): void;
   /** gatedGelu's work (see gatedGelu below). */
   gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array): void;
+  /** roundBf16's work (see roundBf16 below). */
+  roundBf16(x: Float32Array): void;
 };
+
+/** How many BF16 parts gemmBf16Parts splits x into: 3, exact (float32 precision), or 1, x rounded (bf16). */
+export type XParts = 1 | 3;
 
 type NativeAddon = KernelImpl & {
   isa: string;
   /** Built with AMX (BF16 tiles) and granted its tile state by the OS: gemmBf16Parts is there. */
   amx: boolean;
-  gemmBf16Parts?: KernelImpl['matmulBf16Parts'];
+  gemmBf16Parts?: (
+    x: Float32Array,
+    ws: Uint16Array[],
+    outs: Float32Array[],
+    m: number,
+    k: number,
+    xParts: XParts,
+  ) => void;
   /** The kernel's vector width: 512 (AVX-512), 256 (AVX2 + FMA) or 0 (the portable loop). */
   vectorBits: number;
   setThreads(threads: number): void;
@@ -231,12 +245,13 @@ function rmsScaleJs(x: Float32Array, o: number, H: number, eps: number): number 
   return f(1 / f(Math.sqrt(f(f(dotJs(x, o, x, o, H) / H) + eps))));
 }
 
-const residualNormJs: KernelImpl['residualNorm'] = (h, a, post, next, y, eps) => {
+const residualNormJs: KernelImpl['residualNorm'] = (h, a, post, next, y, eps, roundResidual) => {
   const f = Math.fround;
   const H = post.length;
   for (let o = 0; o < h.length; o += H) {
     const sa = rmsScaleJs(a, o, H, eps);
     for (let i = 0; i < H; i++) h[o + i] = fmaF32(f(a[o + i]! * sa), post[i]!, h[o + i]!);
+    if (roundResidual) roundBf16Js(h.subarray(o, o + H));
     const sh = rmsScaleJs(h, o, H, eps);
     for (let i = 0; i < H; i++) y[o + i] = f(f(h[o + i]! * sh) * next[i]!);
   }
@@ -273,6 +288,12 @@ const gatedGeluJs: KernelImpl['gatedGelu'] = (gate, up, z) => {
   for (let i = 0; i < z.length; i++) z[i] = geluTimesJs(gate[i]!, up[i]!);
 };
 
+/** Every float to its nearest BF16 (f32ToBf16Bits: the addon's roundBf16Bits, ties to even, a NaN kept NaN). */
+function roundBf16Js(x: Float32Array): void {
+  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  for (let i = 0; i < bits.length; i++) bits[i] = f32ToBf16Bits(x[i]!) << 16;
+}
+
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   matmulBf16Parts: matmulPartsJs,
@@ -281,6 +302,7 @@ export const jsKernels: KernelImpl = {
   attendDecode: attendDecodeJs,
   residualNorm: residualNormJs,
   gatedGelu: gatedGeluJs,
+  roundBf16: roundBf16Js,
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -410,16 +432,25 @@ export function matmulBf16Parts(
 }
 
 /**
- * matmulBf16Parts on AMX's tile unit (the addon, where kernelInfo().amx): each row of x split exactly into three BF16
- * parts, every product exact, float32 accumulators, so within float32 rounding of matmulBf16 (not bit for bit), and
- * out[r, j] still depends only on x's row r and W's row j. 1.4–1.8× onnxruntime's float32 MatMul peak at 128–512 rows (docs/engine.md).
+ * matmulBf16Parts on AMX's tile unit (the addon, where kernelInfo().amx). With xParts 3 each row of x is split exactly
+ * into three BF16 parts, every product exact, float32 accumulators: within float32 rounding of matmulBf16 (not bit
+ * for bit). With xParts 1, x is rounded to BF16 (ties to even) and multiplied in one pass, a third of the work: what
+ * the three give for an x that BF16 holds exactly. Either way out[r, j] depends only on x's row r and W's row j.
  */
-export function gemmBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
+export function gemmBf16Parts(
+  x: Float32Array,
+  ws: Uint16Array[],
+  outs: Float32Array[],
+  m: number,
+  k: number,
+  xParts: XParts = 3,
+): void {
   checkMatmulArgs(x, ws, outs, m, k, 'gemmBf16Parts');
+  if (xParts !== 1 && xParts !== 3) throw new RangeError(`gemmBf16Parts: xParts must be 1 or 3, got ${xParts}`);
   const { addon } = selection();
   const gemm = addon?.gemmBf16Parts;
   if (!addon?.amx || !gemm) throw new Error(`gemmBf16Parts: not available here (${amxAbsence()})`);
-  gemm(x, ws, outs, m, k);
+  gemm(x, ws, outs, m, k, xParts);
 }
 
 /** Why gemmBf16Parts is not available (for errors). */
@@ -518,9 +549,10 @@ export function attendDecode(
 
 /**
  * The end of a layer's sublayer and the next one's norm (Gemma3DecoderLayer), for rows = h.length / H of H =
- * post.length floats: h += a normed by post (h updated in place: the residual stream), then y = h normed by next.
- * Gemma3RMSNorm's x · (1 / √(mean(x²) + eps)) · scale with scale = 1 + w, the sum of squares in the matmul's order and
- * h's add fused with its last product; each row on its own, so a batch gives each row alone.
+ * post.length floats: h += a normed by post (h updated in place: the residual stream; rounded to BF16 when
+ * `roundResidual`, as bf16 precision keeps it), then y = h normed by next. Gemma3RMSNorm's x · (1 / √(mean(x²) +
+ * eps)) · scale with scale = 1 + w, the sum of squares in the matmul's order and h's add fused with its last product;
+ * each row on its own, so a batch gives each row alone.
  */
 export function residualNorm(
   h: Float32Array,
@@ -529,6 +561,7 @@ export function residualNorm(
   next: Float32Array,
   y: Float32Array,
   eps: number,
+  roundResidual = false,
   impl = selection().impl,
 ): void {
   for (const [name, array] of Object.entries({ h, a, post, next, y }))
@@ -541,7 +574,8 @@ export function residualNorm(
     throw new RangeError(`residualNorm: eps must be a finite number ≥ 0, got ${eps}`);
   if ([h, a, post, next].some((input) => !disjoint(y, input)) || [a, post, next].some((input) => !disjoint(h, input)))
     throw new TypeError('residualNorm: h and y must not share memory with each other or the other inputs');
-  impl.residualNorm(h, a, post, next, y, Math.fround(eps));
+  if (typeof roundResidual !== 'boolean') throw new TypeError('residualNorm: roundResidual must be a boolean');
+  impl.residualNorm(h, a, post, next, y, Math.fround(eps), roundResidual);
 }
 
 /**
@@ -555,6 +589,16 @@ export function gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array,
     throw new RangeError('gatedGelu: gate, up and z must hold the same number of floats, at least 1');
   if (!disjoint(z, gate) || !disjoint(z, up)) throw new TypeError('gatedGelu: z must not share memory with gate or up');
   impl.gatedGelu(gate, up, z);
+}
+
+/**
+ * Every float of x rounded in place to the nearest BF16 value (ties to even; ±Inf kept, a finite value past BF16's
+ * largest rounds to ±Inf, a NaN stays NaN): the rounding of the engine's bf16 precision, as PyTorch's
+ * `tensor.to(torch.bfloat16)`.
+ */
+export function roundBf16(x: Float32Array, impl = selection().impl): void {
+  if (!(x instanceof Float32Array)) throw new TypeError('roundBf16: x must be a Float32Array');
+  impl.roundBf16(x);
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

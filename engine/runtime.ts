@@ -31,6 +31,7 @@ import { TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName } from './names.ts';
 import type { Projector } from './projector.ts';
+import { RoundingProjector } from './rounding-projector.ts';
 import { resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
 import { cachedSpeedCurve, speedKey } from './speed-cache.ts';
 import { Gemma3TextModel } from './text-model.ts';
@@ -67,6 +68,8 @@ export class Gemma3Engine {
     private readonly source: WeightSource,
     private readonly graphs: Graphs,
     private readonly projector: Projector,
+    /** The device's projections (undefined on 'cpu'), for what they uploaded. */
+    private readonly deviceProjections: DeviceProjections | undefined,
     private readonly model: Gemma3TextModel,
     private readonly head: TiedHead,
   ) {}
@@ -77,7 +80,7 @@ export class Gemma3Engine {
 
   /** The device path's sessions made so far by tensor name (undefined on 'cpu'): what went to the device, how often. */
   get deviceUploads(): ReadonlyMap<string, number> | undefined {
-    return this.projector instanceof DeviceProjections ? this.projector.uploads : undefined;
+    return this.deviceProjections?.uploads;
   }
 
   static async create(options: EngineOptions): Promise<Gemma3Engine> {
@@ -86,23 +89,23 @@ export class Gemma3Engine {
     const { checkpoint } = options;
     const source = options.source ?? checkpointSource(checkpoint);
     const graphs = await Graphs.create(checkpoint.config, settings);
-    const projector: Projector =
+    const device =
       settings.device === 'cpu'
-        ? await CpuProjector.create(checkpoint, settings)
+        ? undefined
         : new DeviceProjections(settings.device, {
             engineSource: source,
             headName: embedTokensName(checkpoint.config.tensor_prefix),
             shapeOf: (name) => checkpoint.info(name).shape as [number, number],
             sessionOptions: DeviceProjections.projectionOptions(graphSessionOptions(settings)),
           });
-    const model = new Gemma3TextModel(
-      checkpoint.config,
-      graphs,
-      projector,
-      settings.device === 'cpu' ? 'kernel' : 'graph',
-    );
+    const products: Projector = device ?? (await CpuProjector.create(checkpoint, settings));
+    const projector = settings.precision === 'bf16' ? new RoundingProjector(products) : products;
+    const model = new Gemma3TextModel(checkpoint.config, graphs, projector, {
+      pointwise: settings.device === 'cpu' ? 'kernel' : 'graph',
+      precision: settings.precision,
+    });
     const head = new TiedHead(checkpoint.config, projector, graphs);
-    return new Gemma3Engine(checkpoint, settings, source, graphs, projector, model, head);
+    return new Gemma3Engine(checkpoint, settings, source, graphs, projector, device, model, head);
   }
 
   /**

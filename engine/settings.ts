@@ -1,6 +1,7 @@
-// The engine's settings, resolved once when an engine is created (never at import): where the projections run, the
-// threads, the prefill chunk, which GEMM prompts prefill through and from how many tokens. One machine, one value:
-// the service and its evaluation processes resolve the same settings (IWIBENCH_PREFILL_GEMM is inherited).
+// The engine's settings, resolved once when an engine is created (never at import): the arithmetic's precision, where
+// the projections run, the threads, the prefill chunk, which GEMM prompts prefill through and from how many tokens.
+// One machine, one value: the service and its evaluation processes resolve the same settings (IWIBENCH_PREFILL_GEMM
+// is inherited, the precision passed on).
 import os from 'node:os';
 import { IwiError } from '../core/errors.ts';
 import { checkDevice, type Device } from './device.ts';
@@ -13,11 +14,31 @@ import { kernelInfo } from './kernels.ts';
  */
 export type PrefillGemm = 'amx' | 'onnxruntime';
 
+/**
+ * The arithmetic of a forward pass. 'bf16' (the default) follows Hugging Face transformers' Gemma 3 run in
+ * torch.bfloat16, as the original benchmark scores: the embeddings and their scale, every product's input and output
+ * and the residual stream are rounded to BF16 (ties to even), the norms, attention's softmax and the logits computed
+ * in float32 (docs/engine.md, "Precision"). 'float32' is exact float32 arithmetic over the BF16 weights, as HF with
+ * torch_dtype=float32.
+ */
+export type Precision = 'bf16' | 'float32';
+export const PRECISIONS: readonly Precision[] = ['bf16', 'float32'];
+export const DEFAULT_PRECISION: Precision = 'bf16';
+
+/** `value` as a precision; throws ENGINE_SETTING_INVALID naming `name` if it is none. */
+export function checkPrecision(value: unknown, name = 'precision'): Precision {
+  if (!PRECISIONS.includes(value as Precision))
+    throw new IwiError('ENGINE_SETTING_INVALID', `${name} must be ${PRECISIONS.join(' or ')}, got "${value}"`);
+  return value as Precision;
+}
+
 /** Default rows of one prefill chunk: enough to keep the kernel at its peak, few enough to bound activations. */
 export const CHUNK_ROWS = 512;
 
 /** What a caller may set; everything left out is resolved from the machine (resolveSettings). */
 export type EngineOptionsSettings = {
+  /** The arithmetic (default 'bf16', as the original benchmark). */
+  precision?: Precision;
   /** Where the projections run: 'cpu' (default) our BF16 kernel, else an onnxruntime provider (device.ts). */
   device?: Device;
   threads?: number;
@@ -48,6 +69,7 @@ export function resolveSettings(
       ? prefillGemmFrom(env.IWIBENCH_PREFILL_GEMM, amx)
       : prefillGemmFrom(options.prefillGemm, amx, 'prefillGemm');
   return Object.freeze({
+    precision: options.precision === undefined ? DEFAULT_PRECISION : checkPrecision(options.precision),
     device: options.device ?? 'cpu',
     threads: options.threads ?? defaultThreads(),
     chunkRows: options.chunkRows ?? CHUNK_ROWS,

@@ -4,7 +4,7 @@
 // (forwardRows) runs sequences that each keep a cache of their own in one pass: projections and norms for all their
 // rows at once, attention per sequence (a decode step's in one attendDecode call over every row's own cache).
 import type * as ort from 'onnxruntime-node';
-import { bf16ToF32 } from './bf16.ts';
+import { bf16ToF32, bf16Value, f32ToBf16Bits } from './bf16.ts';
 import type { CallBuffers } from './call-buffers.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
@@ -21,7 +21,9 @@ import { embedScale } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { KvCache } from './kv-cache.ts';
 import { embedTokensName, layerTensorNames } from './names.ts';
+import { roundBf16 } from './kernels.ts';
 import type { Projector } from './projector.ts';
+import type { Precision } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 
 /** Chunks of at least this many rows yield between layers as well as between chunks (CallControl.between). */
@@ -35,7 +37,7 @@ export class Gemma3TextModel {
     readonly config: Gemma3TextConfig,
     private readonly graphs: Graphs,
     private readonly projector: Projector,
-    private readonly pointwise: Pointwise,
+    private readonly arithmetic: { pointwise: Pointwise; precision: Precision },
   ) {}
 
   /**
@@ -116,7 +118,8 @@ export class Gemma3TextModel {
       attention: 'decode' in attention ? attention : { groups },
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
-      pointwise: this.pointwise,
+      pointwise: this.arithmetic.pointwise,
+      roundResidual: this.arithmetic.precision === 'bf16',
     };
     const h = this.embed(weights, chunk);
     const first = layerTensorNames(c.tensor_prefix, 0).input_layernorm;
@@ -133,12 +136,16 @@ export class Gemma3TextModel {
     return { final: residual.x, layerRows };
   }
 
-  /** Gemma3TextScaledWordEmbedding: embedding rows × √H in float32. */
+  /**
+   * Gemma3TextScaledWordEmbedding: embedding rows × √H, in float32, or in bf16 precision as HF's BF16 model computes
+   * it: the scale rounded to BF16 (√1152 becomes 34) and each product rounded to BF16.
+   */
   private embed(weights: WeightSource, chunk: Chunk): Float32Array {
     const H = this.config.hidden_size;
     const M = chunk.ids.length;
     const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
-    const factor = embedScale(this.config);
+    const bf16 = this.arithmetic.precision === 'bf16';
+    const factor = bf16 ? bf16Value(f32ToBf16Bits(embedScale(this.config))) : embedScale(this.config);
     const h = new Float32Array(M * H);
     const row = new Float32Array(H);
     for (let i = 0; i < M; i++) {
@@ -146,6 +153,7 @@ export class Gemma3TextModel {
       bf16ToF32(embedding.subarray(id * H, (id + 1) * H), row);
       for (let j = 0; j < H; j++) h[i * H + j] = Math.fround(row[j]! * factor);
     }
+    if (bf16) roundBf16(h);
     return h;
   }
 

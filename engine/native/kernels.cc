@@ -22,13 +22,17 @@
 //   is AVX-512's only).
 // - Elsewhere a portable loop with std::fma.
 //
-// gemmBf16Parts, prefill's GEMM where the CPU has AMX (Intel's tile unit: BF16 tiles, float32 accumulators), is
-// outside that contract: each x is split exactly into three BF16 parts, x = hi + mid + lo (hi = x rounded to BF16,
-// mid = the rest rounded, lo = what remains, exact for normal floats), and W·x = W·hi + W·mid + W·lo with every
-// product exact (8-bit × 8-bit significands) and the sums in float32 accumulators, as in matmulBf16 but in the tile
-// unit's order. So its results equal matmulBf16's within float32 rounding, not bit for bit; every output still
-// depends only on its own row of x and of W (a batch gives each row alone). Denormal inputs count as zero there, and
-// an infinite x gives NaN (∞ − ∞ in the split).
+// gemmBf16Parts, the GEMM where the CPU has AMX (Intel's tile unit: BF16 tiles, float32 accumulators), is outside
+// that contract. In float32 precision each x is split exactly into three BF16 parts, x = hi + mid + lo (hi = x
+// rounded to BF16, mid = the rest rounded, lo = what remains, exact for normal floats), and W·x = W·hi + W·mid + W·lo
+// with every product exact (8-bit × 8-bit significands) and the sums in float32 accumulators, as in matmulBf16 but in
+// the tile unit's order: within float32 rounding of matmulBf16, not bit for bit. In bf16 precision x is one part,
+// hi (x rounded to BF16, as PyTorch's BF16 Linear takes it): one pass instead of three, and for an x that BF16 holds
+// exactly the same bits as the three. Either way every output depends only on its own row of x and of W (a batch
+// gives each row alone). Denormal inputs count as zero there, and an infinite x gives NaN (∞ − ∞ in the split).
+//
+// roundBf16 rounds float32 to the nearest BF16 (ties to even, NaN kept NaN), the engine's bf16 precision's one
+// rounding; residualNorm takes it on the residual stream there.
 #include <node_api.h>
 
 #include <algorithm>
@@ -570,11 +574,12 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// gemm: prefill's products on AMX (see the top). C' [16 W rows × 16 columns] += A [16 W rows × 32 k] · B [32 k × 16
-// columns], where A is read straight from W (row-major [n × k]: 16 rows of 64 bytes at W's stride) and B holds, for
-// 32 rows of x at a time (a "superblock"), the three BF16 parts of each row as columns 3r, 3r + 1, 3r + 2, in the
-// tile unit's pair layout (row p of a B tile: the 16 columns' values at k = 2p and 2p + 1). A superblock's 96 columns
-// are six B tiles against six accumulators: tile registers 0 (A), 1 (B) and 2–7 (C) hold all eight.
+// gemm: products on AMX (see the top). C' [16 W rows × 16 columns] += A [16 W rows × 32 k] · B [32 k × 16 columns],
+// where A is read straight from W (row-major [n × k]: 16 rows of 64 bytes at W's stride) and B holds, for 96 / P
+// rows of x at a time (a "superblock"), the P BF16 parts of each row (P = 3 in float32 precision, 1 in bf16) as
+// columns P·r … P·r + P − 1, in the tile unit's pair layout (row p of a B tile: the 16 columns' values at k = 2p and
+// 2p + 1). A superblock's 96 columns are six B tiles against six accumulators: tile registers 0 (A), 1 (B) and 2–7
+// (C) hold all eight.
 
 bool amxReady = false;  // the OS granted this process the tile data state (Linux ≥ 5.16 wants processes to ask)
 
@@ -585,7 +590,7 @@ void requestAmx() {
   amxReady = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
-constexpr size_t kSuperRows = 32, kColumnTiles = 6, kTileElements = 512;  // BF16 per 1 KiB tile
+constexpr size_t kSuperColumns = 96, kColumnTiles = 6, kTileElements = 512;  // BF16 per 1 KiB tile
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1, startRow = 0, reserved[14] = {};
@@ -634,19 +639,19 @@ void transpose16(const __m512i in[16], __m512i out[16]) {
   }
 }
 
-// Column tile `ct` of a superblock (x: its first row; `rows` rows of k floats): for every 32 k, the three
-// parts of the ≤ 6 rows whose columns fall in the tile, 16 pairs each, transposed into the tile's 16 rows (pairs) of
-// 16 columns. Columns past the superblock's rows and k past its end are zeros.
-void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, uint16_t* tiles, size_t tilesK) {
-  const size_t firstRow = ct * 16 / 3, lastRow = std::min(rows, (ct * 16 + 15) / 3 + 1);
+// Column tile `ct` of a superblock (x: its first row; `rows` rows of k floats): for every 32 k, the P parts of the
+// ≤ 16 rows whose columns fall in the tile, 16 pairs each, transposed into the tile's 16 rows (pairs) of 16 columns.
+// Columns past the superblock's rows and k past its end are zeros.
+void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, size_t P, uint16_t* tiles, size_t tilesK) {
+  const size_t firstRow = ct * 16 / P, lastRow = std::min(rows, (ct * 16 + 15) / P + 1);
   for (size_t kb = 0; kb < tilesK; kb++) {
     const size_t i = kb * 32;
     const __mmask16 m0 = i + 16 <= k ? 0xffff : i >= k ? 0 : static_cast<__mmask16>((1u << (k - i)) - 1);
     const __mmask16 m1 = i + 32 <= k ? 0xffff : i + 16 >= k ? 0 : static_cast<__mmask16>((1u << (k - i - 16)) - 1);
-    __m512i parts[6][3];
+    __m512i parts[16][3];
     for (size_t r = firstRow; r < lastRow; r++) {
       __m512 x0 = _mm512_maskz_loadu_ps(m0, x + r * k + i), x1 = _mm512_maskz_loadu_ps(m1, x + r * k + i + 16);
-      for (int part = 0; part < 3; part++) {
+      for (size_t part = 0; part < P; part++) {
         const __m512i bf16 = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);  // k = i … i + 31 in order: 16 pairs
         parts[r - firstRow][part] = bf16;
         x0 = _mm512_sub_ps(x0, widenLow(bf16));  // exact: what this part did not hold
@@ -655,8 +660,8 @@ void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, uint16_t*
     }
     __m512i columns[16], pairs[16];
     for (size_t c = 0; c < 16; c++) {
-      const size_t column = ct * 16 + c, r = column / 3;
-      columns[c] = r < lastRow ? parts[r - firstRow][column % 3] : _mm512_setzero_si512();
+      const size_t column = ct * 16 + c, r = column / P;
+      columns[c] = r < lastRow ? parts[r - firstRow][column % P] : _mm512_setzero_si512();
     }
     transpose16(columns, pairs);
     uint16_t* tile = tiles + kb * kTileElements;
@@ -692,22 +697,24 @@ void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size
   if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
 }
 
-// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX. False, with nothing written, if its scratch cannot be allocated.
-bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
+// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. False, with nothing written, if its
+// scratch cannot be allocated.
+bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P) {
   const size_t tilesK = (k + 31) / 32, paddedK = tilesK * 32;
+  const size_t kSuperRows = kSuperColumns / P;
   const size_t superblocks = (m + kSuperRows - 1) / kSuperRows;
   const size_t superblockElements = kColumnTiles * tilesK * kTileElements;
-  // B for the whole call, 3 · 2 bytes per element of x, freed at its end; 64-byte aligned for the tile rows' stores.
+  // B for the whole call, P · 2 bytes per element of x, freed at its end; 64-byte aligned for the tile rows' stores.
   std::unique_ptr<uint16_t[], void (*)(void*)> b(
       static_cast<uint16_t*>(std::aligned_alloc(64, superblocks * superblockElements * 2)), std::free);
   if (!b) return false;
-  auto columnTiles = [&](size_t s) { return (3 * std::min(kSuperRows, m - s * kSuperRows) + 15) / 16; };
+  auto columnTiles = [&](size_t s) { return (P * std::min(kSuperRows, m - s * kSuperRows) + 15) / 16; };
   std::atomic<size_t> nextTile{0};
   pool->run(pool->threads() - 1, [&] {
     for (size_t t; (t = nextTile.fetch_add(1, std::memory_order_relaxed)) < superblocks * kColumnTiles;) {
       const size_t s = t / kColumnTiles, ct = t % kColumnTiles;
       if (ct >= columnTiles(s)) continue;
-      splitColumnTile(x + s * kSuperRows * k, k, std::min(kSuperRows, m - s * kSuperRows), ct,
+      splitColumnTile(x + s * kSuperRows * k, k, std::min(kSuperRows, m - s * kSuperRows), ct, P,
                       b.get() + s * superblockElements + ct * tilesK * kTileElements, tilesK);
     }
   });
@@ -746,11 +753,12 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
           case 5: tileProducts<5>(a, stride, bs, tilesK, c); break;
           default: tileProducts<6>(a, stride, bs, tilesK, c); break;
         }
-        // Row r's output: (lo + mid) + hi, smallest first.
+        // Row r's output: (lo + mid) + hi, smallest first (with one part: hi).
         auto at = [&](size_t column, size_t i) { return c[(column / 16) * 256 + i * 16 + column % 16]; };
         for (size_t r = 0; r < rows; r++)
           for (size_t i = 0; i < valid; i++)
-            part.out[(m0 + r) * part.n + j0 + i] = (at(3 * r + 2, i) + at(3 * r + 1, i)) + at(3 * r, i);
+            part.out[(m0 + r) * part.n + j0 + i] =
+                P == 1 ? at(r, i) : (at(3 * r + 2, i) + at(3 * r + 1, i)) + at(3 * r, i);
       }
     }
     _tile_release();
@@ -928,16 +936,29 @@ inline float rmsScale(const float* x, size_t H, float eps) {
   return 1.0f / std::sqrt(dot8(x, x, H) / static_cast<float>(H) + eps);
 }
 
-// A sublayer's end and the next one's norm, row by row: h += (a · rmsScale(a)) · post, then y = (h · rmsScale(h)) ·
-// next, h updated in place. One thread: at decode sizes the pool's start costs more than the row passes.
+// The nearest BF16 of a float32 (ties to even), as float32 bits; a NaN stays NaN (its quiet bit set).
+inline uint32_t roundBf16Bits(uint32_t bits) {
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  return nan ? (bits | 0x00400000u) & 0xffff0000u : (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+}
+
+void roundBf16(float* x, size_t count) {
+  auto* bits = reinterpret_cast<uint32_t*>(x);
+  for (size_t i = 0; i < count; i++) bits[i] = roundBf16Bits(bits[i]);  // vectorised by GCC at -O3
+}
+
+// A sublayer's end and the next one's norm, row by row: h += (a · rmsScale(a)) · post (then rounded to BF16 when
+// `roundResidual`: bf16 precision's residual stream), then y = (h · rmsScale(h)) · next, h updated in place. One
+// thread: at decode sizes the pool's start costs more than the row passes.
 void residualNorm(float* h, const float* a, const float* post, const float* next, float* y, size_t rows, size_t H,
-                  float eps) {
+                  float eps, bool roundResidual) {
   for (size_t r = 0; r < rows; r++) {
     float* hr = h + r * H;
     const float* ar = a + r * H;
     float* yr = y + r * H;
     const float sa = rmsScale(ar, H, eps);
     for (size_t i = 0; i < H; i++) hr[i] = std::fma(ar[i] * sa, post[i], hr[i]);
+    if (roundResidual) roundBf16(hr, H);
     const float sh = rmsScale(hr, H, eps);
     for (size_t i = 0; i < H; i++) yr[i] = hr[i] * sh * next[i];
   }
@@ -1123,16 +1144,16 @@ struct PartsCall {
   size_t m, k;
 };
 
-bool partsCall(napi_env env, napi_callback_info info, const char* name, PartsCall& call) {
+bool partsCall(napi_env env, napi_callback_info info, const char* name, PartsCall& call, size_t arguments = 5) {
   auto fail = [&](bool range, const char* what) {
     std::string message = std::string(name) + what;
     throwError(env, range, message.c_str());
     return false;
   };
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 5) return fail(false, "(x, ws, outs, m, k) takes 5 arguments");
+  if (argc != arguments) return fail(false, arguments == 5 ? "(x, ws, outs, m, k) takes 5 arguments" : "(x, ws, outs, m, k, xParts) takes 6 arguments");
   View x;
   if (!typedArray(env, argv[0], napi_float32_array, x)) return fail(false, ": x must be a Float32Array");
   bool wsArray = false, outsArray = false;
@@ -1174,11 +1195,19 @@ napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
 }
 
 #if IWI_AMX
+// gemmBf16Parts(x, ws, outs, m, k, xParts): matmulBf16Parts's arguments and x's BF16 parts, 1 or 3.
 napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
   if (!amxReady) return throwError(env, false, "gemmBf16Parts: the OS did not grant this process AMX's tile state");
   PartsCall call;
-  if (partsCall(env, info, "gemmBf16Parts", call) && !gemm(call.x, call.parts, call.m, call.k))
-    return throwError(env, true, "gemmBf16Parts: out of memory for the split of x (6 bytes per element)");
+  if (!partsCall(env, info, "gemmBf16Parts", call, 6)) return nullptr;
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  size_t xParts;
+  if (!dimension(env, argv[5], xParts) || (xParts != 1 && xParts != 3))
+    return throwError(env, true, "gemmBf16Parts: xParts must be 1 or 3");
+  if (!gemm(call.x, call.parts, call.m, call.k, xParts))
+    return throwError(env, true, "gemmBf16Parts: out of memory for the split of x (2 bytes per element and part)");
   return nullptr;
 }
 #endif
@@ -1246,15 +1275,16 @@ napi_value AttendDecode(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-// residualNorm(h, a, post, next, y, eps): rows = h.length / H of H = post.length floats; h updated in place.
+// residualNorm(h, a, post, next, y, eps, roundResidual): rows = h.length / H of H = post.length floats; h updated in
+// place.
 napi_value ResidualNorm(napi_env env, napi_callback_info info) {
   auto fail = [&](bool range, const char* what) {
     return throwError(env, range, (std::string("residualNorm") + what).c_str());
   };
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 6) return fail(false, " takes 6 arguments");
+  if (argc != 7) return fail(false, " takes 7 arguments");
   View h, a, post, next, y;
   if (!typedArray(env, argv[0], napi_float32_array, h) || !typedArray(env, argv[1], napi_float32_array, a) ||
       !typedArray(env, argv[2], napi_float32_array, post) || !typedArray(env, argv[3], napi_float32_array, next) ||
@@ -1263,6 +1293,8 @@ napi_value ResidualNorm(napi_env env, napi_callback_info info) {
   double eps;
   if (napi_get_value_double(env, argv[5], &eps) != napi_ok || !(eps >= 0) || !std::isfinite(eps))
     return fail(true, ": eps must be a finite number ≥ 0");
+  bool roundResidual;
+  if (napi_get_value_bool(env, argv[6], &roundResidual) != napi_ok) return fail(false, ": roundResidual must be a boolean");
   const size_t H = post.length;
   if (H == 0 || next.length != H || h.length == 0 || h.length % H != 0 || a.length != h.length || y.length != h.length)
     return fail(true, ": post and next must hold H ≥ 1 floats, h, a and y the same rows·H");
@@ -1271,7 +1303,7 @@ napi_value ResidualNorm(napi_env env, napi_callback_info info) {
     return fail(false, ": h and y must not share memory with each other or the other inputs");
   residualNorm(static_cast<float*>(h.data), static_cast<const float*>(a.data), static_cast<const float*>(post.data),
                static_cast<const float*>(next.data), static_cast<float*>(y.data), h.length / H, H,
-               static_cast<float>(eps));
+               static_cast<float>(eps), roundResidual);
   return nullptr;
 }
 
@@ -1293,6 +1325,18 @@ napi_value GatedGelu(napi_env env, napi_callback_info info) {
   if (overlaps(z, gate) || overlaps(z, up)) return fail(false, ": z must not share memory with gate or up");
   gatedGelu(static_cast<const float*>(gate.data), static_cast<const float*>(up.data), static_cast<float*>(z.data),
             gate.length);
+  return nullptr;
+}
+
+// roundBf16(x): every float of x rounded to the nearest BF16 in place.
+napi_value RoundBf16(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  View x;
+  if (argc != 1 || !typedArray(env, argv[0], napi_float32_array, x))
+    return throwError(env, false, "roundBf16(x) takes a Float32Array");
+  roundBf16(static_cast<float*>(x.data), x.length);
   return nullptr;
 }
 
@@ -1415,7 +1459,7 @@ NAPI_MODULE_INIT() {
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
                    {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
-                   {"gatedGelu", GatedGelu},
+                   {"gatedGelu", GatedGelu}, {"roundBf16", RoundBf16},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

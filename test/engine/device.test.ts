@@ -107,8 +107,8 @@ describe('the engine on --device ort-cpu', () => {
   it('uploads each weight once, an edited tensor once per call, and sees the edit', async () => {
     const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
     const c = checkpoint.config;
-    const engine = await Gemma3Engine.create({ checkpoint, device: 'ort-cpu' });
-    const kernelEngine = await Gemma3Engine.create({ checkpoint });
+    const engine = await Gemma3Engine.create({ checkpoint, precision: 'float32', device: 'ort-cpu' });
+    const kernelEngine = await Gemma3Engine.create({ checkpoint, precision: 'float32' });
     try {
       const base = await engine.logits(IDS);
       const uploads = new Map(engine.deviceUploads);
@@ -151,8 +151,8 @@ describe('the engine on --device ort-cpu', () => {
 
   it('inspects as the kernel path does: log-probabilities, top-k and residual streams to within rounding', async () => {
     const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
-    const engine = await Gemma3Engine.create({ checkpoint, device: 'ort-cpu' });
-    const kernelEngine = await Gemma3Engine.create({ checkpoint });
+    const engine = await Gemma3Engine.create({ checkpoint, precision: 'float32', device: 'ort-cpu' });
+    const kernelEngine = await Gemma3Engine.create({ checkpoint, precision: 'float32' });
     try {
       const request = [{ ids: IDS, start: 2, end: 11 }];
       const options = { layers: [0, 3], topK: 3 };
@@ -176,7 +176,7 @@ describe('the engine on --device ort-cpu', () => {
 
   it('a batch gives each prompt what it gives alone, greedily', async () => {
     const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
-    const engine = await Gemma3Engine.create({ checkpoint, device: 'ort-cpu' });
+    const engine = await Gemma3Engine.create({ checkpoint, precision: 'float32', device: 'ort-cpu' });
     try {
       const prompts = [IDS.slice(0, 4), IDS, IDS.slice(2, 9)];
       const batch = await engine.generate(prompts, { maxNewTokens: 4 });

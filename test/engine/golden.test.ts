@@ -65,7 +65,7 @@ for (const [preset, device, { name, options }] of (['tiny', 'tiny-4b'] as Fixtur
         golden.checkpoint_sha256,
       );
       const checkpoint = Checkpoint.open(dir);
-      const engine = await Gemma3Engine.create({ checkpoint, device, ...options });
+      const engine = await Gemma3Engine.create({ checkpoint, precision: 'float32', device, ...options });
       const logits = await engine.logits(golden.ids, { chunk: 7 });
       const V = checkpoint.config.vocab_size;
       let diff = 0;

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bf16Value, f32ToBf16 } from '../../engine/bf16.ts';
+import { bf16Value, f32ToBf16, f32ToBf16Bits } from '../../engine/bf16.ts';
 import {
   adviseHugePages,
   fmaF32,
@@ -17,10 +17,12 @@ import {
   matmulBf16Parts,
   nativeKernels,
   readBandwidth,
+  roundBf16,
   selectKernels,
   setKernelThreads,
   widenBf16,
   type KernelImpl,
+  type XParts,
 } from '../../engine/kernels.ts';
 import { seededRandom } from '../fixtures.ts';
 
@@ -415,11 +417,61 @@ describe.skipIf(nativeOff)('native addon', () => {
 });
 
 /** gemmBf16Parts into fresh outputs (NaN, so a missed element shows), one per weight. */
-function gemm(x: Float32Array, ws: Uint16Array[], m: number, k: number): Float32Array[] {
+function gemm(x: Float32Array, ws: Uint16Array[], m: number, k: number, xParts: XParts = 3): Float32Array[] {
   const outs = ws.map((w) => new Float32Array((m * w.length) / k).fill(NaN));
-  gemmBf16Parts(x, ws, outs, m, k);
+  gemmBf16Parts(x, ws, outs, m, k, xParts);
   return outs;
 }
+
+describe('roundBf16', () => {
+  const cases = Float32Array.from([
+    0,
+    -0,
+    1,
+    -1,
+    1 + 2 ** -8,
+    1 + 2 ** -7,
+    1 + 3 * 2 ** -8,
+    1 + 2 ** -8 + 2 ** -20,
+    3.4028234663852886e38,
+    -3.4e38,
+    Infinity,
+    -Infinity,
+    NaN,
+    1e-40,
+    -1e-45,
+    65504.7,
+    Math.PI,
+  ]);
+  const expected = Uint32Array.from(cases, (v) => f32ToBf16Bits(v) << 16);
+
+  it('rounds to the nearest BF16, ties to even, past the largest to ±∞, NaN kept NaN: addon and fallback alike', () => {
+    // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: to even (1); 1 + 3·2^-8 to 1 + 2^-6; a hair above a tie rounds up.
+    expect(bf16Value(f32ToBf16Bits(1 + 2 ** -8))).toBe(1);
+    expect(bf16Value(f32ToBf16Bits(1 + 3 * 2 ** -8))).toBe(1 + 2 ** -6);
+    expect(bf16Value(f32ToBf16Bits(1 + 2 ** -8 + 2 ** -20))).toBe(1 + 2 ** -7);
+    expect(bf16Value(f32ToBf16Bits(3.4028234663852886e38))).toBe(Infinity);
+    for (const impl of [jsKernels, ...(nativeKernels() ? [nativeKernels()!] : [])]) {
+      const x = cases.slice();
+      roundBf16(x, impl);
+      expect(Number.isNaN(x[12])).toBe(true);
+      expect(Array.from(bits(x))).toEqual(Array.from(expected));
+    }
+    const random = Float32Array.from({ length: 100_003 }, seededRandom(5)).map((v) => (v - 0.5) * 1e3);
+    const [a, b] = [random.slice(), random.slice()];
+    roundBf16(a, jsKernels);
+    roundBf16(b);
+    expect(bits(b)).toEqual(bits(a));
+    expect(Array.from(bits(a)).every((v) => (v & 0xffff) === 0)).toBe(true);
+  });
+
+  it('takes a Float32Array only', () => {
+    expect(() => roundBf16(new Float64Array(2) as unknown as Float32Array)).toThrow(
+      /roundBf16: x must be a Float32Array/,
+    );
+    expect(() => (nativeKernels() as KernelImpl).roundBf16([] as unknown as Float32Array)).toThrow(/Float32Array/);
+  });
+});
 
 const amx = kernelInfo().amx === true;
 
@@ -485,6 +537,21 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
       expect(bits(out.subarray(r * n, (r + 1) * n))).toEqual(bits(clean.subarray(r * n, (r + 1) * n)));
   });
 
+  it('with x in one part (bf16 precision): the bits three parts give for x rounded to BF16, each row alone', () => {
+    const [n, k] = [50, 1153];
+    for (const m of [1, 17, 96, 97, 200]) {
+      const { x, w } = operands(m, n, k, 500 + m);
+      const rounded = x.slice();
+      roundBf16(rounded);
+      const one = gemm(x, [w], m, k, 1)[0]!;
+      expect(bits(one)).toEqual(bits(gemm(rounded, [w], m, k, 3)[0]!));
+      for (const r of [0, m - 1, Math.min(m - 1, 95), Math.min(m - 1, 96)]) {
+        const alone = gemm(x.slice(r * k, (r + 1) * k), [w], 1, k, 1)[0]!;
+        expect(bits(one.subarray(r * n, (r + 1) * n))).toEqual(bits(alone));
+      }
+    }
+  });
+
   it('gives each of several weights bitwise what a call of its own gives', () => {
     const [m, k] = [40, 1153];
     const widths = [50, 13, 1, 29];
@@ -500,11 +567,16 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     expect(() => gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/gemmBf16Parts: x.length 4 ≠ m·k/);
     expect(() => gemmBf16Parts(new Float32Array(6), [w], [out, out], 2, 3)).toThrow(/same length/);
     expect(() => gemmBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
-    const addon = nativeKernels() as KernelImpl & { gemmBf16Parts: KernelImpl['matmulBf16Parts'] };
-    expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(
+    expect(() => gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2 as XParts)).toThrow(/xParts must be 1 or 3/);
+    const addon = nativeKernels() as KernelImpl & {
+      gemmBf16Parts: (...args: [Float32Array, Uint16Array[], Float32Array[], number, number, number?]) => void;
+    };
+    expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3, 1)).toThrow(
       /gemmBf16Parts: x.length must be m·k/,
     );
-    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0)).toThrow(RangeError);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0, 1)).toThrow(RangeError);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3)).toThrow(/takes 6 arguments/);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2)).toThrow(/xParts must be 1 or 3/);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
 });

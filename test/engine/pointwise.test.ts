@@ -12,6 +12,7 @@ import {
   jsKernels,
   nativeKernels,
   residualNorm,
+  roundBf16,
   setKernelThreads,
   type KernelImpl,
 } from '../../engine/kernels.ts';
@@ -46,10 +47,10 @@ function reference({ h, a, post, next }: ReturnType<typeof makeCase>) {
   return { h: Float32Array.from(hOut), y: Float32Array.from(y) };
 }
 
-function run(c: ReturnType<typeof makeCase>, impl?: KernelImpl) {
+function run(c: ReturnType<typeof makeCase>, impl?: KernelImpl, roundResidual = false) {
   const h = c.h.slice();
   const y = new Float32Array(h.length);
-  residualNorm(h, c.a, c.post, c.next, y, EPS, impl);
+  residualNorm(h, c.a, c.post, c.next, y, EPS, roundResidual, impl);
   return { h, y };
 }
 
@@ -89,17 +90,32 @@ for (const [name, impl] of implementations) {
 }
 
 describe.skipIf(!nativeKernels())('residualNorm, addon against fallback', () => {
-  it('gives the same bits, on rows of the 1B and 4B widths and with tails', () => {
-    for (const [rows, H] of [
-      [7, 1152],
-      [2, 2560],
-      [9, 13],
-    ] as const) {
-      const c = makeCase(rows, H, H);
-      const [native, fallback] = [run(c, nativeKernels()), run(c, jsKernels)];
-      expect(sameBits(native.h, fallback.h)).toBe(true);
-      expect(sameBits(native.y, fallback.y)).toBe(true);
-    }
+  it('gives the same bits, on rows of the 1B and 4B widths and with tails, with and without the BF16 residual', () => {
+    for (const roundResidual of [false, true])
+      for (const [rows, H] of [
+        [7, 1152],
+        [2, 2560],
+        [9, 13],
+      ] as const) {
+        const c = makeCase(rows, H, H);
+        const [native, fallback] = [run(c, nativeKernels(), roundResidual), run(c, jsKernels, roundResidual)];
+        expect(sameBits(native.h, fallback.h)).toBe(true);
+        expect(sameBits(native.y, fallback.y)).toBe(true);
+      }
+  });
+
+  it('with roundResidual (bf16 precision): h is the float32 sum rounded to BF16, and y the norm of that h', () => {
+    const [rows, H] = [4, 1152];
+    const c = makeCase(rows, H, 11);
+    const exact = run(c, nativeKernels());
+    const rounded = run(c, nativeKernels(), true);
+    const want = exact.h.slice();
+    roundBf16(want, jsKernels);
+    expect(sameBits(rounded.h, want)).toBe(true);
+    expect(sameBits(rounded.h, exact.h)).toBe(false);
+    // y is the norm of the rounded h: the same as residualNorm with a zero sublayer output over that h.
+    const again = run({ h: rounded.h, a: new Float32Array(rows * H), post: c.post, next: c.next }, nativeKernels());
+    expect(sameBits(rounded.y, again.y)).toBe(true);
   });
 
   it('checks its arguments itself, below the TypeScript wrapper, and writes nothing', () => {
@@ -107,9 +123,9 @@ describe.skipIf(!nativeKernels())('residualNorm, addon against fallback', () => 
     const c = makeCase(2, 8, 3);
     const h = c.h.slice();
     const y = new Float32Array(16).fill(5);
-    expect(() => addon.residualNorm(h, c.a.subarray(1), c.post, c.next, y, EPS)).toThrow(/rows·H/);
-    expect(() => addon.residualNorm(h, c.a, c.post, c.next, h, EPS)).toThrow(/share memory/);
-    expect(() => addon.residualNorm(h, c.a, c.post, c.next, y, -1)).toThrow(/eps/);
+    expect(() => addon.residualNorm(h, c.a.subarray(1), c.post, c.next, y, EPS, false)).toThrow(/rows·H/);
+    expect(() => addon.residualNorm(h, c.a, c.post, c.next, h, EPS, false)).toThrow(/share memory/);
+    expect(() => addon.residualNorm(h, c.a, c.post, c.next, y, -1, false)).toThrow(/eps/);
     expect(sameBits(h, c.h)).toBe(true);
     expect(y.every((v) => v === 5)).toBe(true);
   });
@@ -130,6 +146,31 @@ it('agrees with the residual_norm graph the device path runs, within float32 rou
   const out = run(c);
   expect(relativeError(out.h, graph.h_out!.data as Float32Array)).toBeLessThan(1e-6);
   expect(relativeError(out.y, graph.y!.data as Float32Array)).toBeLessThan(1e-6);
+});
+
+it('in bf16 precision, the graph rounds its residual as the addon does: its Cast to BF16 is to nearest, ties to even', async () => {
+  const config = parseGemma3Config(presetConfig('gemma-3-1b-shape'));
+  const H = config.hidden_size;
+  const c = makeCase(4, H, 12);
+  const feeds = {
+    h: tensor(c.h, [4, H]),
+    a: tensor(c.a, [4, H]),
+    post: tensor(c.post, [H]),
+    next: tensor(c.next, [H]),
+  };
+  const outputs = async (roundResidual: boolean) => {
+    const model = buildResidualNormGraph(config, { roundResidual });
+    const session = await ort.InferenceSession.create(model, cpuSessionOptions(1));
+    const out = await session.run(feeds);
+    await session.release();
+    return { h: out.h_out!.data as Float32Array, y: out.y!.data as Float32Array };
+  };
+  const [exact, rounded] = [await outputs(false), await outputs(true)];
+  const want = exact.h.slice();
+  roundBf16(want, jsKernels);
+  expect(sameBits(rounded.h, want)).toBe(true);
+  expect(relativeError(rounded.h, run(c, undefined, true).h)).toBeLessThan(1e-6);
+  expect(relativeError(rounded.y, run(c, undefined, true).y)).toBeLessThan(1e-6);
 });
 
 it('refuses bad arguments with a clear error, h and y untouched', () => {

@@ -138,7 +138,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     beforeAll(async () => {
       checkpoint = Checkpoint.open(fixtureCheckpoint(preset));
       tokenizer = await Tokenizer.load(fixtureCheckpoint(preset));
-      engine = await Gemma3Engine.create({ checkpoint });
+      engine = await Gemma3Engine.create({ checkpoint, precision: 'float32' });
     });
     afterAll(async () => {
       await engine.close();
@@ -200,7 +200,7 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
 
     it('gives the same results whatever the prefill chunk size (bitwise for generation)', async () => {
       // chunkRows 4: prompts cross many chunk boundaries; the default prefills them in one chunk.
-      const small = await Gemma3Engine.create({ checkpoint, chunkRows: 4 });
+      const small = await Gemma3Engine.create({ checkpoint, precision: 'float32', chunkRows: 4 });
       const base = await engine.logits(IDS);
       expect(relativeError(await small.logits(IDS), base)).toBeLessThan(1e-5);
       const prompts = [IDS.slice(0, 21), IDS.slice(3, 9)];
@@ -270,9 +270,14 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       let split: Gemma3Engine; // prompts of 10 tokens or more through the GEMM, shorter ones in the kernel
       let kernel: Gemma3Engine; // every product in the kernel
       beforeAll(async () => {
-        gemm = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1, prefillGemm });
-        split = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 10, prefillGemm });
-        kernel = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 1_000_000, prefillGemm: 'onnxruntime' });
+        gemm = await Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 1, prefillGemm });
+        split = await Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 10, prefillGemm });
+        kernel = await Gemma3Engine.create({
+          checkpoint,
+          precision: 'float32',
+          gemmMinTokens: 1_000_000,
+          prefillGemm: 'onnxruntime',
+        });
       });
       afterAll(async () => {
         await gemm.close();
@@ -313,12 +318,12 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
     });
 
     it('refuses bad requests clearly', async () => {
-      await expect(Gemma3Engine.create({ checkpoint, gemmMinTokens: 0 })).rejects.toThrow(
+      await expect(Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 0 })).rejects.toThrow(
         /gemmMinTokens must be a positive integer, got 0/,
       );
-      await expect(Gemma3Engine.create({ checkpoint, prefillGemm: 'mlas' as PrefillGemm })).rejects.toThrow(
-        /prefillGemm must be amx or onnxruntime, got "mlas"/,
-      );
+      await expect(
+        Gemma3Engine.create({ checkpoint, precision: 'float32', prefillGemm: 'mlas' as PrefillGemm }),
+      ).rejects.toThrow(/prefillGemm must be amx or onnxruntime, got "mlas"/);
       await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
       await expect(
         engine.generate(

@@ -2,7 +2,7 @@
 checked against the reference implementation (optional: the tests read the committed JSON).
 
 Run (CPU is enough: random configs need no download):
-    python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers numpy
+    python3 -m venv /tmp/hf && /tmp/hf/bin/pip install torch transformers numpy   # or docs/benchmarks.md's venv
     npx iwibench make-tiny-checkpoint --out /tmp/golden/tiny --preset tiny --seed 7
     npx iwibench make-tiny-checkpoint --out /tmp/golden/tiny-4b --preset tiny-4b --seed 7
     /tmp/hf/bin/python test/golden/make_golden.py /tmp/golden test/golden
@@ -10,7 +10,9 @@ Run (CPU is enough: random configs need no download):
 Writes <preset>.json per preset: the SHA-256 of the checkpoint's safetensors (so the test can tell a changed
 generator from a wrong engine), the token ids, and for every position the float32 logits of a fixed set of vocab
 ids, the argmax and the log-sum-exp over the whole vocabulary (Gemma3ForCausalLM / Gemma3ForConditionalGeneration,
-float32, eager attention).
+float32, eager attention). Under "bf16_error", the same model run in torch.bfloat16 (eager and sdpa attention): the
+largest |bf16 − float32| logit over those positions and vocab ids, and the positions whose argmax differs, the bound
+the engine's bf16 precision is held to (test/engine/precision.test.ts).
 """
 import hashlib, json, os, sys
 import numpy as np
@@ -42,7 +44,16 @@ for preset, cls in [("tiny", Gemma3ForCausalLM), ("tiny-4b", Gemma3ForConditiona
         "argmax": logits.argmax(dim=-1).tolist(),
         "logsumexp": torch.logsumexp(logits, dim=-1).tolist(),
         "max_abs_logit": float(logits.abs().max()),
+        "bf16_error": {},
     }
+    for attention in ["eager", "sdpa"]:
+        bf16 = cls.from_pretrained(folder, dtype=torch.bfloat16, attn_implementation=attention).eval()
+        with torch.no_grad():
+            low = bf16(input_ids=torch.tensor([IDS])).logits[0].float()
+        out["bf16_error"][attention] = {
+            "max_abs_error": float((low - logits)[:, VOCAB_IDS].abs().max()),
+            "argmax_differs": int((low.argmax(dim=-1) != logits.argmax(dim=-1)).sum()),
+        }
     with open(os.path.join(OUT, f"{preset}.json"), "w") as f:
         json.dump(out, f)
-    print(preset, out["checkpoint_sha256"][:12], out["max_abs_logit"])
+    print(preset, out["checkpoint_sha256"][:12], out["max_abs_logit"], out["bf16_error"])
