@@ -10,10 +10,11 @@ import type { CallControl } from './control.ts';
 import type { GenerateOptions, GenerateResult } from './generate.ts';
 import type { InspectRequest, InspectResult } from './runtime.ts';
 import type { Device } from './device.ts';
+import type { Precision } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 import { expectedTextTensors } from './names.ts';
 
-export type WorkerInit = { dir: string; threads?: number; chunkRows?: number; device?: Device };
+export type WorkerInit = { dir: string; threads?: number; chunkRows?: number; device?: Device; precision?: Precision };
 
 type Args =
   | { method: 'generate'; args: { prompts: number[][]; maxNewTokens: number } }
@@ -68,7 +69,7 @@ export class EngineHost {
   static async start(
     checkpoint: Checkpoint,
     source: WeightSource,
-    options: { threads?: number; chunkRows?: number; device?: Device } = {},
+    options: { threads?: number; chunkRows?: number; device?: Device; precision?: Precision } = {},
   ): Promise<EngineHost> {
     const worker = new Worker(new URL('./worker-boot.mjs', import.meta.url), {
       workerData: {

@@ -14,6 +14,7 @@ const engine = await Gemma3Engine.create({
   threads: init.threads,
   chunkRows: init.chunkRows,
   device: init.device,
+  precision: init.precision,
   source: {
     bf16: (name) => {
       throw new Error(`no weights given for "${name}"`);

@@ -8,7 +8,15 @@ export type { GenerateOptions, GenerateResult } from './generate.ts';
 export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
 export { PROBE_ROWS, chooseBatchLimit, type SpeedPoint } from './batch-limit.ts';
-export { ENGINE_PROCESS_FLAGS, defaultThreads, type EngineSettings } from './settings.ts';
+export {
+  DEFAULT_PRECISION,
+  ENGINE_PROCESS_FLAGS,
+  PRECISIONS,
+  checkPrecision,
+  defaultThreads,
+  type EngineSettings,
+  type Precision,
+} from './settings.ts';
 export { callMemoryBytes, continuousMemoryBytes, textWeightBytes } from './memory.ts';
 export { DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
 export { EngineHost } from './engine-host.ts';
@@ -55,6 +63,7 @@ export {
   matmulBf16Parts,
   nativeKernels,
   readBandwidth,
+  roundBf16,
   setKernelThreads,
   widenBf16,
   type KernelImpl,

@@ -35,6 +35,8 @@ export type AttemptRow = {
   turns: number | null;
   tool_calls: number | null;
   forward_tokens: number | null;
+  /** The arithmetic the patch was scored in (results of before the precision setting: float32). */
+  precision: string;
   package_version: string;
   family_version: string;
   results_json: string;
@@ -66,6 +68,7 @@ export const ATTEMPT_COLUMNS = [
   'turns',
   'tool_calls',
   'forward_tokens',
+  'precision',
   'package_version',
   'family_version',
   'results_json',
@@ -135,6 +138,7 @@ export function attemptRow(a: LabelledAttempt): AttemptRow {
     turns: resources?.turns ?? null,
     tool_calls: resources?.tool_calls ?? null,
     forward_tokens: resources?.forward_tokens ?? null,
+    precision: a.results.evaluation?.precision ?? 'float32',
     package_version: versions.package,
     family_version: versions.family_version,
     results_json: a.file,

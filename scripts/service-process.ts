@@ -21,6 +21,7 @@ type StartOptions = {
   revision?: string;
   outputDir: string;
   device?: string;
+  precision?: string;
   logLevel?: string;
 };
 
@@ -46,6 +47,7 @@ export async function startServiceProcess(options: StartOptions): Promise<Servic
     ['--model', options.model],
     ['--revision', options.revision],
     ['--device', options.device],
+    ['--precision', options.precision],
   ] as const) {
     if (value) args.push(flag, value);
   }

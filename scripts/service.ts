@@ -10,6 +10,7 @@ import {
   locationFromFlags,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
+  precisionFromFlags,
 } from './target-flags.ts';
 
 const defaults = {
@@ -49,6 +50,7 @@ export async function main(argv: string[]): Promise<void> {
     host: flags.host,
     port: flags.port,
     device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
     threads: flags.threads || undefined,
     callTimeLimitSeconds: flags['call-time-limit'],
     logLevel: flags['log-level'],

@@ -3,9 +3,12 @@ import path from 'node:path';
 import {
   Checkpoint,
   type CheckpointLocation,
+  DEFAULT_PRECISION,
   type Device,
   DEVICES,
   PINNED_REVISIONS,
+  PRECISIONS,
+  type Precision,
   Tokenizer,
 } from '../engine/index.ts';
 import { AdminClient, type ServiceEnv } from '../taskset/index.ts';
@@ -18,6 +21,7 @@ export const TARGET_FLAG_DEFAULTS = {
   revision: undefined as string | undefined,
   'allow-unpinned-revision': false,
   device: 'cpu',
+  precision: DEFAULT_PRECISION as string,
 };
 
 const pinned = Object.keys(PINNED_REVISIONS).join(', ');
@@ -29,14 +33,21 @@ export const TARGET_FLAG_HELP = {
   'allow-unpinned-revision': 'accept a --revision of a pinned id other than the pinned one',
   device:
     'where the projections run: cpu (the BF16 kernel), cuda or webgpu (onnxruntime GPU providers, unverified on a GPU), ort-cpu (the GPU path on the CPU)',
+  precision:
+    "the engine's arithmetic: bf16 (as the original, PyTorch in torch.bfloat16: BF16 activations, float32 norms, softmax and logits) or float32 (exact float32 over the BF16 weights)",
 };
 
-/** `--device` (docs/engine.md, "GPU"): one definition for every command that runs the engine. */
-export const TARGET_FLAG_CHOICES = { device: [...DEVICES] as string[] };
+/** `--device` (docs/engine.md, "GPU") and `--precision`: one definition for every command that runs the engine. */
+export const TARGET_FLAG_CHOICES = { device: [...DEVICES] as string[], precision: [...PRECISIONS] as string[] };
 
 /** --device as the engine takes it (parseCommand has checked it against TARGET_FLAG_CHOICES). */
 export function deviceFromFlags(flags: { device: string }): Device {
   return flags.device as Device;
+}
+
+/** --precision as the engine takes it (parseCommand has checked it against TARGET_FLAG_CHOICES). */
+export function precisionFromFlags(flags: { precision: string }): Precision {
+  return flags.precision as Precision;
 }
 
 type TargetFlags = typeof TARGET_FLAG_DEFAULTS;
@@ -97,6 +108,7 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
       model,
       revision,
       device: flags.device,
+      precision: flags.precision,
       outputDir: path.join(outputDir, 'service'),
     });
     service = started;
@@ -114,6 +126,13 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
     await stop();
     throw new Error(
       `the service runs its projections on --device ${health.device ?? 'cpu'}, but evaluation would use --device ${flags.device}`,
+    );
+  }
+  // And in the same arithmetic (a service of before the precision setting computed in float32).
+  if ((health.precision ?? 'float32') !== flags.precision) {
+    await stop();
+    throw new Error(
+      `the service computes in --precision ${health.precision ?? 'float32'}, but evaluation would use --precision ${flags.precision}`,
     );
   }
   return { target, service, stop };

@@ -69,6 +69,7 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     model: options.target.modelId,
     revision: options.target.checkpoint.revision,
     device: options.target.device,
+    precision: options.target.precision,
     package_version: PACKAGE_VERSION,
     episodes: registry.list().length,
     queue: options.target.queue.pending,

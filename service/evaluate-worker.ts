@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   const run = await evaluateItems(job.location, job.items, {
     patch: job.patch ?? undefined,
     device: job.device,
+    precision: job.precision,
     batch: job.batch,
   });
   writeJsonAtomic(values.out, run);

@@ -18,7 +18,9 @@ import {
   ENGINE_PROCESS_FLAGS,
   type CheckpointLocation,
   checkpointSource,
+  DEFAULT_PRECISION,
   type Device,
+  type Precision,
   Gemma3Engine,
   overlaySource,
   PROBE_ROWS,
@@ -39,6 +41,9 @@ export type { CheckpointLocation, PatchRef };
  */
 export type BatchLimit = { maxBatch: number } | { memoryBytes: number };
 
+/** What an evaluation applies and how it computes: the patch (none: pristine), the device, the precision, the rows. */
+export type EvaluationOptions = { patch?: PatchRef; device?: Device; precision?: Precision; batch?: BatchLimit };
+
 export type EvaluationItem = { id: string; messages: ChatMessage[]; max_new_tokens: number };
 export type ItemOutput = { text: string; prompt_tokens: number; output_tokens: number; stop_reason: string };
 
@@ -58,6 +63,8 @@ export type EvaluationRun = {
   model: { id: string; revision: string };
   /** Where the projections ran (--device). */
   device: Device;
+  /** The arithmetic the outputs were computed in (--precision). */
+  precision: Precision;
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
   seconds: number;
@@ -86,10 +93,7 @@ export class ItemEvaluator {
   /** The speed curve the last run's limit was chosen by (null: a number of rows was asked for). */
   speedCurve: EvaluationRun['speed_curve'] = null;
 
-  static async open(
-    location: CheckpointLocation,
-    options: { patch?: PatchRef; device?: Device; batch?: BatchLimit } = {},
-  ): Promise<ItemEvaluator> {
+  static async open(location: CheckpointLocation, options: EvaluationOptions = {}): Promise<ItemEvaluator> {
     reportLoading();
     const checkpoint = Checkpoint.open(location);
     const tokenizer = await Tokenizer.load(checkpoint.dir);
@@ -101,7 +105,12 @@ export class ItemEvaluator {
       source = overlaySource(checkpointSource(checkpoint), tensors);
       patch = { ...summarise(loaded), sha256_verified: true, touched_tensors: [...tensors.keys()] };
     }
-    const engine = await Gemma3Engine.create({ checkpoint, source, device: options.device });
+    const engine = await Gemma3Engine.create({
+      checkpoint,
+      source,
+      device: options.device,
+      precision: options.precision,
+    });
     return new ItemEvaluator(checkpoint, tokenizer, engine, patch, options.batch ?? { memoryBytes: os.freemem() });
   }
 
@@ -164,7 +173,7 @@ export class ItemEvaluator {
 export async function evaluateItems(
   location: CheckpointLocation,
   items: EvaluationItem[],
-  options: { patch?: PatchRef; device?: Device; batch?: BatchLimit } = {},
+  options: EvaluationOptions = {},
 ): Promise<EvaluationRun> {
   const started = Date.now();
   const evaluator = await ItemEvaluator.open(location, options);
@@ -175,6 +184,7 @@ export async function evaluateItems(
     patch: evaluator.patch,
     model: evaluator.model,
     device: options.device ?? 'cpu',
+    precision: options.precision ?? DEFAULT_PRECISION,
     outputs,
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
@@ -239,6 +249,8 @@ export type EvaluationJob = {
   patch: PatchRef | null;
   /** Where the engine's projections run (absent: cpu); the service an editor used must have run on the same. */
   device?: Device;
+  /** The engine's arithmetic (absent: the default, bf16); the service an editor used must have run with the same. */
+  precision?: Precision;
   /** The batch limit (absent: chosen in the process from its free memory and a probe of the speed). */
   batch?: BatchLimit;
 };

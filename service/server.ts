@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { tokensFromEnv } from './auth.ts';
 import { writeJsonAtomic } from '../core/files.ts';
-import type { CheckpointLocation, Device } from '../engine/index.ts';
+import type { CheckpointLocation, Device, Precision } from '../engine/index.ts';
 import { Target } from './target.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 
@@ -15,6 +15,7 @@ export type ServiceOptions = CheckpointLocation & {
   host: string;
   port: number;
   device?: Device;
+  precision?: Precision;
   threads?: number;
   callTimeLimitSeconds?: number;
   logLevel?: string;
@@ -28,6 +29,7 @@ export async function startService(
   mkdirSync(options.outputDir, { recursive: true });
   const target = await Target.load(options, {
     device: options.device,
+    precision: options.precision,
     threads: options.threads,
     callTimeLimitSeconds: options.callTimeLimitSeconds,
   });

@@ -5,8 +5,10 @@ import {
   checkDevice,
   Checkpoint,
   type CheckpointLocation,
+  DEFAULT_PRECISION,
   type Device,
   EngineHost,
+  type Precision,
   prepareDevice,
   Tokenizer,
   type WeightSource,
@@ -23,7 +25,7 @@ export type SequenceInput = { messages: ChatMessage[] } | { prompt: string };
 /** Default longest running time of one call (its own slices, not its waits), in seconds (`service --call-time-limit`). */
 export const DEFAULT_CALL_TIME_LIMIT_S = 120;
 
-export type TargetOptions = { device?: Device; threads?: number; callTimeLimitSeconds?: number };
+export type TargetOptions = { device?: Device; precision?: Precision; threads?: number; callTimeLimitSeconds?: number };
 
 export class Target {
   readonly queue: ExecutionQueue;
@@ -37,6 +39,8 @@ export class Target {
     readonly engine: EngineHost,
     /** Where the engine runs its projections (/health says it: evaluation must use the same). */
     readonly device: Device,
+    /** The engine's arithmetic (/health says it: evaluation must use the same). */
+    readonly precision: Precision,
     callTimeLimitSeconds: number,
   ) {
     this.queue = new ExecutionQueue(256, callTimeLimitSeconds * 1000);
@@ -53,6 +57,7 @@ export class Target {
     const engine = await EngineHost.start(checkpoint, store.pristineSource, {
       threads: options.threads,
       device: options.device,
+      precision: options.precision,
     });
     return new Target(
       checkpoint,
@@ -60,6 +65,7 @@ export class Target {
       store,
       engine,
       options.device ?? 'cpu',
+      options.precision ?? DEFAULT_PRECISION,
       options.callTimeLimitSeconds ?? DEFAULT_CALL_TIME_LIMIT_S,
     );
   }

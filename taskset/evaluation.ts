@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Device } from '../engine/index.ts';
+import { DEFAULT_PRECISION, type Device, type Precision } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
   evaluationTarget,
@@ -17,6 +17,7 @@ import {
   type BatchLimit,
   type CheckpointLocation,
   type EvaluationItem,
+  type EvaluationJob,
   type EvaluationRun,
   type PatchRef,
 } from '../service/evaluate.ts';
@@ -72,7 +73,17 @@ export type ResultsFile = {
   score: EpisodeScore;
   resources: Resources | null;
   items: ItemResult[];
-  evaluation: { pristine_seconds: number; edited_seconds: number; forward_tokens: number };
+  /**
+   * The evaluation processes' time and work, and how they computed: the device and the precision (absent in results of
+   * before the precision setting, which computed in float32).
+   */
+  evaluation: {
+    pristine_seconds: number;
+    edited_seconds: number;
+    forward_tokens: number;
+    device?: Device;
+    precision?: Precision;
+  };
   created_at: string;
 };
 
@@ -97,6 +108,8 @@ export class Evaluator {
     readonly location: CheckpointLocation,
     /** Where the evaluation processes' engine runs its projections: the device of the service the editor used. */
     readonly device: Device,
+    /** The evaluation processes' arithmetic: the precision of the service the editor used. */
+    readonly precision: Precision,
     /** The target's model id and revision (read once, at open). */
     readonly model: EvaluationRun['model'],
     /** The memory one evaluation process holds at most (the memory gate's reservation). */
@@ -117,6 +130,7 @@ export class Evaluator {
   static open(options: {
     location: CheckpointLocation;
     device?: Device;
+    precision?: Precision;
     pristineCacheDir?: string;
     maxBatch?: number;
   }): Evaluator {
@@ -130,6 +144,7 @@ export class Evaluator {
     return new Evaluator(
       options.location,
       options.device ?? 'cpu',
+      options.precision ?? DEFAULT_PRECISION,
       target.model,
       target.processBytes(rows),
       batch,
@@ -163,8 +178,10 @@ export class Evaluator {
           this.model.id,
           this.model.revision,
           items,
-          // A device's outputs are its own; the CPU's key is the one it had before devices existed (its cache stays).
+          // A device's and a precision's outputs are their own; the CPU's float32 key is the one it had before either
+          // existed (its cache stays valid).
           ...(this.device !== 'cpu' ? [this.device] : []),
+          ...(this.precision !== 'float32' ? [this.precision] : []),
         ]),
       )
       .digest('hex');
@@ -187,7 +204,14 @@ export class Evaluator {
       `evaluation process (${patch ? 'patched' : 'pristine'})`,
     );
     try {
-      const job = { location: this.location, items, patch: patch ?? null, device: this.device, batch: this.batch };
+      const job: EvaluationJob = {
+        location: this.location,
+        items,
+        patch: patch ?? null,
+        device: this.device,
+        precision: this.precision,
+        batch: this.batch,
+      };
       return await evaluateInFreshProcess(job, outFile, {
         onStart: (child) => {
           pid = child.pid;
@@ -255,6 +279,8 @@ function buildResults(
       pristine_seconds: base.seconds,
       edited_seconds: edited === base ? 0 : edited.seconds,
       forward_tokens: base.forward_tokens + (edited === base ? 0 : edited.forward_tokens),
+      device: edited.device,
+      precision: edited.precision,
     },
     created_at: new Date().toISOString(),
   };

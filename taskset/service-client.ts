@@ -69,7 +69,7 @@ export class AdminClient {
     return { authorization: `Bearer ${this.token}` };
   }
 
-  health(): Promise<{ status: string; model: string; revision: string; device?: string }> {
+  health(): Promise<{ status: string; model: string; revision: string; device?: string; precision?: string }> {
     return request(`${this.baseUrl}/health`, 'GET', {});
   }
 
