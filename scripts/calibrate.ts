@@ -1,12 +1,13 @@
 // npx iwibench calibrate --model google/gemma-3-4b-it --seeds 60 --eligible-per-family 3 --output runs/calibration.json
 // Pristine weights, seeds ascending across all ten families; the first N distinct eligible parameter sets per
 // family. Writes F (every examined seed with its measurements and reasons) even when it fails; fails, naming the
-// families, when any has fewer than N.
+// families, when any has fewer than N. Prints a summary (--json: the file, the episodes and the short families).
 import { ItemEvaluator } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { calibrate, Taskset, type FamilyId } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 import { familyList, familyProblems } from './family-flags.ts';
 import {
   BATCH_FLAG_DEFAULTS,
@@ -26,6 +27,7 @@ const defaults = {
   'eligible-per-family': 3,
   families: undefined as string | undefined, // comma-separated subset, default all ten
   output: 'runs/calibration.json',
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -43,6 +45,7 @@ export const command = defineCommand({
     'eligible-per-family': 'distinct eligible parameter sets to select per family',
     families: 'comma-separated subset of the families; default all ten',
     output: 'the calibration file (every examined seed with its measurements and reasons)',
+    ...JSON_FLAG_HELP,
   },
   integers: ['seeds', 'eligible-per-family', 'max-batch'],
   choices: TARGET_FLAG_CHOICES,
@@ -78,7 +81,13 @@ export async function main(argv: string[]): Promise<void> {
   await evaluator.close();
   writeJsonAtomic(flags.output, result);
   const summary = { output: flags.output, episodes: result.episodes.length, short: result.short };
-  process.stdout.write(JSON.stringify(summary) + '\n');
+  printResult(flags.json, 'calibrate', summary, {
+    wrote: [[flags.output, 'every examined seed with its measurements and reasons']],
+    figures: [
+      `${result.episodes.length} eligible episodes selected` +
+        (result.short.length > 0 ? `; too few in ${result.short.join(', ')}` : ''),
+    ],
+  });
   if (result.short.length > 0) {
     const counts = result.short.map(
       (f) =>

@@ -3,7 +3,7 @@
 // The main job end to end on an embedded default, with no GPU, no key and no download: the committed toy target
 // (toy/target, a small Gemma 3 trained on the taskset's world), calibration, the service, each family's first
 // eligible episode with a built-in editor, fresh-process evaluation, and the report. Rerunning the same command
-// resumes (the calibration and completed attempts are kept).
+// resumes (the calibration and completed attempts are kept). Prints a summary (--json: the paths and counts as JSON).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ItemEvaluator, type BatchLimit } from '../service/evaluate.ts';
@@ -24,6 +24,7 @@ import { startServiceProcess } from './service-process.ts';
 import { TOY_TARGET_DIR } from '../toy/target.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { familyList, familyProblems } from './family-flags.ts';
+import { attemptLine, attemptsLine, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 import { BATCH_FLAG_DEFAULTS, BATCH_FLAG_HELP, batchLimitFromFlags } from './target-flags.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 
@@ -38,6 +39,7 @@ const defaults = {
   ...EDITOR_FLAG_DEFAULTS,
   'editor-model': 'builtin:rank-one',
   ...BATCH_FLAG_DEFAULTS,
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -59,6 +61,7 @@ export const command = defineCommand({
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
     ...BATCH_FLAG_HELP,
+    ...JSON_FLAG_HELP,
   },
   integers: ['seed', 'calibration-seeds', 'workers', 'items-per-kind', 'max-batch'],
   choices: EDITOR_FLAG_CHOICES,
@@ -129,16 +132,26 @@ export async function main(argv: string[]): Promise<void> {
       ? "The demo target is the toy (toy/target): a small model that knows only the benchmark's own world. Its rewards show editing at work, not what an editor achieves on Gemma 3."
       : undefined;
   if (note) log(note);
-  process.stdout.write(
-    JSON.stringify({
-      output_dir: outputDir,
-      report_html: report.html,
-      results_csv: report.results_csv,
-      attempts: summary.attempts.length,
-      failed: summary.attempts.filter((a) => a.status === 'failed').length,
-      note,
-    }) + '\n',
-  );
+  const document = {
+    output_dir: outputDir,
+    report_html: report.html,
+    results_csv: report.results_csv,
+    attempts: summary.attempts.length,
+    failed: summary.attempts.filter((a) => a.status === 'failed').length,
+    note,
+  };
+  printResult(flags.json, 'demo', document, {
+    wrote: [
+      [report.html, 'the scoreboard, with one page per attempt'],
+      [report.results_csv, 'one row per attempt'],
+      [path.join(outputDir, 'attempts'), 'one folder per attempt: trace, patch, results.json'],
+    ],
+    figures: [
+      attemptsLine(summary.attempts),
+      ...summary.attempts.map((attempt) => attemptLine(outputDir, attempt)),
+      ...(note ? [note] : []),
+    ],
+  });
 }
 
 /**

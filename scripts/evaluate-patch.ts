@@ -1,13 +1,15 @@
 // npx iwibench evaluate-patch --model-dir DIR --family F --seed S [--control-seed C] [--patch PATCH_DIR --patch-id SHA256] --output-dir OUT [--device D]
 // Scores a patch (the one of id --patch-id, as submit reported it; a folder holding any other is refused): terminal
 // items and general controls generated on pristine and patched weights, each in a fresh process, then checked and
-// scored; writes OUT/results.json and prints its score as JSON. (The fresh process is service/evaluate-worker.ts.)
+// scored; writes OUT/results.json and prints a summary (--json: its path and score as JSON). (The fresh process is
+// service/evaluate-worker.ts.)
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
 import { Evaluator, Taskset } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, scoreLine } from './summary.ts';
 import {
   BATCH_FLAG_DEFAULTS,
   BATCH_FLAG_HELP,
@@ -29,6 +31,7 @@ const defaults = {
   'output-dir': undefined as string | undefined,
   device: TARGET_FLAG_DEFAULTS.device,
   ...BATCH_FLAG_DEFAULTS,
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -50,6 +53,7 @@ export const command = defineCommand({
     'output-dir': 'results.json',
     device: TARGET_FLAG_HELP.device,
     ...BATCH_FLAG_HELP,
+    ...JSON_FLAG_HELP,
   },
   numbers: ['seed', 'control-seed'],
   integers: ['max-batch'],
@@ -82,7 +86,11 @@ export async function main(argv: string[]): Promise<void> {
       args: { command: 'evaluate-patch', ...flags },
     })
     .finally(stopProgress);
-  process.stdout.write(
-    JSON.stringify({ results: path.join(flags['output-dir']!, 'results.json'), score: results.score }) + '\n',
+  const resultsFile = path.join(flags['output-dir']!, 'results.json');
+  printResult(
+    flags.json,
+    'evaluate-patch',
+    { results: resultsFile, score: results.score },
+    { wrote: [[resultsFile, "the score and every item's outputs and verdicts"]], figures: [scoreLine(results.score)] },
   );
 }

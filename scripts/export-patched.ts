@@ -2,10 +2,11 @@
 // A complete patched checkpoint folder (same files; only the touched tensors' bytes differ) that Hugging Face
 // transformers loads like the original; with --peft, a low_rank_add-only patch also as a LoRA adapter in OUT_DIR/peft/.
 // The patch is verified first (its id, base, digests): a folder that does not hold patch --patch-id, or a patch
-// that does not reproduce its recorded digests, is refused.
+// that does not reproduce its recorded digests, is refused. Prints a summary (--json: what it wrote, as JSON).
 import { Checkpoint } from '../engine/index.ts';
 import { exportPatched } from '../service/weights/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -17,6 +18,7 @@ const defaults = {
   // The pinned base the patch names; default: config.json's _name_or_path and "local", as the store records them.
   'model-id': undefined as string | undefined,
   revision: undefined as string | undefined,
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -35,6 +37,7 @@ export const command = defineCommand({
     overwrite: 'replace OUT if it exists',
     'model-id': "the pinned base the patch names; default config.json's _name_or_path",
     revision: 'the base revision the patch names; default "local"',
+    ...JSON_FLAG_HELP,
   },
   required: ['model-dir', 'patch', 'patch-id', 'out'],
 });
@@ -55,7 +58,22 @@ export async function main(argv: string[]): Promise<void> {
       peft: flags.peft,
       overwrite: flags.overwrite,
     });
-    process.stdout.write(JSON.stringify({ ...result, seconds: (Date.now() - started) / 1000 }) + '\n');
+    const seconds = (Date.now() - started) / 1000;
+    printResult(
+      flags.json,
+      'export-patched',
+      { ...result, seconds },
+      {
+        wrote: [
+          [
+            result.outDir,
+            `the patched checkpoint: ${result.tensors.length} tensors rewritten in ${result.shards.length} shard(s)`,
+          ],
+          ...(result.peft ? [[result.peft.dir, `the LoRA adapter, rank ${result.peft.rank}`] as const] : []),
+        ],
+        figures: [`patch ${result.patchId}, ${seconds.toFixed(1)} s`],
+      },
+    );
   } finally {
     checkpoint.close();
   }

@@ -4,8 +4,9 @@
 import { SingleBar } from 'cli-progress';
 import { makeToyTarget } from '../toy/target.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { figure, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 
-const defaults = { out: undefined as string | undefined, seed: 0, 'max-steps': 0 };
+const defaults = { out: undefined as string | undefined, seed: 0, 'max-steps': 0, ...JSON_FLAG_DEFAULTS };
 
 export const command = defineCommand({
   usage: 'make-toy-target',
@@ -17,6 +18,7 @@ export const command = defineCommand({
     out: 'the folder to write',
     seed: 'the training seed',
     'max-steps': '0: the full schedule; N: stop after N steps',
+    ...JSON_FLAG_HELP,
   },
   required: ['out'],
   integers: ['seed', 'max-steps'],
@@ -43,12 +45,17 @@ export async function main(argv: string[]): Promise<void> {
       bar.update(step.step + 1, payload);
     },
   }).finally(() => bar.stop());
-  process.stdout.write(
-    JSON.stringify({
-      out: flags.out,
-      ...record.result,
-      corpus_examples: record.corpus.examples,
-      vocab_size: record.tokenizer.vocab_size,
-    }) + '\n',
-  );
+  const document = {
+    out: flags.out,
+    ...record.result,
+    corpus_examples: record.corpus.examples,
+    vocab_size: record.tokenizer.vocab_size,
+  };
+  const { steps, seconds, final_loss, final_token_accuracy } = record.result;
+  printResult(flags.json, 'make-toy-target', document, {
+    wrote: [[flags.out!, 'the toy target: checkpoint, tokenizer, training record and loss curve']],
+    figures: [
+      `${steps} steps in ${seconds.toFixed(0)} s, final loss ${figure(final_loss)}, answer-token accuracy ${figure(final_token_accuracy)}`,
+    ],
+  });
 }

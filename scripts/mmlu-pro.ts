@@ -6,10 +6,10 @@
 //   npx iwibench mmlu-pro compare eval_results/pristine eval_results/patched
 //   npx iwibench mmlu-pro rescore eval_results/my-model --scoring lenient
 //
-// Settings: built-in defaults (the fork's example config), then ./config.toml or -c FILE, then flags. stdout: one
-// JSON object (the run's summary, or the comparison); stderr: progress bar, the report and messages. Exit status 1
-// when a request failed (not scored; a rerun asks it again). Flags are parsed here with node:util parseArgs, local
-// to this command.
+// Settings: built-in defaults (the fork's example config), then ./config.toml or -c FILE, then flags. stdout: a short
+// summary (--json: one JSON object, the run's summary or the comparison); stderr: progress bar, the report and
+// messages. Exit status 1 when a request failed (not scored; a rerun asks it again). Flags are parsed here with
+// node:util parseArgs, local to this command.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { MultiBar, Presets } from 'cli-progress';
@@ -23,7 +23,9 @@ import {
   runMmluPro,
   isScoringProfile,
   SCORING_PROFILES,
+  type RunSummary,
 } from '../mmlu-pro/index.ts';
+import { figure, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
 
 type Flag = { short?: string; type: 'string' | 'boolean'; multiple?: true; number?: true; help: string };
 
@@ -68,15 +70,18 @@ const RUN_FLAGS: Record<string, Flag> = {
   },
   output_dir: { type: 'string', help: 'result folder (default eval_results_<language>/<model>-<model_note>)' },
   comment: { type: 'string', help: 'free text copied into the report' },
+  json: { type: 'boolean', help: JSON_FLAG_HELP.json },
   help: { short: 'h', type: 'boolean', help: 'print this help' },
 };
 const COMPARE_FLAGS: Record<string, Flag> = {
   allow_different_scoring: { type: 'boolean', help: 'compare folders scored under different profiles' },
+  json: { type: 'boolean', help: JSON_FLAG_HELP.json },
   help: { short: 'h', type: 'boolean', help: 'print this help' },
 };
 const RESCORE_FLAGS: Record<string, Flag> = {
   scoring: { type: 'string', help: `${SCORING_PROFILES.join(' | ')} (required)` },
   output_dir: { type: 'string', help: 'where the rescored folder goes (default DIR-<scoring>)' },
+  json: { type: 'boolean', help: JSON_FLAG_HELP.json },
   help: { short: 'h', type: 'boolean', help: 'print this help' },
 };
 // -------------------------------------------------------------------------------------------------------------------
@@ -98,7 +103,7 @@ function helpText(usage: string, flags: Record<string, Flag>, example: string): 
 const HELP = {
   run:
     `${helpText(USAGE.run, RUN_FLAGS, 'npx iwibench mmlu-pro -u http://localhost:8000/v1 -m my-model --category biology,law')}` +
-    `\nsubcommands:\n  ${USAGE.compare}\n  ${USAGE.rescore}\nstdout is one JSON object; the report and progress go to stderr.\n`,
+    `\nsubcommands:\n  ${USAGE.compare}\n  ${USAGE.rescore}\nstdout is a summary (--json: one JSON object); the report and progress go to stderr.\n`,
   compare: helpText(
     USAGE.compare,
     COMPARE_FLAGS,
@@ -183,7 +188,12 @@ export async function main(argv: string[]): Promise<void> {
   process.stderr.write(
     `\n${summary.report}scoring: ${summary.scoring}\nReport saved to: ${summary.output_dir}/report.txt\n`,
   );
-  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  printResult(
+    values.json === true,
+    'mmlu-pro',
+    summary,
+    runSummary(summary, 'results per category, report.txt, run.json'),
+  );
   if (summary.failed.length > 0) {
     process.stderr.write(
       `mmlu-pro: ${summary.failed.length} requests failed and were not scored; rerun the same command to ask them again\n`,
@@ -196,7 +206,7 @@ const ORIGINAL_FLAGS = ['url', 'api', 'model', 'timeout', 'category', 'parallel'
 
 /** The flags as run_openai.py 6c0efcf applies them (see RUN_FLAGS); ours as given. */
 function originalOverrides(values: Record<string, unknown>, warn: (message: string) => void): FlagOverrides {
-  const { config: _config, help: _help, model_note, language, ...rest } = values;
+  const { config: _config, help: _help, json: _json, model_note, language, ...rest } = values;
   const overrides: Record<string, unknown> = Object.fromEntries(
     Object.entries(rest).filter(
       ([flag, value]) => !ORIGINAL_FLAGS.includes(flag) || (value !== 0 && value !== '' && value !== false),
@@ -225,7 +235,13 @@ async function compare(argv: string[]): Promise<void> {
     allowDifferentScoring: values.allow_different_scoring === true,
   });
   process.stderr.write(`${comparisonTable(comparison)}\n`);
-  process.stdout.write(`${JSON.stringify(comparison, null, 2)}\n`);
+  const { overall } = comparison;
+  printResult(values.json === true, 'mmlu-pro compare', comparison, {
+    wrote: [],
+    figures: [
+      `accuracy ${figure(overall.a_accuracy)} in ${comparison.a}, ${figure(overall.b_accuracy)} in ${comparison.b} over ${overall.paired} paired questions: difference ${figure(overall.difference)}, McNemar p ${figure(overall.p_value)}`,
+    ],
+  });
 }
 
 async function rescore(argv: string[]): Promise<void> {
@@ -250,5 +266,22 @@ async function rescore(argv: string[]): Promise<void> {
   process.stderr.write(
     `\n${summary.markdown_table}\nscoring: ${summary.scoring}\nreport: ${summary.output_dir}/report.txt\n`,
   );
-  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  printResult(
+    values.json === true,
+    'mmlu-pro rescore',
+    summary,
+    runSummary(summary, `results per category rescored under ${summary.scoring}, report.txt, run.json`),
+  );
+}
+
+/** A run's (or a rescore's) folder and its overall figures. */
+function runSummary(summary: RunSummary, what: string): Summary {
+  const { overall } = summary;
+  return {
+    wrote: [[summary.output_dir, what]],
+    figures: [
+      `accuracy ${figure(overall.accuracy)} over ${overall.total} questions (adjusted ${figure(overall.adjusted_accuracy)}, unparsed ${figure(overall.unparsed_rate)}), scoring ${summary.scoring}`,
+      `${summary.asked} asked, ${summary.skipped} already answered, ${summary.failed.length} failed`,
+    ],
+  };
 }

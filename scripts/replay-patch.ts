@@ -3,7 +3,7 @@
 // controls are run again too, so D/replay.json reports retention on new controls and on repeated ones apart. The
 // patch must be the one RESULTS recorded (its id, patch.sha256): a folder holding any other is refused. The target
 // questions are the ones RESULTS recorded: where today's family code would generate others, the replay is refused
-// naming the first difference, unless --regenerate takes today's.
+// naming the first difference, unless --regenerate takes today's. Prints a summary (--json: replay.json's document).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeJsonAtomic } from '../core/files.ts';
@@ -17,6 +17,7 @@ import {
 } from '../taskset/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
+import { controlsLine, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, scoreLine } from './summary.ts';
 import {
   BATCH_FLAG_DEFAULTS,
   BATCH_FLAG_HELP,
@@ -35,6 +36,7 @@ const defaults = {
   'output-dir': undefined as string | undefined, // default: RESULTS' folder + /replay-c<control-seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   regenerate: false, // take today's target questions instead of the recorded ones
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -54,6 +56,7 @@ export const command = defineCommand({
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     regenerate:
       "the target questions today's family code generates, where they differ from those RESULTS recorded (refused otherwise)",
+    ...JSON_FLAG_HELP,
   },
   required: ['control-seed'],
   integers: ['control-seed', 'items-per-kind', 'max-batch'],
@@ -134,6 +137,17 @@ export async function main(argv: string[]): Promise<void> {
     repeated_controls: retention(controls.filter((i) => repeatedIds.has(i.id))),
     original_reward: original.score.reward,
   };
-  writeJsonAtomic(path.join(outputDir, 'replay.json'), replay);
-  process.stdout.write(JSON.stringify(replay) + '\n');
+  const replayFile = path.join(outputDir, 'replay.json');
+  writeJsonAtomic(replayFile, replay);
+  printResult(flags.json, 'replay-patch', replay, {
+    wrote: [
+      [replayFile, 'the replay: score, new and repeated controls'],
+      [path.join(outputDir, 'results.json'), "every item's outputs and verdicts"],
+    ],
+    figures: [
+      `${scoreLine(results.score)}; recorded reward ${original.score.reward.toFixed(3)}`,
+      controlsLine('new controls', replay.new_controls),
+      controlsLine('repeated controls', replay.repeated_controls),
+    ],
+  });
 }

@@ -3,14 +3,16 @@
 // (the `report` command's results.csv): requests, input (cached apart), output (reasoning apart), reward per 1,000
 // editor tokens, and target forward tokens apart; then the same per family and over all families (column `scope`).
 // `--editor` repeats, one per editor, as in the seed's commands; all editors' rows go to one F. Writes F and its
-// sidecar F-without-.csv + .json (version, arguments, time); prints a JSON summary.
-import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns } from '../report/index.ts';
+// sidecar F-without-.csv + .json (version, arguments, time); prints a summary (--json: the sidecar's summary).
+import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns, type EfficiencyRow } from '../report/index.ts';
 import { UsageError, defineCommand, parseCommand } from './args.ts';
+import { figure, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
 
 const defaults = {
   // Declared for the help; the groups are taken from argv before the flags are parsed (editorGroups).
   editor: [] as string[],
   output: 'runs/tokens.csv',
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -25,6 +27,7 @@ export const command = defineCommand({
   help: {
     editor: 'LABEL RESULTS_CSV ATTEMPTS_DIR [ATTEMPTS_DIR …]: an editor label, its results.csv and attempts folders',
     output: 'the CSV (its sidecar: the same name with .json)',
+    ...JSON_FLAG_HELP,
   },
 });
 
@@ -74,7 +77,7 @@ export async function main(argv: string[]): Promise<void> {
     };
     const summary = writeTokenEfficiency({ editor, resultsCsv, attemptsDirs, output, invocation });
     reportIncomplete(summary.incomplete.length, summary.meta);
-    process.stdout.write(JSON.stringify(summary) + '\n');
+    printResult(parsed.flags.json, 'report-token-efficiency', summary, tokenSummary(summary, [summary]));
     return;
   }
   const summary = writeTokenEfficiencies({
@@ -84,7 +87,27 @@ export async function main(argv: string[]): Promise<void> {
   });
   const incomplete = summary.editors.reduce((n, e) => n + e.incomplete.length, 0);
   reportIncomplete(incomplete, summary.meta);
-  process.stdout.write(JSON.stringify(summary) + '\n');
+  printResult(parsed.flags.json, 'report-token-efficiency', summary, tokenSummary(summary, summary.editors));
+}
+
+/** The CSV and sidecar written, and per editor its attempts and reward per 1,000 editor tokens over all families. */
+function tokenSummary(
+  files: { output: string; meta: string },
+  editors: readonly { editor: string; attempts: number; overall: EfficiencyRow[] }[],
+): Summary {
+  return {
+    wrote: [
+      [files.output, 'editor tokens and reward per 1,000 editor tokens, per attempt, family and editor'],
+      [files.meta, 'version, arguments and per-editor summary'],
+    ],
+    figures: editors.map(
+      ({ editor, attempts, overall }) =>
+        `${editor}: ${attempts} attempts, ` +
+        overall
+          .map((row) => `reward per 1,000 editor tokens ${figure(row.reward_per_1k_editor_tokens)} on ${row.model_id}`)
+          .join('; '),
+    ),
+  };
 }
 
 function reportIncomplete(count: number, meta: string): void {

@@ -5,13 +5,16 @@
 // transcript, patch, graded items; all self-contained) and D/report.json (version, arguments, time). A results.json
 // with a replay.json next to it (replay-patch's output folder) is shown as a replay, not counted as an attempt.
 // --editor (repeatable) keeps only attempts whose results carry one of these editor labels; results with no label
-// (a bare evaluate-patch) take the label when exactly one --editor is given. Prints the output paths as JSON.
+// (a bare evaluate-patch) take the label when exactly one --editor is given. Prints a summary (--json: the output
+// paths and counts as JSON).
 import { writeReport } from '../report/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
+import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 
 const defaults = {
   editor: [] as string[],
   'output-dir': 'runs/report',
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -23,6 +26,7 @@ export const command = defineCommand({
   help: {
     editor: 'keep only attempts with this editor label',
     'output-dir': 'results.csv, summary.csv, report.html, report.json',
+    ...JSON_FLAG_HELP,
   },
   positionals: { names: 'RUNS', min: 1 },
 });
@@ -39,5 +43,15 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(
       `report: left out ${outputs.skipped.length} results of other editors (listed in ${outputs.meta})\n`,
     );
-  process.stdout.write(JSON.stringify(outputs) + '\n');
+  printResult(flags.json, 'report', outputs, {
+    wrote: [
+      [outputs.html, 'the scoreboard, with one page per attempt'],
+      [outputs.results_csv, 'one row per attempt'],
+      [outputs.summary_csv, 'mean reward per target, editor and family, with 95 % intervals'],
+    ],
+    figures: [
+      `${outputs.attempts} attempts, ${outputs.replays} replays` +
+        (outputs.skipped.length > 0 ? `, ${outputs.skipped.length} results of other editors left out` : ''),
+    ],
+  });
 }

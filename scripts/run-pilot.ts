@@ -8,6 +8,7 @@ import path from 'node:path';
 import { readCalibration, resumeLine, runPilot, Evaluator, Taskset } from '../taskset/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
+import { attemptsLine, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -30,6 +31,7 @@ const defaults = {
   attempts: 1,
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -49,6 +51,7 @@ export const command = defineCommand({
     attempts: 'attempts per episode',
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
+    ...JSON_FLAG_HELP,
   },
   integers: ['workers', 'attempts', 'items-per-kind', 'max-batch'],
   choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
@@ -94,8 +97,17 @@ export async function main(argv: string[]): Promise<void> {
     },
   }).finally(() => (stopProgress(), stop()));
   const failed = summary.attempts.filter((a) => a.status === 'failed');
-  process.stdout.write(
-    JSON.stringify({ output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length }) + '\n',
+  printResult(
+    flags.json,
+    'run-pilot',
+    { output_dir: outputDir, attempts: summary.attempts.length, failed: failed.length },
+    {
+      wrote: [
+        [path.join(outputDir, 'pilot.json'), 'every attempt with its status and reward'],
+        [path.join(outputDir, 'attempts'), 'one folder per attempt: trace, patch, results.json'],
+      ],
+      figures: [attemptsLine(summary.attempts)],
+    },
   );
   if (failed.length > 0) process.exitCode = 1;
 }

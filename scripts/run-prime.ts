@@ -8,6 +8,7 @@ import { runAttempt, Evaluator, Taskset } from '../taskset/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import { familyProblems } from './family-flags.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
+import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, scoreLine } from './summary.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_DEFAULTS, EDITOR_FLAG_HELP, editorFromFlags } from './editor-flags.ts';
 import {
   SERVICE_ENV_HELP,
@@ -31,6 +32,7 @@ const defaults = {
   'output-dir': undefined as string | undefined, // default runs/prime/<family>-s<seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
   ...EDITOR_FLAG_DEFAULTS,
+  ...JSON_FLAG_DEFAULTS,
 };
 
 export const command = defineCommand({
@@ -48,6 +50,7 @@ export const command = defineCommand({
     'output-dir': 'trace, patch and results.json; default runs/prime/<family>-s<seed>',
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     ...EDITOR_FLAG_HELP,
+    ...JSON_FLAG_HELP,
   },
   required: ['family', 'seed'],
   integers: ['seed', 'control-seed', 'items-per-kind', 'max-batch'],
@@ -82,11 +85,17 @@ export async function main(argv: string[]): Promise<void> {
     itemsPerKind: flags['items-per-kind'] || undefined,
     args: { command: 'run-prime', ...flags },
   }).finally(() => (stopProgress(), stop()));
-  process.stdout.write(
-    JSON.stringify({
-      results: path.join(outputDir, 'results.json'),
-      stop_reason: run.stopReason,
-      score: results.score,
-    }) + '\n',
+  const resultsFile = path.join(outputDir, 'results.json');
+  printResult(
+    flags.json,
+    'run-prime',
+    { results: resultsFile, stop_reason: run.stopReason, score: results.score },
+    {
+      wrote: [
+        [resultsFile, "the score and every item's outputs and verdicts"],
+        [outputDir, 'the trace and the patch beside it'],
+      ],
+      figures: [scoreLine(results.score), `the editor stopped: ${run.stopReason}`],
+    },
   );
 }

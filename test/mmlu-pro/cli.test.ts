@@ -105,7 +105,7 @@ describe('npx iwibench mmlu-pro', () => {
       // The rerun goes through the same entry point in-process (a second child would only add start-up time).
       delayMs = 0;
       const before = server.requests.length;
-      const { stdout } = await captureOutput(() => main(runArgs(server.url, out)));
+      const { stdout } = await captureOutput(() => main([...runArgs(server.url, out), '--json']));
       const summary = JSON.parse(stdout);
       const askedAgain = server.requests.slice(before).map((r) => selected.find((q) => q.question === r.question)!);
       expect(askedAgain.filter((q) => answeredBeforeKill.has(questionKey(q)))).toEqual([]);
@@ -122,6 +122,17 @@ describe('npx iwibench mmlu-pro', () => {
         expect(ids).toEqual(selected.filter((q) => q.category === category).map((q) => q.question_id));
       }
       expect(readdirSync(out).filter((f) => f.includes('journal') || f.endsWith('.tmp'))).toEqual([]);
+      // Once more, with every question answered: without --json, the summary names the folder and the figures.
+      const { stdout: text } = await captureOutput(() => main(runArgs(server.url, out)));
+      expect(text).toBe(
+        [
+          'mmlu-pro:',
+          `  wrote ${out} (results per category, report.txt, run.json)`,
+          '  accuracy 1.000 over 16 questions (adjusted 1.000, unparsed 0.000), scoring original',
+          '  0 asked, 16 already answered, 0 failed',
+          '',
+        ].join('\n'),
+      );
     } finally {
       await server.close();
     }
@@ -199,8 +210,10 @@ describe('npx iwibench mmlu-pro', () => {
       `[server]\nurl = "${server.url}"\nmodel = "from-config"\nmodel_note = "note"\n[test]\ncategories = ['history']\nsubset = 2\ndata_dir = "${DATA_DIR}"\n`,
     );
     try {
-      const child = await cli(['--category', 'math', '--category', 'law', '-p', '2', '-v', '0', '--subset', '3'], work)
-        .done;
+      const child = await cli(
+        ['--category', 'math', '--category', 'law', '-p', '2', '-v', '0', '--subset', '3', '--json'],
+        work,
+      ).done;
       expect(child.stderr).toMatch(/config config\.toml/);
       expect(child.code).toBe(0);
       const summary = JSON.parse(child.stdout);
@@ -232,6 +245,7 @@ describe('npx iwibench mmlu-pro', () => {
           DATA_DIR,
           '--output_dir',
           out,
+          '--json',
         ]),
       );
       expect(JSON.parse(stdout)).toMatchObject({ model: 'short', overall: { total: 4, correct: 4 } });
@@ -261,6 +275,7 @@ describe('npx iwibench mmlu-pro', () => {
           DATA_DIR,
           '--output_dir',
           ignored,
+          '--json',
         ]),
       );
       expect(JSON.parse(quirks.stdout).run.config).toMatchObject({
@@ -274,7 +289,7 @@ describe('npx iwibench mmlu-pro', () => {
     }
   });
 
-  it('compare prints one JSON object on stdout and the table on stderr', async () => {
+  it('compare prints a summary (--json: one JSON object) on stdout and the table on stderr', async () => {
     const out = path.join(scratch.dir, 'for-compare');
     const server = await startFakeServer((r) => ({ content: answerRight(r) }));
     try {
@@ -282,8 +297,11 @@ describe('npx iwibench mmlu-pro', () => {
     } finally {
       await server.close();
     }
-    const { stdout, stderr } = await captureOutput(() => main(['compare', out, out]));
+    const { stdout, stderr } = await captureOutput(() => main(['compare', out, out, '--json']));
     expect(JSON.parse(stdout)).toMatchObject({ overall: { paired: 16, difference: 0, p_value: 1 } });
+    expect((await captureOutput(() => main(['compare', out, out]))).stdout).toBe(
+      `mmlu-pro compare:\n  accuracy 1.000 in ${out}, 1.000 in ${out} over 16 paired questions: difference 0.000, McNemar p 1.000\n`,
+    );
     expect(stderr).toContain('| overall | 16 | 100.00 | 100.00 | +0.00 | 0 | 0 | 1.00 |');
     expect(stderr).toContain('(scoring original)');
     const records = JSON.parse(readFileSync(path.join(out, 'math_result.json'), 'utf8'));

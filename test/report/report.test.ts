@@ -24,10 +24,20 @@ describe('npx iwibench report', () => {
     root = tempDir('cli');
     runs = writeGrid(root);
     out = path.join(root, 'out');
-    ({ stdout } = await report([runs.alpha, runs.beta, '--editor', 'alpha', '--editor', 'beta', '--output-dir', out]));
+    ({ stdout } = await report([
+      runs.alpha,
+      runs.beta,
+      '--editor',
+      'alpha',
+      '--editor',
+      'beta',
+      '--output-dir',
+      out,
+      '--json',
+    ]));
   });
 
-  it('prints the output paths as JSON and writes every file', () => {
+  it('--json prints the output paths as JSON; every file is written', () => {
     const printed = JSON.parse(stdout);
     expect(printed).toMatchObject({
       results_csv: path.join(out, 'results.csv'),
@@ -165,9 +175,20 @@ describe('npx iwibench report', () => {
       '--output-dir',
       only,
     ]);
-    expect(JSON.parse(printed).skipped).toHaveLength(6);
     expect(stderr).toMatch(/left out 6 results of other editors/);
-    expect(new Set(readCsvRecords(path.join(only, 'results.csv')).map((r) => r.editor))).toEqual(new Set(['alpha']));
+    const kept = readCsvRecords(path.join(only, 'results.csv'));
+    expect(new Set(kept.map((r) => r.editor))).toEqual(new Set(['alpha']));
+    // Without --json, a summary: the files it wrote, then the counts.
+    expect(printed).toBe(
+      [
+        'report:',
+        `  wrote ${path.join(only, 'report.html')} (the scoreboard, with one page per attempt)`,
+        `  wrote ${path.join(only, 'results.csv')} (one row per attempt)`,
+        `  wrote ${path.join(only, 'summary.csv')} (mean reward per target, editor and family, with 95 % intervals)`,
+        `  ${kept.length} attempts, 0 replays, 6 results of other editors left out`,
+        '',
+      ].join('\n'),
+    );
 
     const bare = path.join(root, 'runs-bare');
     writeRuns(bare, [{ ...GRID[0]!, editor: null }]);

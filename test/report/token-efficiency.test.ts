@@ -81,6 +81,7 @@ describe('report-token-efficiency', () => {
       path.join(runs.beta, 'attempts'),
       '--output',
       output,
+      '--json',
     ]);
     const rows = readCsvRecords(output);
     const attempt = (family: string, seed: number) =>

@@ -141,6 +141,7 @@ describe('run-prime with a script: editor on a tiny checkpoint', () => {
         '1',
         '--output-dir',
         output,
+        '--json',
       );
       expect(run.stderr).not.toMatch(/iwibench run-prime: /); // no failure line
       expect(run.code).toBe(0);

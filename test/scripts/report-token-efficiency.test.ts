@@ -60,6 +60,7 @@ describe('report-token-efficiency with several editors', () => {
       attempts.beta,
       '--output',
       output,
+      '--json',
     ]);
     const rows = readCsvRecords(output);
     const overall = rows.filter((r) => r.scope === 'all');

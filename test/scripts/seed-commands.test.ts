@@ -113,7 +113,10 @@ describe("the seed's command lines", () => {
       '--output',
       'runs/calibration.json',
     );
-    expect(JSON.parse(calibrated.stdout)).toMatchObject({ output: 'runs/calibration.json', episodes: 1, short: [] });
+    // As a person reads it: the file it wrote, then the headline.
+    expect(calibrated.stdout).toBe(
+      'calibrate:\n  wrote runs/calibration.json (every examined seed with its measurements and reasons)\n  1 eligible episodes selected\n',
+    );
     // Its in-process evaluator's progress, as lines (stderr is no terminal here).
     const progress = calibrated.stderr.split('\n').filter((l) => l.startsWith('calibrate: '));
     expect(progress[0]).toBe('calibrate: loading the checkpoint');
@@ -162,9 +165,10 @@ describe("the seed's command lines", () => {
       '2',
       ...editorFlags,
     );
-    const pilot = JSON.parse(piloted.stdout);
-    expect(pilot).toEqual({ output_dir: 'runs/pilot', attempts: 1, failed: 0 });
     const [attempt] = readdirSync(path.join(work, 'runs', 'pilot', 'attempts'));
+    const { reward } = JSON.parse(readFileSync(path.join(work, 'runs', 'pilot', 'pilot.json'), 'utf8')).attempts[0];
+    expect(piloted.stdout).toContain('  wrote runs/pilot/pilot.json (');
+    expect(piloted.stdout).toContain(`  1 attempts, 0 failed, mean reward ${reward.toFixed(3)}\n`);
     // The evaluations' progress, one line per worker's attempt, named by it.
     for (const phase of ['pristine', 'patched'])
       expect(piloted.stderr).toMatch(new RegExp(`^pilot ${attempt}: ${phase} (\\d+)/\\1 items, `, 'm'));
@@ -181,7 +185,7 @@ describe("the seed's command lines", () => {
       ...editorFlags,
     );
     expect(again.stderr).toContain('pilot resumed: 1 of 1 attempts kept');
-    expect(JSON.parse(again.stdout)).toEqual(pilot);
+    expect(again.stdout).toBe(piloted.stdout);
     // The editor came through the proxy, and got no reasoning_effort (not the default editor).
     expect(api.requests[0]!.body).toMatchObject({ model: EDITOR, temperature: 0 });
     expect(api.requests[0]!.body).not.toHaveProperty('reasoning_effort');
@@ -190,15 +194,15 @@ describe("the seed's command lines", () => {
     env = { ...env, IWIBENCH_SERVICE_URL: service.url };
     const seed = String(JSON.parse(readFileSync(path.join(work, 'runs', 'calibration.json'), 'utf8')).episodes[0].seed);
     const prime = JSON.parse(
-      await iwibench('run-prime', '--family', FAMILY, '--seed', seed, '--model', M, ...editorFlags),
+      await iwibench('run-prime', '--family', FAMILY, '--seed', seed, '--model', M, ...editorFlags, '--json'),
     );
     expect(prime.results).toBe(path.join('runs', 'prime', `${FAMILY}-s${seed}`, 'results.json'));
 
     // report RUNS --editor LABEL --output-dir D
-    const report = JSON.parse(
-      await iwibench('report', 'runs/pilot', '--editor', EDITOR, '--output-dir', 'runs/report'),
-    );
-    expect(existsSync(path.join(work, report.html))).toBe(true);
+    const report = await iwibench('report', 'runs/pilot', '--editor', EDITOR, '--output-dir', 'runs/report');
+    expect(report).toContain('  wrote runs/report/report.html (the scoreboard, with one page per attempt)\n');
+    expect(report).toContain('  1 attempts, 0 replays\n');
+    expect(existsSync(path.join(work, 'runs', 'report', 'report.html'))).toBe(true);
 
     // report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR … --output F (repeated per editor)
     const tokens = JSON.parse(
@@ -210,30 +214,46 @@ describe("the seed's command lines", () => {
         'runs/pilot/attempts',
         '--output',
         'runs/tokens.csv',
+        '--json',
       ),
     );
     expect(tokens.overall[0]).toMatchObject({ editor: EDITOR, editor_tokens: 900 + 40 + 1000 + 8 });
     expect(existsSync(path.join(work, 'runs', 'tokens.csv'))).toBe(true);
 
     // replay-patch RESULTS --control-seed N --output-dir D (the checkpoint RESULTS names, from the cache)
-    const replay = JSON.parse(
-      await iwibench(
-        'replay-patch',
-        `runs/pilot/attempts/${attempt}/results.json`,
-        '--control-seed',
-        '1001',
-        '--output-dir',
-        'runs/replay',
-        '--items-per-kind',
-        '1',
-      ),
+    const replayed = await iwibench(
+      'replay-patch',
+      `runs/pilot/attempts/${attempt}/results.json`,
+      '--control-seed',
+      '1001',
+      '--output-dir',
+      'runs/replay',
+      '--items-per-kind',
+      '1',
     );
+    const replay = JSON.parse(readFileSync(path.join(work, 'runs', 'replay', 'replay.json'), 'utf8'));
     expect(replay).toMatchObject({ family: FAMILY, control_seed: 1001 });
     expect(replay.new_controls.items).toBeGreaterThan(0);
+    // A few lines, not the document: the files, the score and the two sets of controls, as replay.json has them.
+    const kept = (c: { retention: number | null; retained: number; base_correct: number }) =>
+      `retention ${c.retention === null ? 'n/a' : c.retention.toFixed(3)} (${c.retained} of ${c.base_correct} base-correct kept)`;
+    expect(replayed.split('\n')).toEqual([
+      'replay-patch:',
+      '  wrote runs/replay/replay.json (the replay: score, new and repeated controls)',
+      "  wrote runs/replay/results.json (every item's outputs and verdicts)",
+      expect.stringMatching(
+        new RegExp(
+          `^  reward ${replay.score.reward.toFixed(3)}, gain ${replay.score.gain.toFixed(3)}, retention .*; recorded reward ${replay.original_reward.toFixed(3)}$`,
+        ),
+      ),
+      `  new controls: ${kept(replay.new_controls)}`,
+      `  repeated controls: ${kept(replay.repeated_controls)}`,
+      '',
+    ]);
 
     // make-tiny-checkpoint --out D --preset P --seed N
-    expect(
-      JSON.parse(await iwibench('make-tiny-checkpoint', '--out', 'runs/tiny', '--preset', 'tiny', '--seed', '3')),
-    ).toMatchObject({ preset: 'tiny', seed: 3 });
+    expect(await iwibench('make-tiny-checkpoint', '--out', 'runs/tiny', '--preset', 'tiny', '--seed', '3')).toMatch(
+      /^make-tiny-checkpoint:\n {2}wrote runs\/tiny \(a random tiny checkpoint, seed 3\)\n {2}[\d.]+ s\n$/,
+    );
   });
 });

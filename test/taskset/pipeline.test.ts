@@ -8,6 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServiceProcess, type ServiceHandle } from '../../scripts/service-process.ts';
+import { THRESHOLDS } from '../../taskset/index.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 import { FAKE_KEY, USAGE, startFakeEditor } from './fake-editor.ts';
 
@@ -76,10 +77,10 @@ describe('the pipeline on a tiny random target', () => {
     expect(examined).toHaveLength(1);
     expect(examined[0].eligible).toBe(false);
     expect(examined[0].reasons.length).toBeGreaterThan(0);
-    expect(calibration.thresholds).toBeDefined();
+    expect(calibration.thresholds).toEqual(THRESHOLDS);
   });
 
-  it('run-prime with a scripted editor: edits, submits, and is scored in fresh processes', async () => {
+  it('run-prime with a scripted editor: edits, submits, is scored in fresh processes, and says so in a summary', async () => {
     const script = path.join(work, 'script.json');
     writeFileSync(
       script,
@@ -111,14 +112,30 @@ describe('the pipeline on a tiny random target', () => {
       `script:${script}`,
       ...QUICK,
     ]);
-    expect(JSON.parse(stdout).stop_reason).toBe('final_reply');
     const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+    // The summary: where the results went, the headline figures as results.json has them, why the editor stopped.
+    const { score } = results;
+    expect(stdout).toBe(
+      [
+        'run-prime:',
+        `  wrote ${path.join(out, 'results.json')} (the score and every item's outputs and verdicts)`,
+        `  wrote ${out} (the trace and the patch beside it)`,
+        `  reward ${score.reward.toFixed(3)}, gain ${score.gain.toFixed(3)}, retention ${score.retention.overall.toFixed(3)} (${score.retention.counts.all.retained} of ${score.retention.counts.all.baseCorrect} base-correct items kept)`,
+        '  the editor stopped: final_reply',
+        '',
+      ].join('\n'),
+    );
     expect(results.format).toBe('iwibench-results/1');
     expect(results.items).toHaveLength(8); // 2 of each kind
     expect(results.patch.ops).toBe(1);
     expect(results.patch.changed_parameters).toBeGreaterThan(0);
     expect(results.resources).toMatchObject({ turns: 3, tool_calls: 2 });
-    expect(results.score.reward).toBeGreaterThanOrEqual(0);
+    // The headline agrees with the verdicts recorded per item: target success from the targets, reward = gain × retention.
+    const targets = results.items.filter((i: { kind: string }) => i.kind === 'target');
+    const passed = (side: 'base' | 'edited') =>
+      targets.filter((i: Record<typeof side, { passed: boolean }>) => i[side].passed).length / targets.length;
+    expect(score.targetSuccess).toEqual({ base: passed('base'), edited: passed('edited'), count: 2 });
+    expect(score.reward).toBe(score.gain * score.retention.overall);
     expect(results.versions.model_id).toBe('iwibench/tiny');
     for (const item of results.items) expect(typeof item.edited.output).toBe('string');
     expect(
@@ -162,6 +179,7 @@ describe('the pipeline on a tiny random target', () => {
           '--editor-label',
           label,
           ...QUICK,
+          '--json',
         ],
         env,
       );
@@ -194,7 +212,7 @@ describe('the pipeline on a tiny random target', () => {
     expect(one.patch.ops).toBe(1);
 
     const report = JSON.parse(
-      (await cli(['report', path.join(work, 'pilot'), '--output-dir', path.join(work, 'report')])).stdout,
+      (await cli(['report', path.join(work, 'pilot'), '--output-dir', path.join(work, 'report'), '--json'])).stdout,
     );
     const csv = readFileSync(report.results_csv, 'utf8').trim().split('\n');
     expect(csv).toHaveLength(1 + 3);
@@ -209,8 +227,14 @@ describe('the pipeline on a tiny random target', () => {
       '--output',
       efficiency,
     ]);
-    expect(JSON.parse(stdout)).toBeDefined();
     expect(readFileSync(efficiency, 'utf8')).toMatch(/fake-chat/);
+    // The summary names the CSV and its sidecar, and the editor's figure as the sidecar has it.
+    const sidecar = JSON.parse(readFileSync(path.join(work, 'tokens.json'), 'utf8'));
+    expect(sidecar).toMatchObject({ editor: 'fake-chat', attempts: 2 });
+    expect(stdout).toContain(`  wrote ${efficiency} (`);
+    expect(stdout).toContain(`  wrote ${path.join(work, 'tokens.json')} (`);
+    const perToken = sidecar.overall[0].reward_per_1k_editor_tokens.toFixed(3);
+    expect(stdout).toContain(`  fake-chat: 2 attempts, reward per 1,000 editor tokens ${perToken} on iwibench/tiny\n`);
   });
 
   it('resumes a pilot killed mid-run: completed attempts untouched, the rest finished, none duplicated or lost', async () => {
@@ -234,6 +258,7 @@ describe('the pipeline on a tiny random target', () => {
       '--editor-model',
       'builtin:noop',
       ...QUICK,
+      '--json',
     ];
     const child = spawn(process.execPath, args, { stdio: 'ignore' });
     const first = path.join(out, 'attempts', 'answer_length_control-s1-builtin_noop-a0', 'attempt.json');
@@ -269,6 +294,7 @@ describe('the pipeline on a tiny random target', () => {
       '--output-dir',
       out,
       ...QUICK,
+      '--json',
     ]);
     const replay = JSON.parse(stdout);
     expect(replay.control_seed).toBe(99);
