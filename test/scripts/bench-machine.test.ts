@@ -21,7 +21,11 @@ it('prints the read bandwidth and the MatMul peak as JSON, after the header', as
     matmul_n: 128,
     read_loads: readLoads(kernelInfo()),
   });
-  expect(report.read_gb_per_s).toBeGreaterThan(0);
-  expect(report.matmul_gflop_per_s).toBeGreaterThan(0);
+  // In the units the names say: a CPU reads 0.5–5,000 GB/s and multiplies at 0.5–100,000 GFLOP/s (bytes, MB or
+  // TFLOP per second would fall outside by a factor of a thousand or more).
+  expect(report.read_gb_per_s).toBeGreaterThan(0.5);
+  expect(report.read_gb_per_s).toBeLessThan(5_000);
+  expect(report.matmul_gflop_per_s).toBeGreaterThan(0.5);
+  expect(report.matmul_gflop_per_s).toBeLessThan(100_000);
   expect(typeof report.read_on_huge_pages).toBe('boolean');
 });

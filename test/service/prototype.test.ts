@@ -20,10 +20,9 @@ beforeAll(async () => {
 afterAll(() => h.app.close());
 
 describe("Object.prototype's names as keys", () => {
-  it('has the names to try', () => {
-    expect(NAMES).toEqual(
-      expect.arrayContaining(['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', '__defineGetter__']),
-    );
+  it('sends each name as an own key of the body (the check sees what it checks)', () => {
+    for (const name of NAMES)
+      expect(Object.keys(JSON.parse(withKey({ a: 0, '@KEY': 1 }, name))), name).toEqual(['a', name]);
   });
 
   it('resolveBudgets refuses them as it refuses "bogus"', () => {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gemma3TokenizerDir, Tokenizer } from '../../engine/index.ts';
 import { TOOL_DEFINITIONS } from '../../service/tools/schemas.ts';
-import { editorView, episodeSpec, gradedItems } from '../../taskset/episode.ts';
+import { editorView, gradedItems } from '../../taskset/episode.ts';
 import { SERVICE_TOOLSET, Taskset, defineToolset } from '../../taskset/taskset.ts';
 
 let tokenizer: Tokenizer;
@@ -14,7 +14,17 @@ beforeAll(async () => {
 describe('Taskset and Task', () => {
   it('loads the task of (family, seed, control seed) with the taskset’s toolset; loading twice gives equal tasks', () => {
     const task = taskset.task({ family: 'local_factual_update', seed: 2 });
-    expect(JSON.stringify(task.spec)).toBe(JSON.stringify(episodeSpec('local_factual_update', 2, { tokenizer })));
+    // The episode asked for, at the sizes docs/benchmark.md gives, its controls drawn from the episode seed by default.
+    expect(task.spec).toMatchObject({
+      family: 'local_factual_update',
+      familyVersion: '0.2.2',
+      seed: 2,
+      controlSeed: 2,
+    });
+    const { terminal, controls, practice } = task.spec;
+    expect(
+      [terminal.target, terminal.preservation, terminal.override, controls, practice].map((l) => l.length),
+    ).toEqual([24, 24, 8, 64, 8]);
     expect(task.toolset).toBe(taskset.toolset);
     expect(taskset.toolset).toBe(SERVICE_TOOLSET);
     const other = taskset.task({ family: 'alias_acquisition', seed: 5, controlSeed: 9 });
