@@ -7,9 +7,6 @@ import { IwiError } from '../core/errors.ts';
 /** Decode speed measured at a row count: generated tokens per second. */
 export type SpeedPoint = { rows: number; tokensPerSecond: number };
 
-/** A row count is worth its memory only if it runs faster than every smaller one by this factor. */
-export const SPEED_GAIN = 1.05;
-
 /** The probe stops once a row count runs below this fraction of the best so far (more rows only get slower). */
 export const SPEED_FALL = 0.9;
 
@@ -26,10 +23,10 @@ export const PROBE_MAX_STEPS = 16;
 
 /**
  * The batch limit from memory (rows of `bytesPerRow` that fit in `memoryBytes`, at least 1) and from a measured speed
- * curve: the fewest rows within SPEED_GAIN of the fastest point measured, i.e. the row count past which tokens per
- * second stop rising by SPEED_GAIN. Judged against the best of the whole curve, not the next point alone, so that
- * one slow measurement (the machine's neighbours move a point by 10 % and more) does not stop it short. No bound from
- * an empty curve.
+ * curve: the row count of the fastest point measured (of equal ones, the fewest rows). Judged over the whole curve,
+ * not the next point alone, so that one slow measurement (the machine's neighbours move a point by 10 % and more)
+ * does not stop it short; memory that the rows fit in costs an evaluation nothing, so no faster point is given up
+ * for it. No bound from an empty curve.
  */
 export function chooseBatchLimit(input: { memoryBytes: number; bytesPerRow: number; speedCurve: SpeedPoint[] }): {
   limit: number;
@@ -47,8 +44,8 @@ export function chooseBatchLimit(input: { memoryBytes: number; bytesPerRow: numb
   }
   const byMemory = Math.max(1, Math.floor(memoryBytes / bytesPerRow));
   const fastest = Math.max(...speedCurve.map((point) => point.tokensPerSecond));
-  const enough = speedCurve.filter((point) => point.tokensPerSecond * SPEED_GAIN >= fastest);
-  const bySpeed = enough.length > 0 ? Math.min(...enough.map((point) => point.rows)) : Infinity;
+  const best = speedCurve.filter((point) => point.tokensPerSecond === fastest);
+  const bySpeed = best.length > 0 ? Math.min(...best.map((point) => point.rows)) : Infinity;
   return { limit: Math.min(byMemory, bySpeed), byMemory, bySpeed };
 }
 

@@ -157,10 +157,12 @@ export class ItemEvaluator {
     const { perRow, fixed } = continuousMemoryBytes(this.checkpoint.config, { tokens });
     const memory = { memoryBytes: Math.max(0, this.batch.memoryBytes - fixed), bytesPerRow: perRow };
     const { byMemory } = chooseBatchLimit({ ...memory, speedCurve: [] });
-    // No more rows than sequences are ever in flight: the probe measures none past them (none at all for a few items).
-    const { curve, cached } = await this.engine.keptSpeedCurve({ maxRows: Math.min(byMemory, sequences.length) });
+    // Every item may be in flight: the probe measures up to the first row count that holds them all (none past it;
+    // none at all for a few items), and no more rows than items are ever in flight.
+    const holdsAll = PROBE_ROWS.find((rows) => rows >= sequences.length) ?? PROBE_ROWS.at(-1)!;
+    const { curve, cached } = await this.engine.keptSpeedCurve({ maxRows: Math.min(byMemory, holdsAll) });
     this.speedCurve = { points: curve, cached };
-    return chooseBatchLimit({ ...memory, speedCurve: curve }).limit;
+    return Math.min(sequences.length, chooseBatchLimit({ ...memory, speedCurve: curve }).limit);
   }
 
   async close(): Promise<void> {

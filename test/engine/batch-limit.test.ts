@@ -11,8 +11,8 @@ const curve = (points: [number, number][]): SpeedPoint[] =>
   points.map(([rows, tokensPerSecond]) => ({ rows, tokensPerSecond }));
 
 describe('chooseBatchLimit', () => {
-  it('takes the fewest rows within 5 % of the fastest measured, when memory allows it', () => {
-    // 8 → 16 → 32 rise; 64 gains 3 % only: 32.
+  it('takes the fastest row count measured, when memory allows it', () => {
+    // 8 → 16 → 32 → 64 rise, the last by 3 % only: 64.
     const speed = curve([
       [8, 40],
       [16, 70],
@@ -20,14 +20,20 @@ describe('chooseBatchLimit', () => {
       [64, 103],
     ]);
     expect(chooseBatchLimit({ memoryBytes: 1000 * MiB, bytesPerRow: 10 * MiB, speedCurve: speed })).toEqual({
-      limit: 32,
+      limit: 64,
       byMemory: 100,
-      bySpeed: 32,
+      bySpeed: 64,
     });
     // The same curve, given in any order.
     expect(
       chooseBatchLimit({ memoryBytes: 1000 * MiB, bytesPerRow: 10 * MiB, speedCurve: speed.reverse() }).limit,
-    ).toBe(32);
+    ).toBe(64);
+    // Of two equally fast row counts, the fewer.
+    const even = curve([
+      [16, 80],
+      [32, 80],
+    ]);
+    expect(chooseBatchLimit({ memoryBytes: 1000 * MiB, bytesPerRow: MiB, speedCurve: even }).bySpeed).toBe(16);
     // One slow point (a neighbour's burst) does not stop it short of a faster row count measured after it.
     const noisy = curve([
       [8, 36],

@@ -118,7 +118,8 @@ describe('evaluateInFreshProcess', () => {
       { id: 'c', messages: [{ role: 'user', content: 'Count to three.' }], max_new_tokens: 1 },
       { id: 'd', messages: [{ role: 'user', content: 'What is the capital of France?' }], max_new_tokens: 9 },
       { id: 'e', messages: [{ role: 'user', content: 'Say yes.' }], max_new_tokens: 3 },
-      // Eight items or more: the probe measures its first row count (8) and no more.
+      // Nine items: the probe measures up to the first row count that holds them all (16), and no more rows than
+      // items are in flight.
       ...['f', 'g', 'h', 'i'].map((id) => ({
         id,
         messages: [{ role: 'user' as const, content: `Spell ${id}.` }],
@@ -133,7 +134,8 @@ describe('evaluateInFreshProcess', () => {
       expect(Object.keys(chosen.outputs)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']);
       expect(chosen.outputs.c!.output_tokens).toBeLessThanOrEqual(1);
       expect(chosen.speed_curve!.cached).toBe(false);
-      expect(chosen.speed_curve!.points.map((point) => point.rows)).toEqual([8]);
+      expect(chosen.speed_curve!.points.map((point) => point.rows)).toEqual([8, 16]);
+      expect(chosen.batch_limit).toBe(Math.min(9, fastestRows(chosen.speed_curve!.points)));
       expect(readdirSync(path.join(work, 'cache', 'speed'))).toHaveLength(1);
       for (const maxBatch of [1, 2]) {
         const run = await evaluateItems(location, many, { batch: { maxBatch } });
@@ -224,4 +226,10 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The row count of a speed curve's fastest point (the fewer rows of equally fast ones). */
+function fastestRows(points: { rows: number; tokensPerSecond: number }[]): number {
+  const fastest = Math.max(...points.map((point) => point.tokensPerSecond));
+  return Math.min(...points.filter((point) => point.tokensPerSecond === fastest).map((point) => point.rows));
 }
