@@ -1,5 +1,5 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
-//   [--device cpu|cuda|webgpu|ort-cpu] [--rounds 1]
+//   [--device cpu|cuda|webgpu|ort-cpu] [--precision bf16|float32] [--rounds 1]
 // Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS, against references measured in the
 // same run, right before and right after each figure (`bench machine`, in a child process, so that its buffers are
 // not in this process's peak): the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes
@@ -12,6 +12,8 @@
 // of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
 import {
   checkDevice,
+  checkPrecision,
+  DEFAULT_PRECISION,
   Checkpoint,
   Gemma3Engine,
   jsKernels,
@@ -31,6 +33,7 @@ const defaults = {
   'prompt-tokens': 512,
   'decode-tokens': 16,
   device: 'cpu',
+  precision: DEFAULT_PRECISION as string,
   rounds: 1,
 };
 
@@ -64,6 +67,7 @@ export async function main(argv: string[]): Promise<void> {
   if (!Number.isInteger(flags.rounds) || flags.rounds < 1) throw new Error('--rounds must be a whole number ≥ 1');
   const device = flags.device;
   checkDevice(device);
+  const precision = checkPrecision(flags.precision, '--precision');
   const dir = benchCheckpointDir(flags.preset, flags['model-dir']);
   const checkpoint = Checkpoint.open(dir);
   const c = checkpoint.config;
@@ -95,7 +99,7 @@ export async function main(argv: string[]): Promise<void> {
 
   process.stderr.write(`loading ${checkpoint.modelId} …\n`);
   const loadStart = Date.now();
-  const engine = await Gemma3Engine.create({ checkpoint, device });
+  const engine = await Gemma3Engine.create({ checkpoint, device, precision });
   await engine.generate([prompt.slice(0, 4)], { maxNewTokens: 1 }); // reads every weight once
   const loadSeconds = (Date.now() - loadStart) / 1000;
 
@@ -187,6 +191,7 @@ export async function main(argv: string[]): Promise<void> {
     ...benchHeader('engine', { ...flags, 'model-dir': dir }),
     model: checkpoint.modelId,
     device,
+    precision,
     ...(uploads ? { device_uploads: uploads } : {}),
     kernel: kernelInfo(),
     params,

@@ -1,5 +1,5 @@
 // npx iwibench bench episode [--preset gemma-3-1b-shape] [--model-dir DIR] [--family local_factual_update] [--seed 3]
-//   [--limits 8,16,32] [--items 0]
+//   [--limits 8,16,32] [--items 0] [--precision bf16|float32]
 // The main job's cost: one fresh-process evaluation of a real episode's items on the pristine weights, as run-prime
 // runs it twice, at each batch limit of --limits and at the one the evaluation chooses itself (free memory, then the
 // speed probe): generated tokens per second over the generation's seconds, the process's peak RSS, beside
@@ -13,7 +13,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Checkpoint, textWeightBytes, Tokenizer } from '../../engine/index.ts';
+import {
+  Checkpoint,
+  DEFAULT_PRECISION,
+  checkPrecision,
+  kernelInfo,
+  textWeightBytes,
+  Tokenizer,
+  type Precision,
+} from '../../engine/index.ts';
 import {
   evaluateInFreshProcess,
   type BatchLimit,
@@ -35,6 +43,7 @@ const defaults = {
   seed: 3,
   limits: '8,16,32',
   items: 0, // 0: every item of the episode; N: its first N (a quick run)
+  precision: DEFAULT_PRECISION as string, // the engine's arithmetic, as the evaluating commands' --precision
 };
 
 /** The flags checked: the family, the batch limits (positive integers) and the item count. */
@@ -47,7 +56,12 @@ export function episodeBenchFlags(argv: string[]) {
   if (limits.length === 0 || limits.some((n) => n < 1))
     throw new Error(`--limits must be positive integers separated by commas, got ${flags.limits}`);
   if (!Number.isInteger(flags.items) || flags.items < 0) throw new Error('--items must be a whole number ≥ 0');
-  return { ...flags, family: flags.family as FamilyId, limits };
+  return {
+    ...flags,
+    family: flags.family as FamilyId,
+    limits,
+    precision: checkPrecision(flags.precision, '--precision'),
+  };
 }
 
 /** VmHWM of a running process, in bytes (0 once it is gone). */
@@ -75,11 +89,22 @@ export function generationFlop(params: { decoder: number; head: number }, output
   return flop;
 }
 
+/**
+ * The product path an evaluation process takes on this machine (it resolves the same settings): AMX's tile unit
+ * where the addon has it (unless IWIBENCH_PREFILL_GEMM=onnxruntime), else the BF16 kernel of the addon's build.
+ */
+export function productPath(): string {
+  const info = kernelInfo();
+  if (!info.native) return `the JavaScript fallback (${info.reason})`;
+  const amx = info.amx && process.env.IWIBENCH_PREFILL_GEMM !== 'onnxruntime';
+  return amx ? 'amx (every product)' : `kernel ${info.isa} (long prompts through onnxruntime's GEMM)`;
+}
+
 type Measured = { run: EvaluationRun; generated: number; seconds: number; peakRss: number };
 
 /** One evaluation process at `batch`: its run, its generation's tokens and seconds (progress), its peak RSS. */
 async function evaluateOnce(
-  job: { location: { modelDir: string }; items: EvaluationItem[]; batch: BatchLimit },
+  job: { location: { modelDir: string }; items: EvaluationItem[]; batch: BatchLimit; precision: Precision },
   work: string,
 ): Promise<Measured> {
   const out = path.join(work, `outputs-${Date.now()}.json`);
@@ -121,9 +146,11 @@ export async function main(argv: string[]): Promise<void> {
   try {
     for (const batch of [...flags.limits.map((maxBatch) => ({ maxBatch })), chosen] as BatchLimit[]) {
       const what = 'maxBatch' in batch ? `batch limit ${batch.maxBatch}` : 'the chosen batch limit';
-      process.stderr.write(`${flags.family} seed ${flags.seed}: ${items.length} items at ${what} …\n`);
+      process.stderr.write(
+        `${flags.family} seed ${flags.seed}: ${items.length} items at ${what}, ${flags.precision} …\n`,
+      );
       const before = machineNow();
-      const m = await evaluateOnce({ location, items, batch }, work);
+      const m = await evaluateOnce({ location, items, batch, precision: flags.precision }, work);
       const after = machineNow();
       first ??= m.run;
       if (JSON.stringify(m.run.outputs) !== JSON.stringify(first.outputs))
@@ -167,6 +194,9 @@ export async function main(argv: string[]): Promise<void> {
   const report = {
     ...benchHeader('episode', { ...flags, 'model-dir': dir }),
     episode: { family: flags.family, seed: flags.seed, items: items.length, of: all.length, weights: 'pristine' },
+    // What computed every figure below: the arithmetic and the product path the evaluation processes took.
+    precision: flags.precision,
+    product_path: productPath(),
     params,
     bf16_bytes_per_step: bytesPerStep,
     runs,
