@@ -100,12 +100,14 @@ function tokenSummary(
       [files.output, 'editor tokens and reward per 1,000 editor tokens, per attempt, family and editor'],
       [files.meta, 'version, arguments and per-editor summary'],
     ],
-    figures: editors.map(
-      ({ editor, attempts, overall }) =>
-        `${editor}: ${attempts} attempts, ` +
-        overall
-          .map((row) => `reward per 1,000 editor tokens ${figure(row.reward_per_1k_editor_tokens)} on ${row.model_id}`)
-          .join('; '),
+    // One row per target the editor ran on (all families); none where its attempts had no results.
+    figures: editors.map(({ editor, attempts, overall }) =>
+      [
+        `${editor}: ${attempts} attempts`,
+        ...overall.map(
+          (row) => `reward per 1,000 editor tokens ${figure(row.reward_per_1k_editor_tokens)} on ${row.model_id}`,
+        ),
+      ].join(', '),
     ),
   };
 }
