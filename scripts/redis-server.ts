@@ -1,7 +1,9 @@
 // A throwaway Redis for the queue's tests and `bench queue`: Debian's redis-server on a free port of 127.0.0.1, its
-// data in a temp folder, append-only on (so that a restart keeps every acknowledged job). The caller stops it.
+// data in a temp folder, append-only on (so that a restart keeps every acknowledged job), configured by a config
+// file as docs/running.md runs one (a password never on its command line). `config` adds lines (requirepass, an ACL
+// user, a TLS port and its files). The caller stops it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,10 @@ import { Redis } from 'ioredis';
 export type RedisHandle = {
   url: (db?: number) => string;
   port: number;
+  /** A second free port, for `tls-port` lines in `config` (unused otherwise). */
+  spare: number;
+  /** The server's process id (a test may SIGSTOP it). */
+  pid: () => number;
   dir: string;
   /** Stop it (SIGTERM: the append-only file is flushed) and start it again on the same port and data. */
   restart: () => Promise<void>;
@@ -25,35 +31,30 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRedis(): Promise<RedisHandle> {
+export async function startRedis(
+  config: (ports: { port: number; spare: number }) => string[] = () => [],
+): Promise<RedisHandle> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'iwibench-redis-'));
   const port = await freePort();
+  const spare = await freePort();
+  const file = path.join(dir, 'redis.conf');
+  const lines = [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'appendonly yes', 'appendfsync always', 'save ""'];
+  writeFileSync(file, [...lines, ...config({ port, spare })].join('\n') + '\n', { mode: 0o600 });
   let child: ChildProcess;
   const launch = async () => {
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--save',
-        '',
-      ],
-      { stdio: 'ignore' },
-    );
+    child = spawn('redis-server', [file], { stdio: 'ignore' });
     const exited = new Promise<never>((_, reject) =>
       child.once('exit', (code) => reject(new Error(`redis-server exited with ${code} (is it installed?)`))),
     );
     exited.catch(() => {});
     for (;;) {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
+      const probe = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        enableReadyCheck: false,
+        retryStrategy: () => null,
+      });
       probe.on('error', () => {});
       const ready = await Promise.race([
         probe
@@ -61,7 +62,7 @@ export async function startRedis(): Promise<RedisHandle> {
           .then(() => probe.ping())
           .then(
             () => true,
-            () => false,
+            (error: Error) => /NOAUTH/.test(error.message), // it answers: it asks for a password
           ),
         exited,
       ]).finally(() => probe.disconnect());
@@ -79,6 +80,8 @@ export async function startRedis(): Promise<RedisHandle> {
   return {
     url: (db = 0) => `redis://127.0.0.1:${port}/${db}`,
     port,
+    spare,
+    pid: () => child.pid!,
     dir,
     restart: async () => {
       await stop();

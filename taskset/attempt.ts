@@ -61,8 +61,9 @@ export type AttemptOptions = {
   /** The attempt's id, as attempt.json records it; default: the folder's name (a queue worker fills a temp folder). */
   id?: string;
   /** Called once the editor has submitted, before evaluation: may throw to end the attempt there (a queue worker). */
-  beforeEvaluation?: (run: EditorRunResult) => void;
-  budgets?: Record<string, number>;
+  beforeEvaluation?: (run: EditorRunResult) => void | Promise<void>;
+  /** Ends the attempt (a queue worker that lost its job): its episode is deleted at once, so the editor's next call fails. */
+  signal?: AbortSignal;
   /** Evaluate only the first N items of each kind (smoke tests; see Task.subset). */
   itemsPerKind?: number;
   args?: Record<string, unknown>;
@@ -72,28 +73,43 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const { task, service, dir } = options;
   mkdirSync(dir, { recursive: true });
   const admin = new AdminClient(service.url, service.adminToken);
+  const { signal } = options;
+  signal?.throwIfAborted();
+  // The seed's fixed budgets: never overridden here.
   const editor = await admin.createEpisode(
-    {
-      ...task.setup(),
-      label: `${options.editorLabel} ${path.basename(dir)}`,
-      ...(options.budgets ? { budgets: options.budgets } : {}),
-    },
+    { ...task.setup(), label: `${options.editorLabel} ${path.basename(dir)}` },
     service.editorToken,
   );
-  const run = await runEditor({ editor, config: options.editor, toolset: task.toolset, traceDir: dir });
-  options.beforeEvaluation?.(run);
-  const summary = await admin.episode(editor.episodeId);
-  // The patch is copied next to its results, so the attempt folder stands alone; evaluation refuses the copy unless
-  // it holds the patch id the service reported at submission.
-  const patch = { dir: path.join(dir, 'patch'), id: run.submitted.patch.sha256 };
-  cpSync(run.submitted.patch.dir, patch.dir, { recursive: true });
-  const results = await options.evaluator.evaluate(task.subset(options.itemsPerKind), patch, {
-    outputDir: dir,
-    editor: { label: options.editorLabel, model: options.editor.model },
-    resources: resourcesUsed(summary.budget.used, run.usage),
-    args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
-  });
-  await admin.deleteEpisode(editor.episodeId);
+  // The episode is deleted when the attempt ends, however it ends (an aborted one at once).
+  let deleted: Promise<unknown> | undefined;
+  const deleteEpisode = () => (deleted ??= admin.deleteEpisode(editor.episodeId));
+  const onAbort = () => void deleteEpisode().catch(() => {});
+  signal?.addEventListener('abort', onAbort, { once: true });
+  let results: ResultsFile;
+  let run: EditorRunResult;
+  try {
+    run = await runEditor({ editor, config: options.editor, toolset: task.toolset, traceDir: dir });
+    await options.beforeEvaluation?.(run);
+    signal?.throwIfAborted();
+    const summary = await admin.episode(editor.episodeId);
+    // The patch is copied next to its results, so the attempt folder stands alone; evaluation refuses the copy unless
+    // it holds the patch id the service reported at submission.
+    const patch = { dir: path.join(dir, 'patch'), id: run.submitted.patch.sha256 };
+    cpSync(run.submitted.patch.dir, patch.dir, { recursive: true });
+    results = await options.evaluator.evaluate(task.subset(options.itemsPerKind), patch, {
+      outputDir: dir,
+      editor: { label: options.editorLabel, model: options.editor.model },
+      resources: resourcesUsed(summary.budget.used, run.usage),
+      args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
+    });
+  } catch (error) {
+    await deleteEpisode().catch(() => {}); // the attempt's own error is the one to report
+    throw error;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+  await deleteEpisode();
+  signal?.throwIfAborted();
   const status: AttemptStatus = {
     status: 'complete',
     id: options.id ?? path.basename(dir),

@@ -42,6 +42,9 @@ export { runAttempt, type AttemptStatus } from './attempt.ts';
 export { runPilot, runPilotAttempt, resumeLine, type PilotAttemptContext } from './pilot.ts';
 export { recordedTerminal } from './replay.ts';
 
+// Pilots on a queue (BullMQ on Redis): jobs, workers, the operator's commands, the dashboard.
+export * from './queue/index.ts';
+
 // The service as a client sees it.
 export { AdminClient, DEFAULT_SERVICE_URL, type ServiceEnv } from './service-client.ts';
 

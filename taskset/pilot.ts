@@ -14,24 +14,14 @@ import {
   type AttemptStatus,
 } from './attempt.ts';
 import type { Calibration } from './calibration.ts';
-import type { Evaluator } from './evaluation.ts';
-import type { EditorConfig } from './harness/index.ts';
-import type { ServiceEnv } from './service-client.ts';
 import type { Taskset } from './taskset.ts';
 import type { FamilyId } from './types.ts';
 
 /** What every attempt of a pilot shares: the service, the evaluator, the editor, the sizes (run-pilot and a worker). */
-export type PilotAttemptContext = {
-  service: ServiceEnv;
-  /** Scores every attempt's patch (its pristine cache shared by the pilot's attempts). */
-  evaluator: Evaluator;
-  taskset: Taskset;
-  editor: EditorConfig;
-  editorLabel: string;
-  budgets?: Record<string, number>;
-  itemsPerKind?: number;
-  args?: Record<string, unknown>;
-};
+export type PilotAttemptContext = Pick<
+  AttemptOptions,
+  'service' | 'evaluator' | 'editor' | 'editorLabel' | 'itemsPerKind' | 'args'
+> & { taskset: Taskset };
 
 /** One planned attempt: an episode of the calibration and the attempt's id (attemptId). */
 export type PlannedAttempt = { family: FamilyId; seed: number; id: string };
@@ -126,24 +116,12 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
  * editor, the evaluation, everything written into `dir` (a worker's temp folder, whose attempt.json names `attempt.id`).
  */
 export async function runPilotAttempt(
-  context: PilotAttemptContext,
+  { taskset, ...context }: PilotAttemptContext,
   attempt: PlannedAttempt,
   dir: string,
-  beforeEvaluation?: AttemptOptions['beforeEvaluation'],
+  control: Pick<AttemptOptions, 'beforeEvaluation' | 'signal'> = {},
 ): Promise<AttemptStatus> {
-  await runAttempt({
-    task: context.taskset.task(attempt),
-    service: context.service,
-    evaluator: context.evaluator,
-    editor: context.editor,
-    editorLabel: context.editorLabel,
-    dir,
-    id: attempt.id,
-    beforeEvaluation,
-    budgets: context.budgets,
-    itemsPerKind: context.itemsPerKind,
-    args: context.args,
-  });
+  await runAttempt({ ...context, ...control, task: taskset.task(attempt), dir, id: attempt.id });
   return completedAttempt(dir)!;
 }
 

@@ -1,19 +1,27 @@
 // npx iwibench pilot worker --queue redis://HOST:PORT/DB --service-env FILE --output-dir DIR [--concurrency N]
 // Runs the queue's attempts against one service, each exactly as run-pilot runs it (taskset/pilot.ts's
-// runPilotAttempt), into OUT/attempts/<id> (written whole, then renamed). The service's tokens and the editor's key
-// stay in this process's environment and files; jobs carry neither.
-import path from 'node:path';
+// runPilotAttempt), into OUT/attempts/<id> (written whole in a try folder, fenced, then renamed). The service's tokens
+// and the editor's key stay in this process's environment and files; jobs carry neither. SIGTERM (or SIGINT): no
+// more jobs, the running ones get --grace-seconds, then go back to waiting; a second signal exits at once.
 import { setTimeout as sleep } from 'node:timers/promises';
+import path from 'node:path';
 import { Queue } from 'bullmq';
-import { Evaluator } from '../../taskset/evaluation.ts';
-import { resolveEditorConfig } from '../../taskset/harness/index.ts';
-import { runPilotAttempt, type PilotAttemptContext } from '../../taskset/pilot.ts';
-import { checkQueue, QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
-import { throwIfTransientEditorError } from '../../taskset/queue/failures.ts';
-import type { AttemptJob } from '../../taskset/queue/job.ts';
-import { unfinishedJobs } from '../../taskset/queue/status.ts';
-import { startWorker } from '../../taskset/queue/worker.ts';
-import { Taskset } from '../../taskset/taskset.ts';
+import {
+  checkQueue,
+  editorForSettings,
+  Evaluator,
+  parseDuration,
+  QUEUE_NAME,
+  queueConnection,
+  runPilotAttempt,
+  runUntilSignal,
+  startWorker,
+  Taskset,
+  throwIfTransientEditorError,
+  unfinishedJobs,
+  type AttemptJob,
+  type PilotAttemptContext,
+} from '../../taskset/index.ts';
 import { defineCommand, parseCommand } from '../args.ts';
 import {
   SERVICE_ENV_HELP,
@@ -21,17 +29,23 @@ import {
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   deviceFromFlags,
+  precisionFromFlags,
   serviceAndTarget,
 } from '../target-flags.ts';
 import { QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
 
+const { 'queue-timeout-seconds': _timeout, ...queueDefaults } = QUEUE_FLAG_DEFAULTS;
+const { 'queue-timeout-seconds': _timeoutHelp, ...queueHelp } = QUEUE_FLAG_HELP;
+
 const defaults = {
-  ...QUEUE_FLAG_DEFAULTS,
+  ...queueDefaults,
   'service-env': undefined as string | undefined,
   ...TARGET_FLAG_DEFAULTS,
   'output-dir': 'runs/pilot',
   concurrency: 1,
   'lock-seconds': 30,
+  'attempt-timeout': '6h',
+  'grace-seconds': 60,
   'exit-when-done': false,
 };
 
@@ -44,25 +58,32 @@ export const command = defineCommand({
   ],
   defaults,
   help: {
-    ...QUEUE_FLAG_HELP,
+    ...queueHelp,
     'service-env': SERVICE_ENV_HELP,
     ...TARGET_FLAG_HELP,
-    'output-dir': 'attempts/<family>-s<seed>-<editor>-a<k>/ (a folder shared by the workers, or merged by report)',
+    'output-dir':
+      'attempts/<family>-s<seed>-<editor>-a<k>-h<hash>/ (a folder shared by the workers, or merged by report)',
     concurrency: 'attempts at once against the one service',
-    'lock-seconds': "a job's lock, renewed while it runs; a dead worker's job is taken up again after it lapses",
+    'lock-seconds':
+      "a job's lock, renewed while it runs; a worker that cannot renew it abandons the try, and a dead worker's job is taken up again after it lapses",
+    'attempt-timeout': 'an attempt running longer fails with that reason, as a transient failure (retried): 90m, 6h, …',
+    'grace-seconds': 'on SIGTERM: how long running attempts may finish before they are aborted and their jobs requeued',
     'exit-when-done': 'stop once nothing waits or runs on the queue (else: run until SIGINT/SIGTERM)',
   },
   required: ['queue'],
   integers: ['concurrency', 'lock-seconds'],
+  numbers: ['grace-seconds'],
   choices: TARGET_FLAG_CHOICES,
   check: (flags) => [
     ...(flags.concurrency < 1 ? ['--concurrency must be at least 1'] : []),
     ...(flags['lock-seconds'] < 1 ? ['--lock-seconds must be at least 1'] : []),
+    ...(flags['grace-seconds'] < 0 ? ['--grace-seconds must be at least 0'] : []),
   ],
 });
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
+  const attemptTimeoutMs = parseDuration(flags['attempt-timeout'], '--attempt-timeout');
   const connection = queueConnection(flags);
   await checkQueue(connection, flags.queue);
   const outputDir = flags['output-dir'];
@@ -70,30 +91,43 @@ export async function main(argv: string[]): Promise<void> {
   const evaluator = Evaluator.open({
     location: target.location,
     device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
     pristineCacheDir: path.join(outputDir, 'pristine-cache'),
   });
+  const here = { model: evaluator.model.id, revision: evaluator.model.revision };
   const taskset = new Taskset({ tokenizer: target.tokenizer });
   const { 'queue-password-env': _password, ...recorded } = flags;
   const context = (job: AttemptJob): PilotAttemptContext => ({
     service,
     evaluator,
     taskset,
-    editor: resolveEditorConfig({
-      model: job.editor.model,
-      baseUrl: job.editor.base_url,
-      api: job.editor.api,
-      reasoningEffort: job.editor.reasoning_effort,
-    }),
-    editorLabel: job.editor.label,
-    itemsPerKind: job.items_per_kind || undefined,
-    args: { command: 'pilot worker', calibration: job.calibration, 'editor-model': job.editor.model, ...recorded },
+    editor: editorForSettings(job.settings, here),
+    editorLabel: job.editor_label,
+    itemsPerKind: job.settings.items_per_kind || undefined,
+    args: {
+      command: 'pilot worker',
+      calibration: job.calibration,
+      'editor-model': job.settings.editor.model,
+      ...recorded,
+    },
   });
-  const worker = startWorker({
+  const { worker, stop: stopWorker } = startWorker({
     connection,
     outputDir,
     concurrency: flags.concurrency,
     lockMs: flags['lock-seconds'] * 1000,
-    run: (job, dir) => runPilotAttempt(context(job), job, dir, throwIfTransientEditorError),
+    attemptTimeoutMs,
+    accept: (job) => void editorForSettings(job.settings, here),
+    run: async (job, dir, { signal, check }) => {
+      await check();
+      return runPilotAttempt(context(job), job, dir, {
+        signal,
+        beforeEvaluation: async (run) => {
+          throwIfTransientEditorError(run);
+          await check();
+        },
+      });
+    },
     onDone: ({ id, result }) =>
       process.stderr.write(
         `worker ${id}: ${result.status === 'failed' ? `FAILED ${result.error}` : `reward ${result.reward.toFixed(3)}`}\n`,
@@ -101,19 +135,16 @@ export async function main(argv: string[]): Promise<void> {
   });
   worker.on('failed', (job, error) => process.stderr.write(`worker ${job?.id}: ${error.message}\n`));
   process.stdout.write(JSON.stringify({ worker: process.pid, queue: flags.queue, service: service.url }) + '\n');
-  const stopped = new Promise<void>((resolve) => {
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => resolve());
-  });
   const queue = new Queue(QUEUE_NAME, { connection });
-  try {
-    if (flags['exit-when-done']) {
-      const done = (async () => {
+  queue.on('error', () => {}); // the worker reports Redis's errors
+  const done = flags['exit-when-done']
+    ? (async () => {
         while ((await unfinishedJobs(queue)) > 0) await sleep(1000);
-      })();
-      await Promise.race([done, stopped]);
-    } else await stopped;
+      })()
+    : undefined;
+  try {
+    await runUntilSignal(stopWorker, flags['grace-seconds'] * 1000, done);
   } finally {
-    await worker.close(); // waits for the attempts under way
     await queue.close();
     await stop();
   }

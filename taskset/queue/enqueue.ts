@@ -1,35 +1,61 @@
-// Enqueuing attempts: one job each, its BullMQ job id the attempt's id, so that an attempt already on the queue
-// (waiting, running, done or failed) is counted and left as it is.
+// Enqueuing attempts: one job each, its BullMQ job id the attempt's id (readable, ending in its settings' hash). An
+// attempt already on the queue (waiting, running, done or failed) is counted and left as it is; one whose readable id
+// is there with other settings refuses the whole enqueue, naming the fields that differ, before anything is added.
 import { Queue, type RedisOptions } from 'bullmq';
-import type { AttemptJob } from './job.ts';
 import { QUEUE_NAME } from './connection.ts';
+import { readableId, type AttemptJob } from './job.ts';
+import { settingsDiff, type AttemptSettings } from './settings.ts';
 
 /** How a job is retried on a transient failure: `retries` more tries, the first after `backoffMs`, then doubling. */
 export type RetryPolicy = { retries: number; backoffMs: number };
+
+export type EnqueueOutcome = {
+  added: string[];
+  alreadyQueued: string[];
+  /** Attempts whose readable id is queued with other settings: nothing was added. */
+  conflicts: { id: string; queued: string; differ: string[] }[];
+};
+
+const ALL_STATES = ['waiting', 'prioritized', 'delayed', 'active', 'paused', 'completed', 'failed'] as const;
 
 export async function enqueueAttempts(
   connection: RedisOptions,
   jobs: readonly AttemptJob[],
   retry: RetryPolicy,
-): Promise<{ added: string[]; alreadyQueued: string[] }> {
+): Promise<EnqueueOutcome> {
   const queue = new Queue(QUEUE_NAME, { connection });
   try {
-    const added: string[] = [];
-    const alreadyQueued: string[] = [];
+    const queued = new Map<string, { id: string; settings: AttemptSettings }>();
+    for (const job of await queue.getJobs([...ALL_STATES])) {
+      const data = job?.data as Partial<AttemptJob> | undefined;
+      if (data?.settings && data.family && data.editor_label !== undefined && job?.id)
+        queued.set(readableId(data as AttemptJob), { id: job.id, settings: data.settings });
+    }
+    const outcome: EnqueueOutcome = { added: [], alreadyQueued: [], conflicts: [] };
+    const fresh: AttemptJob[] = [];
     for (const job of jobs) {
-      if (await queue.getJob(job.id)) {
-        alreadyQueued.push(job.id);
-        continue;
-      }
+      const there = queued.get(readableId(job));
+      if (!there) fresh.push(job);
+      else if (there.id === job.id) outcome.alreadyQueued.push(job.id);
+      else outcome.conflicts.push({ id: job.id, queued: there.id, differ: settingsDiff(there.settings, job.settings) });
+    }
+    if (outcome.conflicts.length > 0) return outcome;
+    for (const job of fresh) {
       await queue.add(job.id, job, {
         jobId: job.id,
         attempts: retry.retries + 1,
         backoff: { type: 'exponential', delay: retry.backoffMs },
       });
-      added.push(job.id);
+      outcome.added.push(job.id);
     }
-    return { added, alreadyQueued };
+    return outcome;
   } finally {
     await queue.close();
   }
+}
+
+/** One line for refused attempts: how many, and each differing field once (queued → asked). */
+export function conflictLine(conflicts: EnqueueOutcome['conflicts']): string {
+  const fields = [...new Set(conflicts.flatMap((c) => c.differ))];
+  return `refused: ${conflicts.length} attempt(s) already queued with other settings (queued → asked: ${fields.join('; ')}); nothing added (pilot clean removes finished jobs, or enqueue on another database)`;
 }

@@ -1,8 +1,11 @@
 // Where a queue stands: its attempts counted per family and editor (waiting, active, done, failed), each failure with
-// its reason, and a progress bar. A failure is either a job that failed for good (a malformed job, transient errors
-// past their retries) or an attempt that ended in a deterministic error (the job completed with it).
-import { Queue, type RedisOptions } from 'bullmq';
+// its reason, and a progress bar; each running job with its worker (host, pid), since when and its phase; each job
+// waiting to retry with its tries and last error; and whether the queue is paused. A failure is either a job that
+// failed for good (a malformed job, transient errors past their retries) or an attempt that ended in a deterministic
+// error (the job completed with it).
+import { Queue, type Job, type RedisOptions } from 'bullmq';
 import { QUEUE_NAME } from './connection.ts';
+import type { TryProgress } from './progress.ts';
 import type { JobResult } from './worker.ts';
 
 export type StatusCounts = { waiting: number; active: number; done: number; failed: number };
@@ -11,7 +14,36 @@ export type QueueStatus = {
   counts: StatusCounts;
   rows: ({ family: string; editor: string } & StatusCounts)[];
   failures: { id: string; reason: string }[];
+  paused: boolean;
+  /** Running jobs, and jobs waiting to retry: where, since when, doing what, the tries so far, the last error. */
+  jobs: JobLine[];
 };
+
+export type JobLine = {
+  id: string;
+  state: 'active' | 'retrying';
+  /** Tries started (BullMQ's attemptsStarted: a try re-run after its worker died counts too), and allowed. */
+  tries: number;
+  max_tries: number;
+  worker?: { host: string; pid: number };
+  since?: string;
+  phase?: string;
+  last_error?: string;
+};
+
+function jobLine(job: Job, state: JobLine['state']): JobLine {
+  const progress = (typeof job.progress === 'object' ? job.progress : {}) as Partial<TryProgress>;
+  return {
+    id: job.id!,
+    state,
+    tries: job.attemptsStarted,
+    max_tries: job.opts.attempts ?? 1,
+    ...(state === 'active' && progress.host ? { worker: { host: progress.host, pid: progress.pid ?? 0 } } : {}),
+    ...(state === 'active' && progress.since ? { since: progress.since } : {}),
+    ...(state === 'active' && progress.phase ? { phase: progress.phase } : {}),
+    ...(job.failedReason ? { last_error: job.failedReason } : {}),
+  };
+}
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
 
@@ -21,9 +53,12 @@ export async function queueStatus(connection: RedisOptions): Promise<QueueStatus
     const rows = new Map<string, QueueStatus['rows'][number]>();
     const failures: QueueStatus['failures'] = [];
     const counts: StatusCounts = { waiting: 0, active: 0, done: 0, failed: 0 };
+    const jobs: JobLine[] = [];
     for (const state of STATES) {
       for (const job of await queue.getJobs([state])) {
         if (!job) continue;
+        if (state === 'active') jobs.push(jobLine(job, 'active'));
+        if (state === 'delayed' && job.failedReason) jobs.push(jobLine(job, 'retrying'));
         const data = (job.data ?? {}) as { family?: unknown; editor?: { label?: unknown } };
         const family = typeof data.family === 'string' ? data.family : '(malformed)';
         const editor = typeof data.editor?.label === 'string' ? data.editor.label : '(malformed)';
@@ -49,14 +84,21 @@ export async function queueStatus(connection: RedisOptions): Promise<QueueStatus
       a.family === b.family ? (a.editor < b.editor ? -1 : 1) : a.family < b.family ? -1 : 1,
     );
     const total = counts.waiting + counts.active + counts.done + counts.failed;
-    return { total, counts, rows: sorted, failures: failures.sort((a, b) => (a.id < b.id ? -1 : 1)) };
+    return {
+      total,
+      counts,
+      rows: sorted,
+      failures: failures.sort((a, b) => (a.id < b.id ? -1 : 1)),
+      paused: await queue.isPaused(),
+      jobs: jobs.sort((a, b) => (a.id < b.id ? -1 : 1)),
+    };
   } finally {
     await queue.close();
   }
 }
 
 /** The status as text: a table per family and editor, a progress bar, then every failure's reason. */
-export function statusText(status: QueueStatus, width = 40): string {
+export function statusText(status: QueueStatus, width = 40, now = Date.now()): string {
   const header = ['family', 'editor', 'waiting', 'active', 'done', 'failed'];
   const cells = status.rows.map((r) => [r.family, r.editor, r.waiting, r.active, r.done, r.failed].map(String));
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
@@ -69,8 +111,20 @@ export function statusText(status: QueueStatus, width = 40): string {
     ...cells.map(line),
     '',
     `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${finished}/${status.total} finished: ${done} done, ${failed} failed, ${active} active, ${waiting} waiting`,
+    ...(status.paused ? ['the queue is PAUSED: workers take no new jobs (pilot resume)'] : []),
+    ...(status.jobs.length > 0 ? ['', 'jobs:', ...status.jobs.map((j) => `  ${jobText(j, now)}`)] : []),
     ...(status.failures.length > 0 ? ['', 'failures:', ...status.failures.map((f) => `  ${f.id}: ${f.reason}`)] : []),
   ].join('\n');
+}
+
+function jobText(j: JobLine, now: number): string {
+  const tries = `try ${j.tries}/${j.max_tries}`;
+  if (j.state === 'retrying') return `${j.id}: waiting to retry (${tries}), last error: ${j.last_error}`;
+  const since = j.since
+    ? ` since ${j.since.slice(0, 19)}Z (${Math.round((now - Date.parse(j.since)) / 60_000)} min)`
+    : '';
+  const where = j.worker ? ` on ${j.worker.host} pid ${j.worker.pid}` : '';
+  return `${j.id}: ${j.phase ?? 'starting'}${where}${since}, ${tries}`;
 }
 
 /** Jobs not yet finished (waiting, delayed for a retry, or running). */

@@ -1,0 +1,119 @@
+// What decides an attempt's result beyond its episode, editor label and repeat: the editor's settings as the worker
+// will send them, the items evaluated, the taskset's family version and the target. A job carries them and a short
+// hash of them; its id names the hash, so two configurations are never taken for one another.
+import { createHash } from 'node:crypto';
+import Type, { type Static } from 'typebox';
+import {
+  EDITOR_APIS,
+  resolveEditorConfig,
+  type EditorApi,
+  type EditorConfig,
+  type EditorOptions,
+} from '../harness/index.ts';
+import { FAMILY_VERSION } from '../types.ts';
+
+export const AttemptSettingsSchema = Type.Object(
+  {
+    editor: Type.Object(
+      {
+        model: Type.String({ minLength: 1 }),
+        api: Type.Unsafe<EditorApi>({ type: 'string', enum: [...EDITOR_APIS] }),
+        base_url: Type.String({ minLength: 1 }),
+        reasoning_effort: Type.Optional(Type.String({ minLength: 1 })),
+        temperature: Type.Optional(Type.Number()),
+        max_output_tokens: Type.Integer({ minimum: 1 }),
+        max_turns: Type.Integer({ minimum: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+    /** 0: whole episodes; N: the first N items of each kind (smoke tests). */
+    items_per_kind: Type.Integer({ minimum: 0 }),
+    family_version: Type.String({ minLength: 1 }),
+    target: Type.Object(
+      { model: Type.String({ minLength: 1 }), revision: Type.String({ minLength: 1 }) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AttemptSettings = Static<typeof AttemptSettingsSchema>;
+
+/** Every leaf of the settings by its dotted path (absent optional fields left out). */
+function leaves(value: unknown, prefix = ''): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const key of Object.keys(value).sort())
+      for (const [k, v] of leaves((value as Record<string, unknown>)[key], prefix ? `${prefix}.${key}` : key))
+        out.set(k, v);
+  } else if (value !== undefined) out.set(prefix, value);
+  return out;
+}
+
+/** 8 hex digits of SHA-256 over the settings' leaves in a fixed order (key order in the object does not count). */
+export function settingsHash(settings: AttemptSettings): string {
+  const canonical = JSON.stringify([...leaves(settings)]);
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 8);
+}
+
+/** The fields that differ, as `path: old → new` (an absent one as "(none)"). */
+export function settingsDiff(before: AttemptSettings, after: AttemptSettings): string[] {
+  const a = leaves(before);
+  const b = leaves(after);
+  const show = (v: unknown) => (v === undefined ? '(none)' : JSON.stringify(v));
+  return [...new Set([...a.keys(), ...b.keys()])]
+    .sort()
+    .filter((key) => a.get(key) !== b.get(key))
+    .map((key) => `${key}: ${show(a.get(key))} → ${show(b.get(key))}`);
+}
+
+/** The settings of an editor as a command's flags name it, resolved here as every worker will resolve them. */
+export function attemptSettings(
+  editor: EditorOptions,
+  record: { itemsPerKind: number; target: AttemptSettings['target'] },
+  env: NodeJS.ProcessEnv = process.env,
+): AttemptSettings {
+  // The key is each worker's (checked there); it decides nothing here.
+  const config = resolveEditorConfig(editor, {
+    ...env,
+    OPENAI_API_KEY: env.OPENAI_API_KEY ?? 'checked-by-each-worker',
+  });
+  return {
+    editor: {
+      model: config.model,
+      api: config.api,
+      base_url: config.baseUrl,
+      ...(config.reasoningEffort !== undefined ? { reasoning_effort: config.reasoningEffort } : {}),
+      ...(config.temperature !== undefined ? { temperature: config.temperature } : {}),
+      max_output_tokens: config.maxOutputTokens,
+      max_turns: config.maxTurns,
+    },
+    items_per_kind: record.itemsPerKind,
+    family_version: FAMILY_VERSION,
+    target: record.target,
+  };
+}
+
+/**
+ * The editor a job's settings name, as this worker resolves them, or the fields in which this worker would differ
+ * (its own code's defaults, its target): such a job is not run here.
+ */
+export function editorForSettings(
+  settings: AttemptSettings,
+  target: AttemptSettings['target'],
+  env: NodeJS.ProcessEnv = process.env,
+): EditorConfig {
+  const { editor } = settings;
+  const options: EditorOptions = {
+    model: editor.model,
+    baseUrl: editor.base_url,
+    api: editor.api,
+    reasoningEffort: editor.reasoning_effort ?? 'omit',
+    maxTurns: editor.max_turns,
+  };
+  const config = resolveEditorConfig(options, env);
+  const here = attemptSettings(options, { itemsPerKind: settings.items_per_kind, target }, env);
+  const differ = settingsDiff(settings, here);
+  if (differ.length > 0)
+    throw new Error(`this worker would run the job with other settings (job → worker): ${differ.join('; ')}`);
+  return config;
+}
