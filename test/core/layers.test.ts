@@ -140,6 +140,10 @@ describe('layers', () => {
     expect(pastTheFace(weights, path.join(weights, 'index.ts'))).toEqual([]);
   });
 
+  it('every other part reaches the taskset through its face, taskset/index.ts', () => {
+    expect(pastTheFace('taskset', path.join('taskset', 'index.ts'))).toEqual([]);
+  });
+
   it('every other part reaches the MMLU-Pro runner through its face, mmlu-pro/index.ts', () => {
     expect(pastTheFace('mmlu-pro', path.join('mmlu-pro', 'index.ts'))).toEqual([]);
   });
