@@ -69,11 +69,14 @@ describe('export-patched', () => {
       );
     expect(() => cli('0'.repeat(64))).toThrow(/PATCH_ID_MISMATCH|holds patch [0-9a-f]{64}.*not the requested 0{64}/);
     expect(existsSync(out)).toBe(false);
-    expect(JSON.parse(cli(patch.id))).toMatchObject({
-      outDir: out,
-      patchId: patch.id,
-      shards: ['model-00001-of-00002.safetensors'],
-    });
+    // The summary: the folder, the three touched tensors in the one shard that holds them, the patch.
+    const [title, wrote, figures, end] = cli(patch.id).split('\n');
+    expect([title, wrote, end]).toEqual([
+      'export-patched:',
+      `  wrote ${out} (the patched checkpoint: 3 tensors rewritten in 1 shard(s))`,
+      '',
+    ]);
+    expect(figures).toMatch(new RegExp(`^  patch ${patch.id}, [\\d.]+ s$`));
 
     // Every file is there; only shard 1 differs, and only inside the touched tensors.
     const files = readdirSync(tiny4b.dir).sort();
