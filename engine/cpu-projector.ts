@@ -2,7 +2,7 @@
 // gemmBf16Parts call (1.8–2.7× our kernel's rate from 16 rows, about as fast below), prompts, decode steps and the
 // head alike (settings.ts, decodesOnGemm). Elsewhere decode steps, the head and short prompts multiply the BF16
 // weights where they lie in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per
-// weight), all the named weights in one call, and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's
+// weight; in bf16 precision x rounded to BF16 too, in VDPBF16PS's order), all the named weights in one call, and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's
 // GEMM, each weight widened into a float32 tile (~1.6× our kernel's rate at 512 rows, docs/benchmarks.md; for few
 // rows widening costs more than it saves).
 //
@@ -15,15 +15,21 @@ import type { Checkpoint } from './checkpoint.ts';
 import { gatherSequences, scatterSequences, type Chunk } from './chunk.ts';
 import { buildLinearGraph } from './gemma3-graph.ts';
 import { cpuSessionOptions, tensor } from './graphs.ts';
-import { gemmBf16Parts, matmulBf16, matmulBf16Parts, widenBf16, type XParts } from './kernels.ts';
+import { dotBf16Parts, gemmBf16Parts, matmulBf16Parts, widenBf16, type XParts } from './kernels.ts';
 import { decoderMatrixShapes, embedTokensName, largestDecoderMatrix } from './names.ts';
 import type { Project, Projector } from './projector.ts';
 import { decodesOnGemm, type EngineSettings } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 
-/** One product over BF16 weights in place: the kernel's (matmulBf16Parts) or AMX's (gemmBf16Parts), by name. */
+/**
+ * One product over BF16 weights in place, by name: the kernel's (matmulBf16Parts in float32 precision, dotBf16Parts in
+ * bf16: VDPBF16PS's order) or AMX's (gemmBf16Parts).
+ */
 type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
-const KERNEL: Product = { name: 'kernel', run: matmulBf16Parts };
+
+function kernelProduct(settings: Pick<EngineSettings, 'precision'>): Product {
+  return { name: 'kernel', run: settings.precision === 'bf16' ? dotBf16Parts : matmulBf16Parts };
+}
 
 /**
  * AMX's product: x split into three BF16 parts (float32 precision: exact), or one (bf16 precision: x rounded, as the
@@ -39,6 +45,7 @@ export class CpuProjector implements Projector {
   /** Elements of onnxruntime's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
   private readonly amx: Product;
+  private readonly kernel: Product;
 
   private constructor(
     private readonly checkpoint: Checkpoint,
@@ -48,6 +55,7 @@ export class CpuProjector implements Projector {
   ) {
     this.tileElements = largestDecoderMatrix(checkpoint.config);
     this.amx = amxProduct(settings);
+    this.kernel = kernelProduct(settings);
   }
 
   static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
@@ -70,7 +78,7 @@ export class CpuProjector implements Projector {
     return async (names, x) => {
       const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
       const K = shapes[0]![1];
-      const kernel = this.inOneCall(weights, names, shapes, KERNEL, buffers);
+      const kernel = this.inOneCall(weights, names, shapes, this.kernel, buffers);
       const gemm =
         this.settings.prefillGemm === 'amx'
           ? this.inOneCall(weights, names, shapes, this.amx, buffers)
@@ -101,8 +109,7 @@ export class CpuProjector implements Projector {
     const H = this.checkpoint.config.hidden_size;
     const out = buffers.take('head', R * n);
     const block = weights.bf16(name).subarray(n0 * H, (n0 + n) * H);
-    if (decodesOnGemm(this.settings)) this.amx.run(rows, [block], [out], R, H);
-    else matmulBf16(rows, block, out, R, n, H);
+    (decodesOnGemm(this.settings) ? this.amx : this.kernel).run(rows, [block], [out], R, H);
     return out;
   }
 

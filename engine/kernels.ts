@@ -11,12 +11,14 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { f32ToBf16Bits } from './bf16.ts';
+import { bf16Value, f32ToBf16Bits } from './bf16.ts';
 
 /** The functions the addon and the fallback both provide (arguments already checked by the exports below). */
 export type KernelImpl = {
   /** outs[p] [m × n_p] = x [m × k] · ws[p]ᵀ, n_p = ws[p].length / k: several products of one x in one call. */
   matmulBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
+  /** The same products with x rounded to BF16, in VDPBF16PS's order (bf16 precision; see dotBf16Parts below). */
+  dotBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
   widenBf16(w: Uint16Array, out: Float32Array): void;
   readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number;
   /** attendDecode's work, arguments flattened as the addon takes them (see attendDecode below). */
@@ -56,6 +58,8 @@ export type XParts = 1 | 3;
 
 type NativeAddon = KernelImpl & {
   isa: string;
+  /** How dotBf16Parts runs: VDPBF16PS (AVX-512 BF16), or its steps as FMAs (AVX-512 F, AVX2), or the portable loop. */
+  dotIsa: string;
   /** Built with AMX (BF16 tiles) and granted its tile state by the OS: gemmBf16Parts is there. */
   amx: boolean;
   gemmBf16Parts?: (
@@ -78,6 +82,8 @@ export type KernelInfo = {
   reason?: string;
   threads: number;
   isa?: string;
+  /** dotBf16Parts's path (the addon only). */
+  dotIsa?: string;
   vectorBits?: number;
   /** gemmBf16Parts is available (the addon only). */
   amx?: boolean;
@@ -146,6 +152,43 @@ function matmulJs(x: Float32Array, w: Uint16Array, out: Float32Array, m: number,
 
 function matmulPartsJs(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
   ws.forEach((w, p) => matmulJs(x, w, outs[p]!, m, w.length / k, k));
+}
+
+/** A float32 value with a denormal read or written as a zero of its sign (VDPBF16PS's DAZ and FTZ). */
+function flushDenormal(v: number): number {
+  return Math.abs(v) < 2 ** -126 ? v * 0 : v;
+}
+
+/** BF16 values of one VDPBF16PS step: 16 lanes of one pair each. */
+const DOT_CHUNK = 32;
+
+/** The addon's dotBf16 order (engine/native/kernels.cc): 16 lane sums over pairs, odd element first, then a tree. */
+function dotPartsJs(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
+  const f = Math.fround;
+  const kp = Math.ceil(k / DOT_CHUNK) * DOT_CHUNK;
+  const xb = new Float32Array(m * kp); // x rounded to BF16, zeros past k
+  for (let r = 0; r < m; r++) for (let i = 0; i < k; i++) xb[r * kp + i] = bf16Value(f32ToBf16Bits(x[r * k + i]!));
+  const wb = new Float32Array(kp);
+  const lanes = new Array<number>(16);
+  ws.forEach((w, p) => {
+    const n = w.length / k;
+    for (let j = 0; j < n; j++) {
+      wb.fill(0);
+      for (let i = 0; i < k; i++) wb[i] = bf16Value(w[j * k + i]!);
+      for (let r = 0; r < m; r++) {
+        lanes.fill(0);
+        for (let i = 0; i < kp; i += 2) {
+          const l = (i % DOT_CHUNK) / 2;
+          const odd = fmaF32(flushDenormal(xb[r * kp + i + 1]!), flushDenormal(wb[i + 1]!), lanes[l]!);
+          lanes[l] = flushDenormal(fmaF32(flushDenormal(xb[r * kp + i]!), flushDenormal(wb[i]!), flushDenormal(odd)));
+        }
+        const add = (a: number, b: number) => flushDenormal(f(a + b));
+        const s8 = Array.from({ length: 8 }, (_, i) => add(lanes[i]!, lanes[i + 8]!));
+        const s4 = Array.from({ length: 4 }, (_, i) => add(s8[i]!, s8[i + 4]!));
+        outs[p]![r * n + j] = add(add(s4[0]!, s4[2]!), add(s4[1]!, s4[3]!));
+      }
+    }
+  });
 }
 
 function widenJs(w: Uint16Array, out: Float32Array): void {
@@ -297,6 +340,7 @@ function roundBf16Js(x: Float32Array): void {
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   matmulBf16Parts: matmulPartsJs,
+  dotBf16Parts: dotPartsJs,
   widenBf16: widenJs,
   readBandwidth: readBandwidthJs,
   attendDecode: attendDecodeJs,
@@ -348,7 +392,14 @@ export function nativeKernels(): KernelImpl | undefined {
 export function kernelInfo(): KernelInfo {
   const { addon, reason } = selection();
   if (addon)
-    return { native: true, threads: addon.threads(), isa: addon.isa, vectorBits: addon.vectorBits, amx: addon.amx };
+    return {
+      native: true,
+      threads: addon.threads(),
+      isa: addon.isa,
+      dotIsa: addon.dotIsa,
+      vectorBits: addon.vectorBits,
+      amx: addon.amx,
+    };
   return { native: false, reason, threads: 1 };
 }
 
@@ -429,6 +480,25 @@ export function matmulBf16Parts(
 ): void {
   checkMatmulArgs(x, ws, outs, m, k);
   impl.matmulBf16Parts(x, ws, outs, m, k);
+}
+
+/**
+ * bf16 precision's products where AMX is not used: outs[p] = x · ws[p]ᵀ with x rounded to BF16 (to nearest, ties to
+ * even), every product of two BF16 values exact, the sums in VDPBF16PS's order (16 lane sums over pairs of k, the odd
+ * element first; denormals read and written as zero; engine/native/kernels.cc). VDPBF16PS itself where the CPU has
+ * AVX-512 BF16 (twice the multiply-adds of an FMA an instruction), its steps as FMAs elsewhere; the fallback gives the
+ * same bits. out[r, j] depends only on x's row r and W's row j.
+ */
+export function dotBf16Parts(
+  x: Float32Array,
+  ws: Uint16Array[],
+  outs: Float32Array[],
+  m: number,
+  k: number,
+  impl = selection().impl,
+): void {
+  checkMatmulArgs(x, ws, outs, m, k, 'dotBf16Parts');
+  impl.dotBf16Parts(x, ws, outs, m, k);
 }
 
 /**

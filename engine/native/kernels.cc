@@ -47,6 +47,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -571,6 +572,234 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
       }
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// dotBf16Parts: bf16 precision's products, x rounded to BF16 (to nearest, ties to even) and W as stored, in the order
+// of AVX-512 BF16's VDPBF16PS (the contract engine/kernels.ts's fallback reproduces bit for bit). For each output
+// element: 16 lane sums, each from +0; k is taken in chunks of 32 (the last padded with zeros, whose steps count too);
+// in chunk c, lane l does acc[l] = fma(x[i + 1], w[i + 1], acc[l]) and then acc[l] = fma(x[i], w[i], acc[l]) for i =
+// 32c + 2l (the odd element first: what VDPBF16PS does, checked on this machine's CPU against both orders). Then s8[i]
+// = acc[i] + acc[i + 8], s4[i] = s8[i] + s8[i + 4], s2[i] = s4[i] + s4[i + 2], s = s2[0] + s2[1]. Every operation
+// reads a denormal input as zero and flushes a denormal result to zero (VDPBF16PS's DAZ and FTZ, which it applies
+// whatever MXCSR says; the other paths set MXCSR so for the call). Each product of two BF16 values is exact in float32,
+// so only the sums round. One thread computes each output, in this order whatever m, its row or the tile: a batch
+// gives each row alone.
+// Paths, chosen at compile time as the matmul's: VDPBF16PS where the compiler targets AVX-512 BF16; else the same
+// steps as two FMAs on AVX-512 F or AVX2 (a 32-bit word of BF16 pairs gives its odd element as word & 0xffff0000 and
+// its even one as word << 16, both exact floats); else a portable loop.
+
+#if IWI_AVX512 && defined(__AVX512BF16__) && defined(__AVX512BW__)
+#define IWI_DOT_BF16 1
+static const char* const kDotIsa = "avx512bf16 (vdpbf16ps)";
+#elif IWI_AVX512 && defined(__AVX512BW__)
+#define IWI_DOT_BF16 0
+static const char* const kDotIsa = "avx512f (two FMAs for each vdpbf16ps)";
+#elif IWI_AVX2
+#define IWI_DOT_BF16 0
+static const char* const kDotIsa = "avx2+fma (two FMAs for each vdpbf16ps, 16 lanes in two registers)";
+#else
+#define IWI_DOT_BF16 0
+static const char* const kDotIsa = "portable (std::fma, DAZ and FTZ in code)";
+#endif
+
+constexpr size_t kDotChunk = 32;  // BF16 values of one step: 16 pairs
+
+inline uint32_t roundBf16Bits(uint32_t bits);  // below, with roundBf16
+
+// MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) for the calling thread while it lives: the FMA and
+// the reduction then treat denormals as VDPBF16PS does.
+struct FlushDenormals {
+#if IWI_AVX2
+  unsigned saved = _mm_getcsr();
+  FlushDenormals() { _mm_setcsr(saved | 0x8040u); }
+  ~FlushDenormals() { _mm_setcsr(saved); }
+#endif
+};
+
+#if IWI_AVX512 && defined(__AVX512BW__)
+// GCC 12's shuffles take an "undefined" operand initialised from itself, which -Wuninitialized reports once inlined
+// here (as -Wmaybe-uninitialized at the header's include above): the header's code, not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// The reduction of the order above over one register of 16 lane sums.
+inline float reduceDot16(__m512 acc) {
+  const __m512 s8 = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, 0x4e));  // lane i: acc[i] + acc[i + 8]
+  const __m512 s4 = _mm512_add_ps(s8, _mm512_shuffle_f32x4(s8, s8, 0xb1));     // s8[i] + s8[i + 4]
+  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, 0x4e));            // s4[i] + s4[i + 2]
+  return _mm512_cvtss_f32(_mm512_add_ps(s2, _mm512_permute_ps(s2, 0xb1)));     // s2[0] + s2[1]
+}
+
+// R rows of packed x (stride kp BF16, zero-padded to whole chunks) × J rows of W (stride k): out[r·n + j].
+template <int R, int J>
+void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
+  __m512 acc[R][J];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) acc[r][j] = _mm512_setzero_ps();
+  const size_t chunks = kp / kDotChunk, full = k / kDotChunk;
+  const __mmask32 tail = static_cast<__mmask32>((1ull << (k % kDotChunk)) - 1);
+#if !IWI_DOT_BF16
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  auto odd = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_and_si512(v, high)); };
+  auto even = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); };
+#endif
+  for (size_t c = 0; c < chunks; c++) {
+    __m512i wv[J];
+    for (int j = 0; j < J; j++)
+      wv[j] = c < full ? _mm512_loadu_si512(w + j * k + c * kDotChunk)
+                       : _mm512_maskz_loadu_epi16(tail, w + j * k + c * kDotChunk);
+    for (int r = 0; r < R; r++) {
+      const __m512i xv = _mm512_loadu_si512(x + r * kp + c * kDotChunk);
+      for (int j = 0; j < J; j++) {
+#if IWI_DOT_BF16
+        acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)xv, (__m512bh)wv[j]);
+#else
+        acc[r][j] = _mm512_fmadd_ps(odd(xv), odd(wv[j]), acc[r][j]);
+        acc[r][j] = _mm512_fmadd_ps(even(xv), even(wv[j]), acc[r][j]);
+#endif
+      }
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) out[r * n + j] = reduceDot16(acc[r][j]);
+}
+#pragma GCC diagnostic pop
+constexpr int kDotRows = 4, kDotCols = 4;  // 16 accumulators of the 32 registers
+#elif IWI_AVX2
+// Lanes 0–7 in lo, 8–15 in hi.
+inline float reduceDot16(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+template <int R, int J>
+void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
+  __m256 lo[R][J], hi[R][J];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) lo[r][j] = hi[r][j] = _mm256_setzero_ps();
+  const size_t chunks = kp / kDotChunk, full = k / kDotChunk;
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  auto odd = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, high)); };
+  auto even = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
+  alignas(32) uint16_t padded[J][kDotChunk];
+  for (size_t c = 0; c < chunks; c++) {
+    __m256i w0[J], w1[J];
+    for (int j = 0; j < J; j++) {
+      const uint16_t* row = w + j * k + c * kDotChunk;
+      if (c == full) {  // the last, partial chunk: zeros past k
+        std::memset(padded[j], 0, sizeof padded[j]);
+        std::memcpy(padded[j], row, (k % kDotChunk) * 2);
+        row = padded[j];
+      }
+      w0[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+      w1[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16));
+    }
+    for (int r = 0; r < R; r++) {
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * kp + c * kDotChunk));
+      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * kp + c * kDotChunk + 16));
+      for (int j = 0; j < J; j++) {
+        lo[r][j] = _mm256_fmadd_ps(odd(x0), odd(w0[j]), lo[r][j]);
+        lo[r][j] = _mm256_fmadd_ps(even(x0), even(w0[j]), lo[r][j]);
+        hi[r][j] = _mm256_fmadd_ps(odd(x1), odd(w1[j]), hi[r][j]);
+        hi[r][j] = _mm256_fmadd_ps(even(x1), even(w1[j]), hi[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) out[r * n + j] = reduceDot16(lo[r][j], hi[r][j]);
+}
+constexpr int kDotRows = 2, kDotCols = 3;  // 12 accumulators of the 16 registers
+#else
+inline float daz(float v) { return std::fabs(v) < 1.17549435e-38f ? std::copysign(0.0f, v) : v; }
+inline float bf16Float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <int R, int J>
+void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) {
+      float acc[16] = {};
+      for (size_t i = 0; i < kp; i += 2) {
+        float& a = acc[(i % kDotChunk) / 2];
+        const float w1 = i + 1 < k ? bf16Float(w[j * k + i + 1]) : 0.0f, w0 = i < k ? bf16Float(w[j * k + i]) : 0.0f;
+        a = daz(std::fma(daz(bf16Float(x[r * kp + i + 1])), daz(w1), a));
+        a = daz(std::fma(daz(bf16Float(x[r * kp + i])), daz(w0), a));
+      }
+      float s8[8], s4[4];
+      for (int i = 0; i < 8; i++) s8[i] = daz(acc[i] + acc[i + 8]);
+      for (int i = 0; i < 4; i++) s4[i] = daz(s8[i] + s8[i + 4]);
+      out[r * n + j] = daz(daz(s4[0] + s4[2]) + daz(s4[1] + s4[3]));
+    }
+}
+constexpr int kDotRows = 1, kDotCols = 1;
+#endif
+
+// dotTile with R and J known at run time (the edges of x's rows and of a group's W rows).
+using DotTile = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, float*, size_t);
+template <int R, int J>
+constexpr DotTile dotTileAt() {
+  return &dotTile<R, J>;
+}
+template <int R>
+DotTile dotTileCols(int J) {
+  static const DotTile byCols[4] = {dotTileAt<R, 1>(), dotTileAt<R, kDotCols >= 2 ? 2 : 1>(),
+                                    dotTileAt<R, kDotCols >= 3 ? 3 : 1>(), dotTileAt<R, kDotCols >= 4 ? 4 : 1>()};
+  return byCols[J - 1];
+}
+DotTile dotTileFor(int R, int J) {
+  static_assert(kDotRows <= 4 && kDotCols <= 4, "dotTileFor covers tiles up to 4 × 4");
+  switch (R) {
+    case 1: return dotTileCols<1>(J);
+    case 2: return dotTileCols<kDotRows >= 2 ? 2 : 1>(J);
+    case 3: return dotTileCols<kDotRows >= 3 ? 3 : 1>(J);
+    default: return dotTileCols<kDotRows >= 4 ? 4 : 1>(J);
+  }
+}
+
+// Every part against the same x [m × k]: x rounded and packed once (zeros past k), then groups of 16 W rows taken by
+// the pool's threads from a shared counter; within a group, tiles of kDotCols W rows (from L1) against all of x's rows
+// in blocks of kDotRows, so each weight row comes from memory once per call. False if x's copy cannot be allocated.
+bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
+  const size_t kp = (k + kDotChunk - 1) / kDotChunk * kDotChunk;
+  std::unique_ptr<uint16_t[]> packed(new (std::nothrow) uint16_t[m * kp]);
+  if (!packed) return false;
+  for (size_t r = 0; r < m; r++) {
+    uint16_t* row = packed.get() + r * kp;
+    for (size_t i = 0; i < k; i++) {
+      uint32_t bits;
+      std::memcpy(&bits, x + r * k + i, 4);
+      row[i] = static_cast<uint16_t>(roundBf16Bits(bits) >> 16);
+    }
+    std::fill(row + k, row + kp, 0);
+  }
+  constexpr size_t kGroup = 16;
+  std::vector<size_t> firstGroup{0};
+  for (const Part& part : parts) firstGroup.push_back(firstGroup.back() + (part.n + kGroup - 1) / kGroup);
+  const size_t groups = firstGroup.back();
+  std::atomic<size_t> next{0};
+  pool->run(pool->threads() - 1, [&] {
+    [[maybe_unused]] FlushDenormals flush;
+    for (size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < groups;) {
+      size_t p = 0;
+      while (g >= firstGroup[p + 1]) p++;
+      const Part& part = parts[p];
+      const size_t j1 = std::min(part.n, (g - firstGroup[p] + 1) * kGroup);
+      for (size_t j = (g - firstGroup[p]) * kGroup; j < j1; j += kDotCols) {
+        const int J = static_cast<int>(std::min<size_t>(kDotCols, j1 - j));
+        for (size_t r = 0; r < m; r += kDotRows) {
+          const int R = static_cast<int>(std::min<size_t>(kDotRows, m - r));
+          dotTileFor(R, J)(packed.get() + r * kp, kp, part.w + j * k, k, part.out + r * part.n + j, part.n);
+        }
+      }
+    }
+  });
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1194,6 +1423,14 @@ napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// dotBf16Parts(x, ws, outs, m, k): matmulBf16Parts's arguments, in bf16 precision's order (x rounded to BF16).
+napi_value DotBf16Parts(napi_env env, napi_callback_info info) {
+  PartsCall call;
+  if (partsCall(env, info, "dotBf16Parts", call) && !dotBf16(call.x, call.parts, call.m, call.k))
+    return throwError(env, true, "dotBf16Parts: out of memory for x as BF16 (2 bytes per element)");
+  return nullptr;
+}
+
 #if IWI_AMX
 // gemmBf16Parts(x, ws, outs, m, k, xParts): matmulBf16Parts's arguments and x's BF16 parts, 1 or 3.
 napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
@@ -1448,6 +1685,9 @@ NAPI_MODULE_INIT() {
   napi_value isa;
   napi_create_string_utf8(env, kIsa, NAPI_AUTO_LENGTH, &isa);
   napi_set_named_property(env, exports, "isa", isa);
+  napi_value dotIsa;
+  napi_create_string_utf8(env, kDotIsa, NAPI_AUTO_LENGTH, &dotIsa);
+  napi_set_named_property(env, exports, "dotIsa", dotIsa);
   napi_value vectorBits;
   napi_create_int32(env, kVectorBits, &vectorBits);
   napi_set_named_property(env, exports, "vectorBits", vectorBits);
@@ -1457,7 +1697,7 @@ NAPI_MODULE_INIT() {
   const struct {
     const char* name;
     napi_callback fn;
-  } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
+  } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"dotBf16Parts", DotBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
                    {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
                    {"gatedGelu", GatedGelu}, {"roundBf16", RoundBf16},
                    {"setThreads", SetThreads}, {"threads", Threads}};

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bf16Value, f32ToBf16, f32ToBf16Bits } from '../../engine/bf16.ts';
 import {
   adviseHugePages,
+  dotBf16Parts,
   fmaF32,
   gemmBf16Parts,
   jsKernels,
@@ -109,6 +110,10 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
       const flags = new Set(/^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))![1]!.trim().split(/\s+/));
       const has = (...names: string[]) => names.every((name) => flags.has(name));
       expect(info.vectorBits).toBe(has('avx512f', 'avx512dq') ? 512 : has('avx2', 'fma') ? 256 : 0);
+      // bf16 precision's products on VDPBF16PS wherever the CPU has it.
+      expect(info.dotIsa).toMatch(
+        has('avx512_bf16', 'avx512bw') ? /^avx512bf16 \(vdpbf16ps\)$/ : info.vectorBits ? /two FMAs for each vdpbf16ps/ : /portable/,
+      );
     }
   }
 });
@@ -577,6 +582,105 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0, 1)).toThrow(RangeError);
     expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3)).toThrow(/takes 6 arguments/);
     expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2)).toThrow(/xParts must be 1 or 3/);
+    expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+  });
+});
+
+describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', () => {
+  /** dotBf16Parts into fresh outputs (NaN, so a missed element shows). */
+  function dot(impl: KernelImpl, x: Float32Array, ws: Uint16Array[], m: number, k: number): Float32Array[] {
+    const outs = ws.map((w) => new Float32Array((m * w.length) / k).fill(NaN));
+    dotBf16Parts(x, ws, outs, m, k, impl);
+    return outs;
+  }
+  const shapes: [number, number, number][] = [
+    [1, 13, 7],
+    [1, 50, 1153],
+    [3, 1, 32],
+    [5, 17, 33],
+    [8, 50, 64],
+    [37, 13, 1152],
+  ];
+  const rounded = (x: Float32Array) => {
+    const copy = x.slice();
+    roundBf16(copy, jsKernels);
+    return copy;
+  };
+
+  it.each(implementations)('%s: matches a double-precision reference of x rounded to BF16', (name, impl) => {
+    if (name === 'native' && nativeOff) return;
+    for (const [m, n, k] of shapes) {
+      const { x, w } = operands(m, n, k, m * 1000 + n + k);
+      const [out] = dot(impl(), x, [w], m, k);
+      // Exact products; 2 sums per lane and step, then the 4 of the tree: recursive summation's bound.
+      expectNearReference(`m=${m} n=${n} k=${k}`, out!, { x: rounded(x), w }, [m, n, k], (k / 16 + 4) * 2 ** -23);
+    }
+  });
+
+  it('gives the fallback’s bits, on every shape, with several parts, at 1, 2 and 3 threads', () => {
+    if (nativeOff) return;
+    try {
+      for (const threads of [1, 2, 3]) {
+        setKernelThreads(threads);
+        for (const [m, n, k] of shapes) {
+          const { x, w } = operands(m, n, k, 77 + m + k);
+          const other = operands(1, 29, k, 5).w;
+          const addon = dot(native(), x, [w, other], m, k);
+          const fallback = dot(jsKernels, x, [w, other], m, k);
+          addon.forEach((out, p) => expect(bits(out)).toEqual(bits(fallback[p]!)));
+        }
+      }
+    } finally {
+      setKernelThreads(os.availableParallelism());
+    }
+  });
+
+  it('gives each row bitwise what it gives alone, and rounds x itself (x and x rounded give the same)', () => {
+    const impl = nativeOff ? jsKernels : native();
+    const [m, n, k] = [11, 40, 300];
+    const { x, w } = operands(m, n, k, 21);
+    const [all] = dot(impl, x, [w], m, k);
+    expect(bits(dot(impl, rounded(x), [w], m, k)[0]!)).toEqual(bits(all!));
+    for (const r of [0, 3, 10]) {
+      const [alone] = dot(impl, x.slice(r * k, (r + 1) * k), [w], 1, k);
+      expect(bits(all!.subarray(r * n, (r + 1) * n))).toEqual(bits(alone!));
+    }
+  });
+
+  it('reads denormals as zero and flushes denormal sums to zero, as VDPBF16PS does (the float32 kernel does not)', () => {
+    const k = 32;
+    const x = new Float32Array(k);
+    const w = new Uint16Array(k);
+    x[0] = 2 ** -70; // a BF16 value whose product with w[0] is 2^-140: below float32's smallest normal
+    w[0] = f32ToBf16Bits(2 ** -70);
+    x[3] = 2 ** -130; // a denormal input: read as zero
+    w[3] = f32ToBf16Bits(1);
+    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels]) expect(dot(impl, x, [w], 1, k)[0]![0]).toBe(0);
+    expect(run(jsKernels, x, w, 1, 1, k)[0]).toBeGreaterThan(0);
+  });
+
+  it('adds each pair odd element first, as VDPBF16PS does', () => {
+    // Lane 0 takes k = 0, 1 in step 0 and k = 32, 33 in step 1. Step 0 leaves it 2^-24. Odd first, step 1 adds
+    // 1·1 (2^-24 + 1 is a tie: to even, 1), then 2^-12·2^-12 (again 1): 1. Even first it would add 2^-24 (2^-23),
+    // then 1: 1 + 2^-23.
+    const k = 34;
+    const x = new Float32Array(k);
+    const w = new Uint16Array(k);
+    const set = (i: number, a: number, b: number) => ((x[i] = a), (w[i] = f32ToBf16Bits(b)));
+    set(0, 2 ** -12, 2 ** -12);
+    set(32, 2 ** -12, 2 ** -12);
+    set(33, 1, 1);
+    expect(Math.fround(Math.fround(2 ** -24 + 2 ** -24) + 1)).toBe(1 + 2 ** -23); // the even-first result
+    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels]) expect(dot(impl, x, [w], 1, k)[0]![0]).toBe(1);
+  });
+
+  it('rejects bad arguments with a clear error and writes nothing', () => {
+    const out = new Float32Array(4).fill(7);
+    const w = new Uint16Array(6);
+    expect(() => dotBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/dotBf16Parts: x.length 4 ≠ m·k/);
+    expect(() => dotBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
+    if (!nativeOff)
+      expect(() => native().dotBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/dotBf16Parts: x.length/);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
 });
