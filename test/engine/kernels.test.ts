@@ -112,7 +112,11 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
       expect(info.vectorBits).toBe(has('avx512f', 'avx512dq') ? 512 : has('avx2', 'fma') ? 256 : 0);
       // bf16 precision's products on VDPBF16PS wherever the CPU has it.
       expect(info.dotIsa).toMatch(
-        has('avx512_bf16', 'avx512bw') ? /^avx512bf16 \(vdpbf16ps\)$/ : info.vectorBits ? /two FMAs for each vdpbf16ps/ : /portable/,
+        has('avx512_bf16', 'avx512bw')
+          ? /^avx512bf16 \(vdpbf16ps\)$/
+          : info.vectorBits
+            ? /two FMAs for each vdpbf16ps/
+            : /portable/,
       );
     }
   }
