@@ -7,7 +7,7 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { calibrate, Taskset, type FamilyId } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
+import { count, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 import { familyList, familyProblems } from './family-flags.ts';
 import {
   BATCH_FLAG_DEFAULTS,
@@ -84,7 +84,7 @@ export async function main(argv: string[]): Promise<void> {
   printResult(flags.json, 'calibrate', summary, {
     wrote: [[flags.output, 'every examined seed with its measurements and reasons']],
     figures: [
-      `${result.episodes.length} eligible episodes selected` +
+      `${count(result.episodes.length, 'eligible episode')} selected` +
         (result.short.length > 0 ? `; too few in ${result.short.join(', ')}` : ''),
     ],
   });

@@ -6,7 +6,7 @@
 import { Checkpoint } from '../engine/index.ts';
 import { exportPatched } from '../service/weights/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
+import { count, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 
 const defaults = {
   'model-dir': undefined as string | undefined,
@@ -67,7 +67,7 @@ export async function main(argv: string[]): Promise<void> {
         wrote: [
           [
             result.outDir,
-            `the patched checkpoint: ${result.tensors.length} tensors rewritten in ${result.shards.length} shard(s)`,
+            `the patched checkpoint: ${count(result.tensors.length, 'tensor')} rewritten in ${count(result.shards.length, 'shard')}`,
           ],
           ...(result.peft ? [[result.peft.dir, `the LoRA adapter, rank ${result.peft.rank}`] as const] : []),
         ],

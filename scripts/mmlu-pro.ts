@@ -25,7 +25,7 @@ import {
   SCORING_PROFILES,
   type RunSummary,
 } from '../mmlu-pro/index.ts';
-import { figure, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
+import { count, figure, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
 
 type Flag = { short?: string; type: 'string' | 'boolean'; multiple?: true; number?: true; help: string };
 
@@ -239,7 +239,7 @@ async function compare(argv: string[]): Promise<void> {
   printResult(values.json === true, 'mmlu-pro compare', comparison, {
     wrote: [],
     figures: [
-      `accuracy ${figure(overall.a_accuracy)} in ${comparison.a}, ${figure(overall.b_accuracy)} in ${comparison.b} over ${overall.paired} paired questions: difference ${figure(overall.difference)}, McNemar p ${figure(overall.p_value)}`,
+      `accuracy ${figure(overall.a_accuracy)} in ${comparison.a}, ${figure(overall.b_accuracy)} in ${comparison.b} over ${count(overall.paired, 'paired question')}: difference ${figure(overall.difference)}, McNemar p ${figure(overall.p_value)}`,
     ],
   });
 }
@@ -280,7 +280,7 @@ function runSummary(summary: RunSummary, what: string): Summary {
   return {
     wrote: [[summary.output_dir, what]],
     figures: [
-      `accuracy ${figure(overall.accuracy)} over ${overall.total} questions (adjusted ${figure(overall.adjusted_accuracy)}, unparsed ${figure(overall.unparsed_rate)}), scoring ${summary.scoring}`,
+      `accuracy ${figure(overall.accuracy)} over ${count(overall.total, 'question')} (adjusted ${figure(overall.adjusted_accuracy)}, unparsed ${figure(overall.unparsed_rate)}), scoring ${summary.scoring}`,
       `${summary.asked} asked, ${summary.skipped} already answered, ${summary.failed.length} failed`,
     ],
   };

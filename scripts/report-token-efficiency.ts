@@ -6,7 +6,7 @@
 // sidecar F-without-.csv + .json (version, arguments, time); prints a summary (--json: the sidecar's summary).
 import { writeTokenEfficiencies, writeTokenEfficiency, type EditorRuns, type EfficiencyRow } from '../report/index.ts';
 import { UsageError, defineCommand, parseCommand } from './args.ts';
-import { figure, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
+import { count, figure, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult, type Summary } from './summary.ts';
 
 const defaults = {
   // Declared for the help; the groups are taken from argv before the flags are parsed (editorGroups).
@@ -103,7 +103,7 @@ function tokenSummary(
     // One row per target the editor ran on (all families); none where its attempts had no results.
     figures: editors.map(({ editor, attempts, overall }) =>
       [
-        `${editor}: ${attempts} attempts`,
+        `${editor}: ${count(attempts, 'attempt')}`,
         ...overall.map(
           (row) => `reward per 1,000 editor tokens ${figure(row.reward_per_1k_editor_tokens)} on ${row.model_id}`,
         ),

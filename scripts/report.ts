@@ -9,7 +9,7 @@
 // paths and counts as JSON).
 import { writeReport } from '../report/index.ts';
 import { defineCommand, parseCommand } from './args.ts';
-import { JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
+import { count, JSON_FLAG_DEFAULTS, JSON_FLAG_HELP, printResult } from './summary.ts';
 
 const defaults = {
   editor: [] as string[],
@@ -50,8 +50,8 @@ export async function main(argv: string[]): Promise<void> {
       [outputs.summary_csv, 'mean reward per target, editor and family, with 95 % intervals'],
     ],
     figures: [
-      `${outputs.attempts} attempts, ${outputs.replays} replays` +
-        (outputs.skipped.length > 0 ? `, ${outputs.skipped.length} results of other editors left out` : ''),
+      `${count(outputs.attempts, 'attempt')}, ${count(outputs.replays, 'replay')}` +
+        (outputs.skipped.length > 0 ? `, ${count(outputs.skipped.length, 'result')} of other editors left out` : ''),
     ],
   });
 }

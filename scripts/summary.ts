@@ -32,6 +32,9 @@ export function printResult(json: boolean, command: string, document: unknown, s
 
 export const figure = (value: number | null | undefined) => (value == null ? 'n/a' : value.toFixed(3));
 
+/** `1 attempt`, `2 attempts`. */
+export const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 /** An evaluated attempt's headline: `reward 0.632, gain 0.700, retention 0.903 (56 of 62 base-correct items kept)`. */
 export function scoreLine(score: Pick<EpisodeScore, 'reward' | 'gain' | 'retention'>): string {
   const { retained, baseCorrect } = score.retention.counts.all;
@@ -54,7 +57,7 @@ export function attemptsLine(attempts: readonly PilotAttempt[]): string {
   const rewards = attempts.flatMap((a) => (a.status === 'complete' ? [a.reward] : []));
   const mean = rewards.length > 0 ? rewards.reduce((sum, r) => sum + r, 0) / rewards.length : null;
   const failed = attempts.length - rewards.length;
-  return `${attempts.length} attempts, ${failed} failed, mean reward ${figure(mean)}`;
+  return `${count(attempts.length, 'attempt')}, ${failed} failed, mean reward ${figure(mean)}`;
 }
 
 /** One attempt of a pilot: `<id>: ` and its scoreLine (from its results.json), or why it failed. */

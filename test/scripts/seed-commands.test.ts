@@ -115,7 +115,7 @@ describe("the seed's command lines", () => {
     );
     // As a person reads it: the file it wrote, then the headline.
     expect(calibrated.stdout).toBe(
-      'calibrate:\n  wrote runs/calibration.json (every examined seed with its measurements and reasons)\n  1 eligible episodes selected\n',
+      'calibrate:\n  wrote runs/calibration.json (every examined seed with its measurements and reasons)\n  1 eligible episode selected\n',
     );
     // Its in-process evaluator's progress, as lines (stderr is no terminal here).
     const progress = calibrated.stderr.split('\n').filter((l) => l.startsWith('calibrate: '));
@@ -168,7 +168,7 @@ describe("the seed's command lines", () => {
     const [attempt] = readdirSync(path.join(work, 'runs', 'pilot', 'attempts'));
     const { reward } = JSON.parse(readFileSync(path.join(work, 'runs', 'pilot', 'pilot.json'), 'utf8')).attempts[0];
     expect(piloted.stdout).toContain('  wrote runs/pilot/pilot.json (');
-    expect(piloted.stdout).toContain(`  1 attempts, 0 failed, mean reward ${reward.toFixed(3)}\n`);
+    expect(piloted.stdout).toContain(`  1 attempt, 0 failed, mean reward ${reward.toFixed(3)}\n`);
     // The evaluations' progress, one line per worker's attempt, named by it.
     for (const phase of ['pristine', 'patched'])
       expect(piloted.stderr).toMatch(new RegExp(`^pilot ${attempt}: ${phase} (\\d+)/\\1 items, `, 'm'));
@@ -201,7 +201,7 @@ describe("the seed's command lines", () => {
     // report RUNS --editor LABEL --output-dir D
     const report = await iwibench('report', 'runs/pilot', '--editor', EDITOR, '--output-dir', 'runs/report');
     expect(report).toContain('  wrote runs/report/report.html (the scoreboard, with one page per attempt)\n');
-    expect(report).toContain('  1 attempts, 0 replays\n');
+    expect(report).toContain('  1 attempt, 0 replays\n');
     expect(existsSync(path.join(work, 'runs', 'report', 'report.html'))).toBe(true);
 
     // report-token-efficiency --editor LABEL RESULTS_CSV ATTEMPTS_DIR … --output F (repeated per editor)

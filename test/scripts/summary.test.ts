@@ -34,7 +34,7 @@ describe('summaries', () => {
     ] as const;
     expect(attemptsLine(attempts)).toBe('3 attempts, 1 failed, mean reward 0.300');
     expect(attemptsLine([{ status: 'failed', id: 'c', error: 'refused' }])).toBe(
-      '1 attempts, 1 failed, mean reward n/a',
+      '1 attempt, 1 failed, mean reward n/a',
     );
   });
 

@@ -73,7 +73,7 @@ describe('export-patched', () => {
     const [title, wrote, figures, end] = cli(patch.id).split('\n');
     expect([title, wrote, end]).toEqual([
       'export-patched:',
-      `  wrote ${out} (the patched checkpoint: 3 tensors rewritten in 1 shard(s))`,
+      `  wrote ${out} (the patched checkpoint: 3 tensors rewritten in 1 shard)`,
       '',
     ]);
     expect(figures).toMatch(new RegExp(`^  patch ${patch.id}, [\\d.]+ s$`));
