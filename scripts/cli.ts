@@ -41,7 +41,8 @@ export const commands: Record<string, Command> = {
     load: () => import('./run-pilot.ts'),
   },
   pilot: {
-    summary: 'a pilot on a queue (BullMQ on Redis): enqueue | worker (one per service) | status',
+    summary:
+      'a pilot on a queue (BullMQ on Redis): enqueue | worker (one per service) | status | retry | clean | pause | resume | dashboard',
     load: () => import('./pilot.ts'),
   },
   'replay-patch': {

@@ -1,9 +1,11 @@
 // A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis (scripts/redis-server.ts), two
-// service processes, workers as processes. Three workers on two services finish every attempt once, with run-pilot's
-// rewards; a worker killed (SIGKILL) mid-attempt leaves its job to another and one folder; Redis restarted mid-run
-// (append-only) loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
+// service processes, workers as processes. Executions are counted as the services see them (one episode per try, its
+// label naming the try's folder). Three workers on two services run every attempt once, with run-pilot's rewards,
+// each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to a worker on the other service,
+// which runs it again, and one folder remains; Redis restarted mid-run (append-only) loses nothing. Smoke sizes: the
+// first item of each kind, the built-in rank-one editor (no API).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -75,7 +77,40 @@ function worker(db: number, gpu: number, outputDir: string): { child: ChildProce
 }
 
 const enqueue = (db: number, file = calibration) =>
-  cli(['pilot', 'enqueue', file, '--queue', redis.url(db), '--editor-model', EDITOR, ...QUICK]);
+  cli(
+    [
+      'pilot',
+      'enqueue',
+      file,
+      '--queue',
+      redis.url(db),
+      '--model-dir',
+      TOY_TARGET_DIR,
+      '--editor-model',
+      EDITOR,
+    ].concat(QUICK, ['--json']),
+  );
+
+/** The attempt's readable id (run-pilot's): the queue's id without its settings hash. */
+const readable = (id: string) => id.replace(/-h[0-9a-f]{8}$/, '');
+
+/**
+ * The episodes the services saw for attempt `id` (each try creates one, labelled with its try folder): on which
+ * service, and whether it was deleted.
+ */
+function episodesOf(id: string, earlier: ReadonlySet<string> = new Set()): { service: number; deleted: boolean }[] {
+  return ['gpu0', 'gpu1'].flatMap((name, service) => {
+    const root = path.join(work, name, 'episodes');
+    if (!existsSync(root)) return [];
+    return readdirSync(root).flatMap((episode) => {
+      if (earlier.has(path.join(root, episode))) return [];
+      const spec = JSON.parse(readFileSync(path.join(root, episode, 'spec.json'), 'utf8')) as { label?: string };
+      if (!spec.label?.includes(`${id}.partial-`)) return [];
+      const state = JSON.parse(readFileSync(path.join(root, episode, 'state.json'), 'utf8')) as { status: string };
+      return [{ service, deleted: state.status === 'deleted' }];
+    });
+  });
+}
 
 function openQueue(db: number): Queue {
   const queue = new Queue(QUEUE_NAME, { connection: queueConnection({ queue: redis.url(db) }) });
@@ -90,6 +125,15 @@ function oneEpisode(): string {
   writeFileSync(file, JSON.stringify({ format: 'iwibench-calibration/1', episodes: [episode] }));
   return file;
 }
+
+/** Every episode the services have seen so far (a later case's count leaves them out: the ids repeat per database). */
+const episodesSoFar = () =>
+  new Set(
+    ['gpu0', 'gpu1'].flatMap((name) => {
+      const root = path.join(work, name, 'episodes');
+      return existsSync(root) ? readdirSync(root).map((e) => path.join(root, e)) : [];
+    }),
+  );
 
 /** Attempt folders (completed ones) of an output folder, by id, with their rewards. */
 function rewards(outputDir: string): Record<string, number> {
@@ -134,20 +178,34 @@ describe('a pilot on the queue, on the toy target', () => {
     const out = path.join(work, 'queued');
     const codes = await Promise.all([worker(1, 0, out), worker(1, 1, out), worker(1, 0, out)].map((w) => w.exited));
     expect(codes).toEqual([0, 0, 0]);
-    expect(rewards(out)).toEqual(expected);
-    expect(readdirSync(path.join(out, 'attempts')).sort()).toEqual(Object.keys(expected).sort());
+    const queued = rewards(out);
+    expect(Object.fromEntries(Object.entries(queued).map(([id, r]) => [readable(id), r]))).toEqual(expected);
+    expect(readdirSync(path.join(out, 'attempts')).sort()).toEqual(Object.keys(queued).sort());
     const jobs = await openQueue(1).getJobs(['completed']);
-    expect(jobs.map((j) => [j.id, j.returnvalue.reward]).sort()).toEqual(Object.entries(expected).sort());
-    expect(jobs.every((j) => j.attemptsMade === 1)).toBe(true); // each attempt run once
+    expect(jobs.map((j) => [j.id, j.returnvalue.reward]).sort()).toEqual(Object.entries(queued).sort());
+    // Each attempt ran once, as its service saw it, and its episode is gone (BullMQ's attemptsMade would not show a
+    // job run again after a stall).
+    for (const id of Object.keys(queued)) {
+      const seen = episodesOf(id);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.deleted).toBe(true);
+    }
   });
 
-  it('a worker killed (SIGKILL) mid-attempt: another takes the job up, and one folder remains', async () => {
+  it('a worker killed (SIGKILL) mid-attempt: a worker on the other service takes the job over, and one folder remains', async () => {
+    const earlier = episodesSoFar();
     const { out, id } = await disruptedAttempt(2, 'killed', async (first, out) => {
       first.child.kill('SIGKILL');
       await first.exited;
       expect(await worker(2, 1, out).exited).toBe(0);
     });
-    expect(readdirSync(path.join(out, 'attempts'))).toEqual([id]); // the dead try's temp folder is cleared
+    expect(readdirSync(path.join(out, 'attempts'))).toEqual([id]); // the dead try's folder is cleared
+    // Two executions: the killed one on service 0 (its episode left behind with it), the second on service 1.
+    const seen = episodesOf(id, earlier);
+    expect(seen.map((e) => e.service)).toEqual([0, 1]);
+    expect(seen[1]!.deleted).toBe(true);
+    const job = (await openQueue(2).getJob(id))!;
+    expect(job.stalledCounter).toBe(1);
   });
 
   it('Redis restarted mid-run (append-only on): the run completes, nothing lost', async () => {
@@ -172,9 +230,11 @@ describe('a pilot on the queue, on the toy target', () => {
     const first = worker(db, 0, out);
     await underWay(queue, out);
     await disrupt(first, out);
-    const id = Object.keys(expected).find((k) => k.includes('-s1-'))!;
-    expect(rewards(out)).toEqual({ [id]: expected[id] });
-    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[id]);
+    const plain = Object.keys(expected).find((k) => k.includes('-s1-'))!;
+    const id = Object.keys(rewards(out))[0]!;
+    expect(readable(id)).toBe(plain);
+    expect(rewards(out)).toEqual({ [id]: expected[plain] });
+    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[plain]);
     expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 0 });
     return { out, id };
   }

@@ -354,6 +354,57 @@ describe('a worker', () => {
   });
 });
 
+describe('pilot status', () => {
+  it('shows each running job’s worker, start and phase (from its transcript), and a job waiting to retry with its last error', async () => {
+    const db = 8;
+    const queue = openQueue(db);
+    const [running, retrying] = [job('local_factual_update', 50), job('local_factual_update', 51)];
+    await enqueueAttempts(queueConnection({ queue: redis.url(db) }), [running, retrying], {
+      retries: 1,
+      backoffMs: 60_000,
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const w = worker(db, {
+      outputDir: path.join(work, 'status'),
+      concurrency: 2,
+      run: async (j, dir) => {
+        if (j.id === retrying.id) throw new TransientFailure('the service is unreachable');
+        writeFileSync(
+          path.join(dir, 'trace.jsonl'),
+          ['{"time":"t","type":"request","turn":1}', '{"time":"t","type":"request","turn":2}', ''].join('\n'),
+        );
+        await released;
+        return complete(j, dir);
+      },
+    });
+    let status: Awaited<ReturnType<typeof queueStatus>>;
+    for (;;) {
+      status = await queueStatus(queueConnection({ queue: redis.url(db) }));
+      if (status.jobs.some((j) => j.phase === 'editing turn 2 of 64') && status.jobs.length === 2) break;
+      await sleep(200);
+    }
+    expect(status.jobs).toEqual([
+      {
+        id: running.id,
+        state: 'active',
+        tries: 1,
+        max_tries: 2,
+        worker: { host: expect.stringContaining(os.hostname()), pid: process.pid },
+        since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        phase: 'editing turn 2 of 64',
+      },
+      { id: retrying.id, state: 'retrying', tries: 1, max_tries: 2, last_error: 'the service is unreachable' },
+    ]);
+    const text = statusText(status);
+    expect(text).toContain(`${running.id}: editing turn 2 of 64 on ${os.hostname()}`);
+    expect(text).toContain(`${retrying.id}: waiting to retry (try 1/2), last error: the service is unreachable`);
+    release();
+    await finished(queue, running.id);
+    await w.stop(0);
+  });
+});
+
 describe("the commit's fencing step", () => {
   it('claims only while holding the lock, once: a second claimant gets the first one’s result', async () => {
     const client = new Redis({ port: redis.port, host: '127.0.0.1', db: 6 });
