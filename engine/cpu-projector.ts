@@ -27,8 +27,9 @@ import type { WeightSource } from './weight-source.ts';
  */
 type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
 
-function kernelProduct(settings: Pick<EngineSettings, 'precision'>): Product {
-  return { name: 'kernel', run: settings.precision === 'bf16' ? dotBf16Parts : matmulBf16Parts };
+function kernelProduct(settings: Pick<EngineSettings, 'precision' | 'dotPath'>): Product {
+  if (settings.precision === 'float32') return { name: 'kernel', run: matmulBf16Parts };
+  return { name: 'kernel', run: (x, ws, outs, m, k) => dotBf16Parts(x, ws, outs, m, k, settings.dotPath) };
 }
 
 /**

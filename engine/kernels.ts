@@ -11,14 +11,23 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bf16Value, f32ToBf16Bits } from './bf16.ts';
 
 /** The functions the addon and the fallback both provide (arguments already checked by the exports below). */
 export type KernelImpl = {
   /** outs[p] [m × n_p] = x [m × k] · ws[p]ᵀ, n_p = ws[p].length / k: several products of one x in one call. */
   matmulBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
-  /** The same products with x rounded to BF16, in VDPBF16PS's order (bf16 precision; see dotBf16Parts below). */
-  dotBf16Parts(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void;
+  /**
+   * The same products with x rounded to BF16, in VDPBF16PS's order (bf16 precision; see dotBf16Parts below), on
+   * VDPBF16PS itself or as FMAs (the addon; the same bits either way).
+   */
+  dotBf16Parts(
+    x: Float32Array,
+    ws: Uint16Array[],
+    outs: Float32Array[],
+    m: number,
+    k: number,
+    vdpbf16ps: boolean,
+  ): void;
   widenBf16(w: Uint16Array, out: Float32Array): void;
   readBandwidth(buffer: ArrayBuffer | ArrayBufferView, repeats: number): number;
   /** attendDecode's work, arguments flattened as the addon takes them (see attendDecode below). */
@@ -53,13 +62,23 @@ export type KernelImpl = {
   roundBf16(x: Float32Array): void;
 };
 
+/** How dotBf16Parts multiplies: VDPBF16PS, or its steps as two FMAs (the same bits). */
+export type DotPath = 'vdpbf16ps' | 'fma';
+
+/** The instruction kinds peakRate measures: float32 FMA, VDPBF16PS, AMX's TDPBF16PS. */
+export type PeakKind = 'fma' | 'vdpbf16ps' | 'amx';
+
 /** How many BF16 parts gemmBf16Parts splits x into: 3, exact (float32 precision), or 1, x rounded (bf16). */
 export type XParts = 1 | 3;
 
 type NativeAddon = KernelImpl & {
   isa: string;
-  /** How dotBf16Parts runs: VDPBF16PS (AVX-512 BF16), or its steps as FMAs (AVX-512 F, AVX2), or the portable loop. */
+  /** How dotBf16Parts runs as FMAs: on AVX-512 F, on AVX2, or the portable loop. */
   dotIsa: string;
+  /** dotBf16Parts can also run on VDPBF16PS (built for AVX-512 BF16). */
+  vdpbf16ps: boolean;
+  /** GFLOP/s of one instruction kind on every pool thread, register to register (0: not in this build). */
+  peakRate(kind: PeakKind, iterations: number, repeats: number): number;
   /** Built with AMX (BF16 tiles) and granted its tile state by the OS: gemmBf16Parts is there. */
   amx: boolean;
   gemmBf16Parts?: (
@@ -82,8 +101,9 @@ export type KernelInfo = {
   reason?: string;
   threads: number;
   isa?: string;
-  /** dotBf16Parts's path (the addon only). */
+  /** dotBf16Parts's FMA path, and whether it can take VDPBF16PS (the addon only). */
   dotIsa?: string;
+  vdpbf16ps?: boolean;
   vectorBits?: number;
   /** gemmBf16Parts is available (the addon only). */
   amx?: boolean;
@@ -164,17 +184,20 @@ const DOT_CHUNK = 32;
 
 /** The addon's dotBf16 order (engine/native/kernels.cc): 16 lane sums over pairs, odd element first, then a tree. */
 function dotPartsJs(x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number): void {
+  // One path: the fallback follows the order step by step, whichever instruction the addon would take.
   const f = Math.fround;
   const kp = Math.ceil(k / DOT_CHUNK) * DOT_CHUNK;
   const xb = new Float32Array(m * kp); // x rounded to BF16, zeros past k
-  for (let r = 0; r < m; r++) for (let i = 0; i < k; i++) xb[r * kp + i] = bf16Value(f32ToBf16Bits(x[r * k + i]!));
+  for (let r = 0; r < m; r++) xb.set(x.subarray(r * k, (r + 1) * k), r * kp);
+  roundBf16Js(xb);
   const wb = new Float32Array(kp);
+  const wBits = new Uint32Array(wb.buffer);
   const lanes = new Array<number>(16);
   ws.forEach((w, p) => {
     const n = w.length / k;
     for (let j = 0; j < n; j++) {
       wb.fill(0);
-      for (let i = 0; i < k; i++) wb[i] = bf16Value(w[j * k + i]!);
+      for (let i = 0; i < k; i++) wBits[i] = w[j * k + i]! << 16;
       for (let r = 0; r < m; r++) {
         lanes.fill(0);
         for (let i = 0; i < kp; i += 2) {
@@ -331,10 +354,14 @@ const gatedGeluJs: KernelImpl['gatedGelu'] = (gate, up, z) => {
   for (let i = 0; i < z.length; i++) z[i] = geluTimesJs(gate[i]!, up[i]!);
 };
 
-/** Every float to its nearest BF16 (f32ToBf16Bits: the addon's roundBf16Bits, ties to even, a NaN kept NaN). */
+/** The addon's roundBf16Bits on every float: ties to even in integer arithmetic, a NaN kept NaN (quiet bit set). */
 function roundBf16Js(x: Float32Array): void {
   const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  for (let i = 0; i < bits.length; i++) bits[i] = f32ToBf16Bits(x[i]!) << 16;
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i]!;
+    bits[i] =
+      (b & 0x7fffffff) > 0x7f800000 ? (b | 0x00400000) & 0xffff0000 : (b + 0x7fff + ((b >>> 16) & 1)) & 0xffff0000;
+  }
 }
 
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
@@ -397,6 +424,7 @@ export function kernelInfo(): KernelInfo {
       threads: addon.threads(),
       isa: addon.isa,
       dotIsa: addon.dotIsa,
+      vdpbf16ps: addon.vdpbf16ps,
       vectorBits: addon.vectorBits,
       amx: addon.amx,
     };
@@ -495,10 +523,36 @@ export function dotBf16Parts(
   outs: Float32Array[],
   m: number,
   k: number,
+  path: DotPath = 'fma',
   impl = selection().impl,
 ): void {
   checkMatmulArgs(x, ws, outs, m, k, 'dotBf16Parts');
-  impl.dotBf16Parts(x, ws, outs, m, k);
+  if (path !== 'fma' && path !== 'vdpbf16ps') throw new RangeError(`dotBf16Parts: path must be fma or vdpbf16ps`);
+  impl.dotBf16Parts(x, ws, outs, m, k, path === 'vdpbf16ps');
+}
+
+/**
+ * GFLOP/s of one instruction kind on every pool thread, register to register, the best of `repeats` passes: the
+ * ceiling each product path is measured against (0 where the addon lacks the kind; undefined without the addon).
+ */
+export function peakRate(kind: PeakKind, iterations = 200_000, repeats = 3): number | undefined {
+  return selection().addon?.peakRate(kind, iterations, repeats);
+}
+
+let fasterDot: DotPath | undefined;
+
+/**
+ * The faster of dotBf16Parts's two paths on this machine, measured once a process (~50 ms): VDPBF16PS where the addon
+ * has it and its peak rate beats two FMAs' by 10 %, else FMAs. VDPBF16PS does twice an FMA's multiply-adds, at a rate
+ * that depends on the CPU (on this project's Xeon it ran at a third of two FMAs'). The bits are the same either way.
+ */
+export function fasterDotPath(): DotPath {
+  if (fasterDot) return fasterDot;
+  const addon = selection().addon;
+  fasterDot = 'fma';
+  if (addon?.vdpbf16ps && addon.peakRate('vdpbf16ps', 100_000, 3) > 1.1 * addon.peakRate('fma', 200_000, 3))
+    fasterDot = 'vdpbf16ps';
+  return fasterDot;
 }
 
 /**

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { IwiError } from '../core/errors.ts';
 import { checkDevice, type Device } from './device.ts';
-import { kernelInfo } from './kernels.ts';
+import { fasterDotPath, kernelInfo, type DotPath } from './kernels.ts';
 
 /**
  * The prefill GEMM: 'amx', the addon's gemmBf16Parts on AMX's tile unit (BF16 weights where they lie, activations
@@ -48,6 +48,8 @@ export type EngineOptionsSettings = {
   gemmMinTokens?: number;
   /** The prefill GEMM (default: IWIBENCH_PREFILL_GEMM, else the best here); tests compare both. */
   prefillGemm?: PrefillGemm;
+  /** How bf16 precision's kernel multiplies (default: IWIBENCH_DOT_PATH, else the faster here, measured). */
+  dotPath?: DotPath;
 };
 
 export type EngineSettings = Readonly<Required<EngineOptionsSettings>>;
@@ -68,7 +70,14 @@ export function resolveSettings(
     options.prefillGemm === undefined
       ? prefillGemmFrom(env.IWIBENCH_PREFILL_GEMM, amx)
       : prefillGemmFrom(options.prefillGemm, amx, 'prefillGemm');
+  const dotPath =
+    options.dotPath !== undefined
+      ? dotPathFrom(options.dotPath, 'dotPath')
+      : env.IWIBENCH_DOT_PATH
+        ? dotPathFrom(env.IWIBENCH_DOT_PATH, 'IWIBENCH_DOT_PATH')
+        : fasterDotPath();
   return Object.freeze({
+    dotPath,
     precision: options.precision === undefined ? DEFAULT_PRECISION : checkPrecision(options.precision),
     device: options.device ?? 'cpu',
     threads: options.threads ?? defaultThreads(),
@@ -76,6 +85,18 @@ export function resolveSettings(
     prefillGemm,
     gemmMinTokens: options.gemmMinTokens ?? gemmMinTokensFor(prefillGemm),
   });
+}
+
+/** The dot path a setting asks for; throws if it names none or VDPBF16PS where the addon lacks it. */
+function dotPathFrom(setting: string, name: string): DotPath {
+  if (setting !== 'fma' && setting !== 'vdpbf16ps')
+    throw new IwiError('ENGINE_SETTING_INVALID', `${name} must be fma or vdpbf16ps, got "${setting}"`);
+  if (setting === 'vdpbf16ps' && !kernelInfo().vdpbf16ps)
+    throw new IwiError(
+      'ENGINE_SETTING_INVALID',
+      `${name} is vdpbf16ps, but the kernel was not built with AVX-512 BF16`,
+    );
+  return setting;
 }
 
 /** The prefill GEMM a setting asks for (unset: AMX where the addon has it); throws if it names none or one not here. */

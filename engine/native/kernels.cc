@@ -585,21 +585,22 @@ void matmul(const float* x, const std::vector<Part>& parts, size_t m, size_t k) 
 // whatever MXCSR says; the other paths set MXCSR so for the call). Each product of two BF16 values is exact in float32,
 // so only the sums round. One thread computes each output, in this order whatever m, its row or the tile: a batch
 // gives each row alone.
-// Paths, chosen at compile time as the matmul's: VDPBF16PS where the compiler targets AVX-512 BF16; else the same
-// steps as two FMAs on AVX-512 F or AVX2 (a 32-bit word of BF16 pairs gives its odd element as word & 0xffff0000 and
-// its even one as word << 16, both exact floats); else a portable loop.
+// Paths: the same steps as two FMAs on AVX-512 F or AVX2 (a 32-bit word of BF16 pairs gives its odd element as word
+// & 0xffff0000 and its even one as word << 16, both exact floats), chosen at compile time as the matmul's, else a
+// portable loop; and where the compiler targets AVX-512 BF16, VDPBF16PS itself too, which the caller may choose
+// (`vdpbf16ps`): the same bits, at a rate that depends on the CPU (on this project's Xeon a third of two FMAs'; on
+// others twice), so the engine measures both (peakRate) when it is created.
 
 #if IWI_AVX512 && defined(__AVX512BF16__) && defined(__AVX512BW__)
 #define IWI_DOT_BF16 1
-static const char* const kDotIsa = "avx512bf16 (vdpbf16ps)";
-#elif IWI_AVX512 && defined(__AVX512BW__)
-#define IWI_DOT_BF16 0
-static const char* const kDotIsa = "avx512f (two FMAs for each vdpbf16ps)";
-#elif IWI_AVX2
-#define IWI_DOT_BF16 0
-static const char* const kDotIsa = "avx2+fma (two FMAs for each vdpbf16ps, 16 lanes in two registers)";
 #else
 #define IWI_DOT_BF16 0
+#endif
+#if IWI_AVX512 && defined(__AVX512BW__)
+static const char* const kDotIsa = "avx512f (two FMAs for each vdpbf16ps)";
+#elif IWI_AVX2
+static const char* const kDotIsa = "avx2+fma (two FMAs for each vdpbf16ps, 16 lanes in two registers)";
+#else
 static const char* const kDotIsa = "portable (std::fma, DAZ and FTZ in code)";
 #endif
 
@@ -630,19 +631,18 @@ inline float reduceDot16(__m512 acc) {
   return _mm512_cvtss_f32(_mm512_add_ps(s2, _mm512_permute_ps(s2, 0xb1)));     // s2[0] + s2[1]
 }
 
-// R rows of packed x (stride kp BF16, zero-padded to whole chunks) × J rows of W (stride k): out[r·n + j].
-template <int R, int J>
+// R rows of packed x (stride kp BF16, zero-padded to whole chunks) × J rows of W (stride k): out[r·n + j]. Vdp:
+// VDPBF16PS, else two FMAs a step.
+template <int R, int J, bool Vdp>
 void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   __m512 acc[R][J];
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) acc[r][j] = _mm512_setzero_ps();
   const size_t chunks = kp / kDotChunk, full = k / kDotChunk;
   const __mmask32 tail = static_cast<__mmask32>((1ull << (k % kDotChunk)) - 1);
-#if !IWI_DOT_BF16
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   auto odd = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_and_si512(v, high)); };
   auto even = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); };
-#endif
   for (size_t c = 0; c < chunks; c++) {
     __m512i wv[J];
     for (int j = 0; j < J; j++)
@@ -652,11 +652,13 @@ void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* o
       const __m512i xv = _mm512_loadu_si512(x + r * kp + c * kDotChunk);
       for (int j = 0; j < J; j++) {
 #if IWI_DOT_BF16
-        acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)xv, (__m512bh)wv[j]);
-#else
+        if constexpr (Vdp) {
+          acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)xv, (__m512bh)wv[j]);
+          continue;
+        }
+#endif
         acc[r][j] = _mm512_fmadd_ps(odd(xv), odd(wv[j]), acc[r][j]);
         acc[r][j] = _mm512_fmadd_ps(even(xv), even(wv[j]), acc[r][j]);
-#endif
       }
     }
   }
@@ -674,7 +676,7 @@ inline float reduceDot16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-template <int R, int J>
+template <int R, int J, bool>
 void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   __m256 lo[R][J], hi[R][J];
   for (int r = 0; r < R; r++)
@@ -720,7 +722,7 @@ inline float bf16Float(uint16_t b) {
   return f;
 }
 
-template <int R, int J>
+template <int R, int J, bool>
 void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) {
@@ -740,32 +742,32 @@ void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* o
 constexpr int kDotRows = 1, kDotCols = 1;
 #endif
 
-// dotTile with R and J known at run time (the edges of x's rows and of a group's W rows).
+// dotTile with R, J and the path known at run time (the edges of x's rows and of a group's W rows).
 using DotTile = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, float*, size_t);
-template <int R, int J>
-constexpr DotTile dotTileAt() {
-  return &dotTile<R, J>;
-}
-template <int R>
+template <bool Vdp, int R>
 DotTile dotTileCols(int J) {
-  static const DotTile byCols[4] = {dotTileAt<R, 1>(), dotTileAt<R, kDotCols >= 2 ? 2 : 1>(),
-                                    dotTileAt<R, kDotCols >= 3 ? 3 : 1>(), dotTileAt<R, kDotCols >= 4 ? 4 : 1>()};
+  static const DotTile byCols[4] = {&dotTile<R, 1, Vdp>, &dotTile<R, std::min(2, kDotCols), Vdp>,
+                                    &dotTile<R, std::min(3, kDotCols), Vdp>, &dotTile<R, std::min(4, kDotCols), Vdp>};
   return byCols[J - 1];
 }
-DotTile dotTileFor(int R, int J) {
-  static_assert(kDotRows <= 4 && kDotCols <= 4, "dotTileFor covers tiles up to 4 × 4");
+template <bool Vdp>
+DotTile dotTileRows(int R, int J) {
   switch (R) {
-    case 1: return dotTileCols<1>(J);
-    case 2: return dotTileCols<kDotRows >= 2 ? 2 : 1>(J);
-    case 3: return dotTileCols<kDotRows >= 3 ? 3 : 1>(J);
-    default: return dotTileCols<kDotRows >= 4 ? 4 : 1>(J);
+    case 1: return dotTileCols<Vdp, 1>(J);
+    case 2: return dotTileCols<Vdp, std::min(2, kDotRows)>(J);
+    case 3: return dotTileCols<Vdp, std::min(3, kDotRows)>(J);
+    default: return dotTileCols<Vdp, std::min(4, kDotRows)>(J);
   }
+}
+DotTile dotTileFor(int R, int J, bool vdp) {
+  static_assert(kDotRows <= 4 && kDotCols <= 4, "dotTileFor covers tiles up to 4 × 4");
+  return vdp ? dotTileRows<true>(R, J) : dotTileRows<false>(R, J);
 }
 
 // Every part against the same x [m × k]: x rounded and packed once (zeros past k), then groups of 16 W rows taken by
 // the pool's threads from a shared counter; within a group, tiles of kDotCols W rows (from L1) against all of x's rows
 // in blocks of kDotRows, so each weight row comes from memory once per call. False if x's copy cannot be allocated.
-bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k) {
+bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k, bool vdp) {
   const size_t kp = (k + kDotChunk - 1) / kDotChunk * kDotChunk;
   std::unique_ptr<uint16_t[]> packed(new (std::nothrow) uint16_t[m * kp]);
   if (!packed) return false;
@@ -794,7 +796,7 @@ bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k)
         const int J = static_cast<int>(std::min<size_t>(kDotCols, j1 - j));
         for (size_t r = 0; r < m; r += kDotRows) {
           const int R = static_cast<int>(std::min<size_t>(kDotRows, m - r));
-          dotTileFor(R, J)(packed.get() + r * kp, kp, part.w + j * k, k, part.out + r * part.n + j, part.n);
+          dotTileFor(R, J, vdp)(packed.get() + r * kp, kp, part.w + j * k, k, part.out + r * part.n + j, part.n);
         }
       }
     }
@@ -827,11 +829,16 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
+// GCC's tile intrinsics are asm statements that do not say they read memory, so stores only they read may be dropped
+// (seen: a tile configuration inlined with its rows unset). This tells the compiler the memory at `p` is read here.
+inline void keepStores(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
 // Every tile 16 rows × 64 bytes; loaded at the start of each thread's part of a call, released at its end (so the
 // OS need not save 8 KiB of tile state when it switches threads between calls).
 void configureTiles() {
   TileConfig config;
   for (int t = 0; t < 8; t++) config.bytesPerRow[t] = 64, config.rows[t] = 16;
+  keepStores(&config);
   _tile_loadconfig(&config);
 }
 
@@ -995,6 +1002,94 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
   return true;
 }
 #endif
+
+// The peak rate of one kind of multiply-add instruction on every pool thread, register to register (no memory): the
+// ceiling each product path is measured against (`bench kernel`). Kinds: "fma" (float32 FMA on the kernel's widest
+// vectors: the float32 kernel's and dotBf16's emulation), "vdpbf16ps" (AVX-512 BF16), "amx" (TDPBF16PS tiles).
+// Independent accumulators cover each instruction's latency. GFLOP/s (2 a multiply-add), best of `repeats` passes of
+// `iterations` steps each; 0 for a kind this build does not have.
+double peakRate(const std::string& kind, size_t iterations, int repeats) {
+  double flopPerStep = 0;  // per thread and step
+  std::function<void()> loop;
+#if IWI_AVX512
+  if (kind == "fma" || kind == "vdpbf16ps") {
+    const bool dot = kind == "vdpbf16ps";
+#if !IWI_DOT_BF16
+    if (dot) return 0;
+#endif
+    flopPerStep = 12.0 * 16 * 2 * (dot ? 2 : 1);
+    loop = [iterations, dot] {
+      __m512 acc[12];
+      for (auto& a : acc) a = _mm512_setzero_ps();
+      const __m512 a = _mm512_set1_ps(1e-3f), b = _mm512_set1_ps(1e-3f);
+      for (size_t i = 0; i < iterations; i++)
+        for (auto& c : acc) {
+#if IWI_DOT_BF16
+          if (dot) c = _mm512_dpbf16_ps(c, (__m512bh)_mm512_castps_si512(a), (__m512bh)_mm512_castps_si512(b));
+          else
+#endif
+            c = _mm512_fmadd_ps(a, b, c);
+        }
+      float sink[16];
+      __m512 sum = acc[0];
+      for (int j = 1; j < 12; j++) sum = _mm512_add_ps(sum, acc[j]);
+      _mm512_storeu_ps(sink, sum);
+      volatile float keep = sink[0];
+      (void)keep;
+    };
+  }
+#elif IWI_AVX2
+  if (kind == "fma") {
+    flopPerStep = 12.0 * 8 * 2;
+    loop = [iterations] {
+      __m256 acc[12];
+      for (auto& a : acc) a = _mm256_setzero_ps();
+      const __m256 a = _mm256_set1_ps(1e-3f), b = _mm256_set1_ps(1e-3f);
+      for (size_t i = 0; i < iterations; i++)
+        for (auto& c : acc) c = _mm256_fmadd_ps(a, b, c);
+      __m256 sum = acc[0];
+      for (int j = 1; j < 12; j++) sum = _mm256_add_ps(sum, acc[j]);
+      volatile float keep = _mm256_cvtss_f32(sum);
+      (void)keep;
+    };
+  }
+#endif
+#if IWI_AMX
+  if (kind == "amx" && amxReady) {
+    flopPerStep = 4.0 * 16 * 16 * 32 * 2;  // four C tiles of 16 × 16, 32 k each
+    loop = [iterations] {
+      configureTiles();
+      alignas(64) uint16_t ones[kTileElements];
+      std::fill(ones, ones + kTileElements, 0x3f80);  // BF16 1.0
+      keepStores(ones);
+      _tile_loadd(0, ones, 64);
+      _tile_loadd(1, ones, 64);
+      _tile_zero(2);
+      _tile_zero(3);
+      _tile_zero(4);
+      _tile_zero(5);
+      for (size_t i = 0; i < iterations; i++) {
+        _tile_dpbf16ps(2, 0, 1);
+        _tile_dpbf16ps(3, 0, 1);
+        _tile_dpbf16ps(4, 0, 1);
+        _tile_dpbf16ps(5, 0, 1);
+      }
+      _tile_release();
+    };
+  }
+#endif
+  if (!loop) return 0;
+  const int threads = pool->threads();
+  auto pass = [&] {
+    auto t0 = std::chrono::steady_clock::now();
+    pool->run(threads - 1, loop);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  pass();  // warm-up: the pool's wake-up, the tile state's first use
+  double best = 1e300;
+  for (int i = 0; i < repeats; i++) best = std::min(best, pass());
+  return flopPerStep * static_cast<double>(iterations) * threads / best / 1e9;
+}
 
 void widen(const uint16_t* w, float* out, size_t count) {
   const size_t block = 1 << 16;
@@ -1382,7 +1477,7 @@ bool partsCall(napi_env env, napi_callback_info info, const char* name, PartsCal
   size_t argc = 6;
   napi_value argv[6];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != arguments) return fail(false, arguments == 5 ? "(x, ws, outs, m, k) takes 5 arguments" : "(x, ws, outs, m, k, xParts) takes 6 arguments");
+  if (argc != arguments) return fail(false, arguments == 5 ? " takes 5 arguments (x, ws, outs, m, k)" : " takes 6 arguments");
   View x;
   if (!typedArray(env, argv[0], napi_float32_array, x)) return fail(false, ": x must be a Float32Array");
   bool wsArray = false, outsArray = false;
@@ -1423,10 +1518,19 @@ napi_value MatmulBf16Parts(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-// dotBf16Parts(x, ws, outs, m, k): matmulBf16Parts's arguments, in bf16 precision's order (x rounded to BF16).
+// dotBf16Parts(x, ws, outs, m, k, vdpbf16ps): matmulBf16Parts's arguments, in bf16 precision's order (x rounded to
+// BF16), on VDPBF16PS or as FMAs (the same bits).
 napi_value DotBf16Parts(napi_env env, napi_callback_info info) {
   PartsCall call;
-  if (partsCall(env, info, "dotBf16Parts", call) && !dotBf16(call.x, call.parts, call.m, call.k))
+  if (!partsCall(env, info, "dotBf16Parts", call, 6)) return nullptr;
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  bool vdp = false;
+  if (napi_get_value_bool(env, argv[5], &vdp) != napi_ok)
+    return throwError(env, false, "dotBf16Parts: vdpbf16ps must be a boolean");
+  if (vdp && !IWI_DOT_BF16) return throwError(env, false, "dotBf16Parts: this build has no VDPBF16PS");
+  if (!dotBf16(call.x, call.parts, call.m, call.k, vdp))
     return throwError(env, true, "dotBf16Parts: out of memory for x as BF16 (2 bytes per element)");
   return nullptr;
 }
@@ -1565,6 +1669,21 @@ napi_value GatedGelu(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// peakRate(kind, iterations, repeats): see peakRate above.
+napi_value PeakRate(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  char kind[32];
+  size_t length = 0, iterations = 0, repeats = 0;
+  if (argc != 3 || napi_get_value_string_utf8(env, argv[0], kind, sizeof kind, &length) != napi_ok ||
+      !dimension(env, argv[1], iterations) || !dimension(env, argv[2], repeats) || repeats > 1000)
+    return throwError(env, false, "peakRate(kind, iterations, repeats) takes a string and two integers ≥ 1");
+  napi_value result;
+  napi_create_double(env, peakRate(std::string(kind, length), iterations, static_cast<int>(repeats)), &result);
+  return result;
+}
+
 // roundBf16(x): every float of x rounded to the nearest BF16 in place.
 napi_value RoundBf16(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -1688,6 +1807,9 @@ NAPI_MODULE_INIT() {
   napi_value dotIsa;
   napi_create_string_utf8(env, kDotIsa, NAPI_AUTO_LENGTH, &dotIsa);
   napi_set_named_property(env, exports, "dotIsa", dotIsa);
+  napi_value vdp;
+  napi_get_boolean(env, IWI_DOT_BF16 == 1, &vdp);  // dotBf16Parts can take VDPBF16PS
+  napi_set_named_property(env, exports, "vdpbf16ps", vdp);
   napi_value vectorBits;
   napi_create_int32(env, kVectorBits, &vectorBits);
   napi_set_named_property(env, exports, "vectorBits", vectorBits);
@@ -1699,7 +1821,7 @@ NAPI_MODULE_INIT() {
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"dotBf16Parts", DotBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
                    {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
-                   {"gatedGelu", GatedGelu}, {"roundBf16", RoundBf16},
+                   {"gatedGelu", GatedGelu}, {"roundBf16", RoundBf16}, {"peakRate", PeakRate},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

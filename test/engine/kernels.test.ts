@@ -22,6 +22,8 @@ import {
   selectKernels,
   setKernelThreads,
   widenBf16,
+  peakRate,
+  type DotPath,
   type KernelImpl,
   type XParts,
 } from '../../engine/kernels.ts';
@@ -110,14 +112,9 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
       const flags = new Set(/^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))![1]!.trim().split(/\s+/));
       const has = (...names: string[]) => names.every((name) => flags.has(name));
       expect(info.vectorBits).toBe(has('avx512f', 'avx512dq') ? 512 : has('avx2', 'fma') ? 256 : 0);
-      // bf16 precision's products on VDPBF16PS wherever the CPU has it.
-      expect(info.dotIsa).toMatch(
-        has('avx512_bf16', 'avx512bw')
-          ? /^avx512bf16 \(vdpbf16ps\)$/
-          : info.vectorBits
-            ? /two FMAs for each vdpbf16ps/
-            : /portable/,
-      );
+      // bf16 precision's products: as FMAs on the kernel's vectors, and on VDPBF16PS wherever the CPU has it.
+      expect(info.dotIsa).toMatch(info.vectorBits ? /two FMAs for each vdpbf16ps/ : /portable/);
+      expect(info.vdpbf16ps).toBe(info.vectorBits === 512 && has('avx512_bf16', 'avx512bw'));
     }
   }
 });
@@ -592,11 +589,13 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
 
 describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', () => {
   /** dotBf16Parts into fresh outputs (NaN, so a missed element shows). */
-  function dot(impl: KernelImpl, x: Float32Array, ws: Uint16Array[], m: number, k: number): Float32Array[] {
+  function dot(impl: KernelImpl, x: Float32Array, ws: Uint16Array[], m: number, k: number, path: DotPath = 'fma') {
     const outs = ws.map((w) => new Float32Array((m * w.length) / k).fill(NaN));
-    dotBf16Parts(x, ws, outs, m, k, impl);
+    dotBf16Parts(x, ws, outs, m, k, path, impl);
     return outs;
   }
+  /** The addon's paths: FMAs everywhere, VDPBF16PS where it was built for AVX-512 BF16. */
+  const paths: DotPath[] = ['fma', ...(kernelInfo().vdpbf16ps ? ['vdpbf16ps' as const] : [])];
   const shapes: [number, number, number][] = [
     [1, 13, 7],
     [1, 50, 1153],
@@ -621,7 +620,7 @@ describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', ()
     }
   });
 
-  it('gives the fallback’s bits, on every shape, with several parts, at 1, 2 and 3 threads', () => {
+  it('gives the fallback’s bits on every path, on every shape, with several parts, at 1, 2 and 3 threads', () => {
     if (nativeOff) return;
     try {
       for (const threads of [1, 2, 3]) {
@@ -629,9 +628,11 @@ describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', ()
         for (const [m, n, k] of shapes) {
           const { x, w } = operands(m, n, k, 77 + m + k);
           const other = operands(1, 29, k, 5).w;
-          const addon = dot(native(), x, [w, other], m, k);
           const fallback = dot(jsKernels, x, [w, other], m, k);
-          addon.forEach((out, p) => expect(bits(out)).toEqual(bits(fallback[p]!)));
+          for (const path of paths) {
+            const addon = dot(native(), x, [w, other], m, k, path);
+            addon.forEach((out, p) => expect(bits(out), path).toEqual(bits(fallback[p]!)));
+          }
         }
       }
     } finally {
@@ -659,7 +660,8 @@ describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', ()
     w[0] = f32ToBf16Bits(2 ** -70);
     x[3] = 2 ** -130; // a denormal input: read as zero
     w[3] = f32ToBf16Bits(1);
-    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels]) expect(dot(impl, x, [w], 1, k)[0]![0]).toBe(0);
+    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels])
+      for (const path of paths) expect(dot(impl, x, [w], 1, k, path)[0]![0]).toBe(0);
     expect(run(jsKernels, x, w, 1, 1, k)[0]).toBeGreaterThan(0);
   });
 
@@ -675,7 +677,8 @@ describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', ()
     set(32, 2 ** -12, 2 ** -12);
     set(33, 1, 1);
     expect(Math.fround(Math.fround(2 ** -24 + 2 ** -24) + 1)).toBe(1 + 2 ** -23); // the even-first result
-    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels]) expect(dot(impl, x, [w], 1, k)[0]![0]).toBe(1);
+    for (const impl of nativeOff ? [jsKernels] : [native(), jsKernels])
+      for (const path of paths) expect(dot(impl, x, [w], 1, k, path)[0]![0]).toBe(1);
   });
 
   it('rejects bad arguments with a clear error and writes nothing', () => {
@@ -683,8 +686,29 @@ describe('dotBf16Parts (bf16 precision: x rounded to BF16, VDPBF16PS order)', ()
     const w = new Uint16Array(6);
     expect(() => dotBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/dotBf16Parts: x.length 4 ≠ m·k/);
     expect(() => dotBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
-    if (!nativeOff)
-      expect(() => native().dotBf16Parts(new Float32Array(4), [w], [out], 2, 3)).toThrow(/dotBf16Parts: x.length/);
+    expect(() => dotBf16Parts(new Float32Array(6), [w], [out], 2, 3, 'amx' as DotPath)).toThrow(/path must be/);
+    if (!nativeOff) {
+      expect(() => native().dotBf16Parts(new Float32Array(4), [w], [out], 2, 3, false)).toThrow(
+        /dotBf16Parts: x.length/,
+      );
+      const noVdp = kernelInfo().vdpbf16ps ? [] : [/no VDPBF16PS/];
+      for (const message of noVdp)
+        expect(() => native().dotBf16Parts(new Float32Array(6), [w], [out], 2, 3, true)).toThrow(message);
+    }
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+  });
+});
+
+describe.skipIf(nativeOff)('peakRate (the ceiling of each product path)', () => {
+  it('measures each instruction kind the addon has, in plausible GFLOP/s, and 0 for one it lacks', () => {
+    const info = kernelInfo();
+    const fma = peakRate('fma')!;
+    // Two threads of float32 FMAs: above a slow core's scalar rate, below any CPU's vector peak.
+    if (info.vectorBits) expect(fma).toBeGreaterThan(5);
+    expect(fma).toBeLessThan(20_000);
+    expect(peakRate('vdpbf16ps')! > 0).toBe(info.vdpbf16ps === true);
+    expect(peakRate('amx', 20_000)! > 0).toBe(info.amx === true);
+    // The tile unit multiplies 16 × 16 × 32 at once: well past the vector units where it exists.
+    if (info.amx) expect(peakRate('amx', 20_000)!).toBeGreaterThan(2 * fma);
   });
 });
