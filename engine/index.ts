@@ -56,16 +56,20 @@ export { DataType, GraphBuilder } from './onnx-builder.ts';
 // The BF16 kernels (the benchmarks time them against their references)
 export {
   adviseHugePages,
+  dotBf16Parts,
   gemmBf16Parts,
   jsKernels,
   kernelInfo,
   matmulBf16,
   matmulBf16Parts,
   nativeKernels,
+  peakRate,
   readBandwidth,
   roundBf16,
   setKernelThreads,
   widenBf16,
+  type DotPath,
   type KernelImpl,
   type KernelInfo,
+  type PeakKind,
 } from './kernels.ts';

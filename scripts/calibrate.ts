@@ -18,6 +18,7 @@ import {
   locationFromFlags,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
+  precisionFromFlags,
 } from './target-flags.ts';
 
 const defaults = {
@@ -58,6 +59,7 @@ export async function main(argv: string[]): Promise<void> {
   const stopProgress = showEvaluationProgress('calibrate');
   const evaluator = await ItemEvaluator.open(locationFromFlags(flags), {
     device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
     batch: batchLimitFromFlags(flags),
   }).catch((error: unknown) => {
     stopProgress();

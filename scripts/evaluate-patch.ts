@@ -18,6 +18,7 @@ import {
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
   deviceFromFlags,
+  precisionFromFlags,
 } from './target-flags.ts';
 
 const defaults = {
@@ -30,6 +31,7 @@ const defaults = {
   'patch-id': undefined as string | undefined, // the id the patch folder must hold
   'output-dir': undefined as string | undefined,
   device: TARGET_FLAG_DEFAULTS.device,
+  precision: TARGET_FLAG_DEFAULTS.precision,
   ...BATCH_FLAG_DEFAULTS,
   ...JSON_FLAG_DEFAULTS,
 };
@@ -52,6 +54,7 @@ export const command = defineCommand({
     'patch-id': 'with --patch: the id the folder must hold (as submit reported it)',
     'output-dir': 'results.json',
     device: TARGET_FLAG_HELP.device,
+    precision: TARGET_FLAG_HELP.precision,
     ...BATCH_FLAG_HELP,
     ...JSON_FLAG_HELP,
   },
@@ -79,7 +82,12 @@ export async function main(argv: string[]): Promise<void> {
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
   const stopProgress = showEvaluationProgress('evaluate-patch');
-  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags), maxBatch: maxBatchFromFlags(flags) });
+  const evaluator = Evaluator.open({
+    location,
+    device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
+    maxBatch: maxBatchFromFlags(flags),
+  });
   const results = await evaluator
     .evaluate(task, patch, {
       outputDir: flags['output-dir']!,

@@ -1,7 +1,13 @@
 // npx iwibench logits --model-dir DIR --ids 2,105,2364,... --out FILE.npy [--device cpu|cuda|webgpu|ort-cpu]
 // Float32 logits of every position, shape [T, vocab], for checks against independent implementations.
 import { Checkpoint, Gemma3Engine, writeNpy } from '../engine/index.ts';
-import { TARGET_FLAG_CHOICES, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP, deviceFromFlags } from './target-flags.ts';
+import {
+  TARGET_FLAG_CHOICES,
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+  deviceFromFlags,
+  precisionFromFlags,
+} from './target-flags.ts';
 import { defineCommand, parseCommand, parseIntList } from './args.ts';
 
 const defaults = {
@@ -10,6 +16,7 @@ const defaults = {
   ids: undefined as string | undefined,
   out: undefined as string | undefined,
   device: TARGET_FLAG_DEFAULTS.device,
+  precision: TARGET_FLAG_DEFAULTS.precision,
   // Positions per run through the KV cache; bounds the size of one logits output.
   chunk: 64,
 };
@@ -25,6 +32,7 @@ export const command = defineCommand({
     ids: 'comma-separated token ids',
     out: 'the .npy file to write',
     device: TARGET_FLAG_HELP.device,
+    precision: TARGET_FLAG_HELP.precision,
     chunk: 'positions per run through the KV cache',
   },
   required: ['model-dir', 'ids', 'out'],
@@ -44,7 +52,11 @@ export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const ids = parseIntList(flags.ids!, '--ids');
   const checkpoint = Checkpoint.open({ modelDir: flags['model-dir'], revision: flags.revision });
-  const engine = await Gemma3Engine.create({ checkpoint, device: deviceFromFlags(flags) });
+  const engine = await Gemma3Engine.create({
+    checkpoint,
+    device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
+  });
   const logits = await engine.logits(ids, { chunk: flags.chunk });
   writeNpy(flags.out!, logits, [ids.length, checkpoint.config.vocab_size]);
   await engine.close();

@@ -27,11 +27,13 @@ import {
   openTarget,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
+  precisionFromFlags,
 } from './target-flags.ts';
 
 const defaults = {
   'control-seed': undefined as number | undefined,
   ...TARGET_FLAG_DEFAULTS,
+  precision: undefined as string | undefined, // default: the precision RESULTS was scored at
   ...BATCH_FLAG_DEFAULTS,
   'output-dir': undefined as string | undefined, // default: RESULTS' folder + /replay-c<control-seed>
   'items-per-kind': 0, // 0: whole episodes; N: the first N items of each kind (smoke tests)
@@ -52,6 +54,7 @@ export const command = defineCommand({
     ...TARGET_FLAG_HELP,
     ...BATCH_FLAG_HELP,
     model: 'target id; default: the one RESULTS names (looked up in the Hugging Face cache)',
+    precision: `${TARGET_FLAG_HELP.precision}; default: the one RESULTS was scored at (float32 for results of before the setting)`,
     'output-dir': "replay.json and results.json; default: RESULTS' folder/replay-c<control-seed>",
     'items-per-kind': '0: whole episodes; N: the first N items of each kind (smoke tests)',
     regenerate:
@@ -88,7 +91,9 @@ export async function main(argv: string[]): Promise<void> {
     flags['model-dir'] || flags.model
       ? {}
       : { model: original.versions.model_id, revision: original.versions.revision };
-  const { location, tokenizer, revision } = await openTarget({ ...flags, ...recorded });
+  // The arithmetic the patch was scored in, unless told otherwise (results of before the setting: float32).
+  const precision = precisionFromFlags({ precision: flags.precision ?? original.evaluation.precision ?? 'float32' });
+  const { location, tokenizer, revision } = await openTarget({ ...flags, ...recorded, precision });
   if (revision !== original.versions.revision)
     throw new Error(
       `${resultsFile} was made on revision ${original.versions.revision}, this checkpoint is ${revision}`,
@@ -115,7 +120,12 @@ export async function main(argv: string[]): Promise<void> {
   mkdirSync(outputDir, { recursive: true });
   const patch = { dir: patchDir, id: original.patch.sha256 };
   const stopProgress = showEvaluationProgress('replay-patch');
-  const evaluator = Evaluator.open({ location, device: deviceFromFlags(flags), maxBatch: maxBatchFromFlags(flags) });
+  const evaluator = Evaluator.open({
+    location,
+    device: deviceFromFlags(flags),
+    precision,
+    maxBatch: maxBatchFromFlags(flags),
+  });
   const results = await evaluator
     .evaluate(merged, patch, {
       outputDir,

@@ -20,6 +20,7 @@ import {
   serviceAndTarget,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
+  precisionFromFlags,
 } from './target-flags.ts';
 
 const defaults = {
@@ -77,6 +78,7 @@ export async function main(argv: string[]): Promise<void> {
     evaluator: Evaluator.open({
       location: target.location,
       device: deviceFromFlags(flags),
+      precision: precisionFromFlags(flags),
       maxBatch: maxBatchFromFlags(flags),
     }),
     editor: config,

@@ -4,12 +4,14 @@
 // at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
 // on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
 // widenBf16's rate. The decode-step sums add every layer's calls and the head once: as the engine makes them, and
-// with one call per matrix. Where the CPU has AMX, a layer's calls in the kernel and in gemmBf16Parts too, GFLOP/s at
-// 1, 8, 16, 128 and 512 rows (AMX is prefill's GEMM; 1 and 8 show why decode stays in the kernel), beside
-// onnxruntime's float32 MatMul reference (`bench machine`) at start and end.
+// with one call per matrix. A layer's calls on every product path the machine has (the float32 kernel, the bf16
+// kernel as FMAs and on VDPBF16PS, AMX with x in three parts and in one), GFLOP/s at 1, 8, 16, 128 and 512 rows, each
+// against its instruction's peak measured in the same run (engine/kernels.ts peakRate), beside onnxruntime's float32
+// MatMul reference (`bench machine`) at start and end.
 import os from 'node:os';
 import {
   adviseHugePages,
+  dotBf16Parts,
   gemmBf16Parts,
   jsKernels,
   type KernelImpl,
@@ -17,6 +19,8 @@ import {
   matmulBf16,
   matmulBf16Parts,
   nativeKernels,
+  peakRate,
+  type PeakKind,
   readBandwidth,
   setKernelThreads,
   widenBf16,
@@ -167,7 +171,7 @@ export async function main(argv: string[]): Promise<void> {
     results[model] = {
       layers,
       shapes: rows,
-      ...(info.amx ? { kernel_and_amx_gflop_per_s: amxRates(shapes, minMs) } : {}),
+      product_paths: pathRates(shapes, minMs),
       matmul_ms_per_decode_step: stepMs.engine,
       matmul_ms_per_decode_step_one_call_per_matrix: stepMs['per-matrix'],
     };
@@ -227,26 +231,72 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
   return rates;
 }
 
+/** Every product path this machine has, by precision, with the instruction kind whose peak bounds it. */
+function productPaths(): { name: string; peak: PeakKind; run: typeof matmulBf16Parts }[] {
+  const info = kernelInfo();
+  return [
+    { name: 'float32 kernel', peak: 'fma', run: matmulBf16Parts },
+    { name: 'bf16 kernel (fma)', peak: 'fma', run: (x, ws, outs, m, k) => dotBf16Parts(x, ws, outs, m, k, 'fma') },
+    ...(info.vdpbf16ps
+      ? [
+          {
+            name: 'bf16 kernel (vdpbf16ps)',
+            peak: 'vdpbf16ps' as const,
+            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
+              dotBf16Parts(x, ws, outs, m, k, 'vdpbf16ps'),
+          },
+        ]
+      : []),
+    ...(info.amx
+      ? [
+          {
+            name: 'float32 amx (x in 3 parts)',
+            peak: 'amx' as const,
+            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
+              gemmBf16Parts(x, ws, outs, m, k, 3),
+          },
+          {
+            name: 'bf16 amx (x in 1 part)',
+            peak: 'amx' as const,
+            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
+              gemmBf16Parts(x, ws, outs, m, k, 1),
+          },
+        ]
+      : []),
+  ];
+}
+
 /**
- * A layer's calls as the engine makes them (not the head): GFLOP/s at 1, 8, 16, 128 and 512 rows in the kernel and on
- * AMX (gemmBf16Parts), weights rotated as for decode.
+ * A layer's calls as the engine makes them (not the head), on every product path this machine has (the float32 and
+ * bf16 kernels, VDPBF16PS, AMX with x in three parts and in one): GFLOP/s at 1, 8, 16, 128 and 512 rows, weights
+ * rotated as for decode, and each as a fraction of its instruction's peak measured in the same run (peakRate:
+ * register to register on every thread, before and after; the better of the two).
  */
-function amxRates(shapes: Shape[], minMs: number): Record<string, Record<string, { kernel: number; amx: number }>> {
-  const rates: Record<string, Record<string, { kernel: number; amx: number }>> = {};
+function pathRates(shapes: Shape[], minMs: number) {
+  const paths = productPaths();
+  const peakKinds = [...new Set(paths.map((path) => path.peak))];
+  const measurePeaks = () => Object.fromEntries(peakKinds.map((kind) => [kind, peakRate(kind) ?? 0]));
+  const peaksBefore = measurePeaks();
+  const rates: Record<string, Record<string, Record<string, { gflop_per_s: number; vs_peak: number }>>> = {};
+  const raw: [string, string, string, number, PeakKind][] = [];
   for (const shape of shapes.filter((s) => s.perLayer && s.step !== 'per-matrix')) {
     const n = shape.parts.reduce((a, b) => a + b);
     const copies = Math.max(1, Math.ceil(ROTATION_BYTES / (n * shape.k * 2)));
-    process.stderr.write(`${shape.name}, kernel and AMX …\n`);
+    process.stderr.write(`${shape.name}, every product path …\n`);
     const ws = Array.from({ length: copies }, (_, c) => shape.parts.map((part, p) => weights(part * shape.k, c + p)));
-    rates[shape.name] = {};
     for (const m of [1, 8, 16, 128, 512]) {
       const x = Float32Array.from({ length: m * shape.k }, (_, i) => Math.sin(i));
       const outs = shape.parts.map((part) => new Float32Array(m * part));
-      const gflops = (ms: number) => (2 * m * n * shape.k) / (ms / 1000) / 1e9;
-      const kernel = msPerCall((c) => matmulBf16Parts(x, ws[c]!, outs, m, shape.k), copies, minMs).ms;
-      const amx = msPerCall((c) => gemmBf16Parts(x, ws[c]!, outs, m, shape.k), copies, minMs).ms;
-      rates[shape.name]![`m${m}`] = { kernel: gflops(kernel), amx: gflops(amx) };
+      for (const path of paths) {
+        const { ms } = msPerCall((c) => path.run(x, ws[c]!, outs, m, shape.k), copies, minMs);
+        raw.push([shape.name, `m${m}`, path.name, (2 * m * n * shape.k) / (ms / 1000) / 1e9, path.peak]);
+      }
     }
   }
-  return rates;
+  const peaksAfter = measurePeaks();
+  const peaks = Object.fromEntries(peakKinds.map((kind) => [kind, Math.max(peaksBefore[kind]!, peaksAfter[kind]!)]));
+  for (const [shape, rows, path, gflops, peak] of raw) {
+    ((rates[shape] ??= {})[rows] ??= {})[path] = { gflop_per_s: gflops, vs_peak: gflops / peaks[peak]! };
+  }
+  return { peak_gflop_per_s: { before: peaksBefore, after: peaksAfter }, gflop_per_s: rates };
 }

@@ -126,6 +126,8 @@ describe('the pipeline on a tiny random target', () => {
       ].join('\n'),
     );
     expect(results.format).toBe('iwibench-results/1');
+    // Scored as the original scores: bf16 arithmetic by default, on the CPU.
+    expect(results.evaluation).toMatchObject({ device: 'cpu', precision: 'bf16' });
     expect(results.items).toHaveLength(8); // 2 of each kind
     expect(results.patch.ops).toBe(1);
     expect(results.patch.changed_parameters).toBeGreaterThan(0);
@@ -301,5 +303,26 @@ describe('the pipeline on a tiny random target', () => {
     expect(replay.new_controls.items).toBe(2);
     expect(replay.repeated_controls.items).toBe(2);
     expect(JSON.parse(readFileSync(path.join(out, 'replay.json'), 'utf8'))).toEqual(replay);
+    // At the precision the patch was scored at; a results.json of before the setting was scored in float32.
+    expect(JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')).evaluation.precision).toBe('bf16');
+    const older = JSON.parse(readFileSync(results, 'utf8'));
+    delete older.evaluation.precision;
+    const olderFile = path.join(work, 'older-results.json');
+    writeFileSync(olderFile, JSON.stringify(older));
+    const olderOut = path.join(work, 'replay-older');
+    await cli([
+      'replay-patch',
+      olderFile,
+      '--control-seed',
+      '99',
+      '--model-dir',
+      MODEL,
+      '--output-dir',
+      olderOut,
+      ...QUICK,
+    ]);
+    const replayed = JSON.parse(readFileSync(path.join(olderOut, 'results.json'), 'utf8'));
+    expect(replayed.evaluation.precision).toBe('float32');
+    expect(replayed.args.precision).toBeUndefined(); // not given: the recorded one
   });
 });
