@@ -4,11 +4,8 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 
+/** A running try's job progress; where it runs and since when are the job's processedBy and processedOn. */
 export type TryProgress = {
-  host: string;
-  pid: number;
-  /** When this try started (ISO). */
-  since: string;
   /** "starting", "editing turn k of N", "evaluating pristine", "evaluating patched". */
   phase: string;
 };

@@ -33,14 +33,17 @@ export type JobLine = {
 
 function jobLine(job: Job, state: JobLine['state']): JobLine {
   const progress = (typeof job.progress === 'object' ? job.progress : {}) as Partial<TryProgress>;
+  // processedBy is the worker's name, `<host>:<pid>` (worker.ts).
+  const by = job.processedBy ? /^(.*):(\d+)$/.exec(job.processedBy) : null;
+  const running = state === 'active';
   return {
     id: job.id!,
     state,
     tries: job.attemptsStarted,
     max_tries: job.opts.attempts ?? 1,
-    ...(state === 'active' && progress.host ? { worker: { host: progress.host, pid: progress.pid ?? 0 } } : {}),
-    ...(state === 'active' && progress.since ? { since: progress.since } : {}),
-    ...(state === 'active' && progress.phase ? { phase: progress.phase } : {}),
+    ...(running && by ? { worker: { host: by[1]!, pid: Number(by[2]) } } : {}),
+    ...(running && job.processedOn ? { since: new Date(job.processedOn).toISOString() } : {}),
+    ...(running ? { phase: progress.phase ?? 'starting' } : {}),
     ...(job.failedReason ? { last_error: job.failedReason } : {}),
   };
 }

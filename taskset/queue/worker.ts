@@ -45,6 +45,9 @@ export type WorkerOptions = {
 
 export const attemptFolder = (outputDir: string, id: string) => path.join(outputDir, 'attempts', id);
 
+/** This worker as a job's processedBy records it: host (hostname and boot id) and pid. */
+export const workerName = () => `${HOST}:${process.pid}`;
+
 /** How often a running try's phase is sent to Redis, and stale tries are looked for. */
 const PROGRESS_MS = 2000;
 const SWEEP_MIN_MS = 5000;
@@ -84,6 +87,7 @@ export function startWorker(options: WorkerOptions): AttemptWorker {
     {
       connection: options.connection,
       concurrency: options.concurrency,
+      name: workerName(), // each job's processedBy: where it runs
       ...(options.lockMs ? { lockDuration: options.lockMs, stalledInterval: options.lockMs } : {}),
       // A job re-run after its worker died is normal here (a killed worker); only a job that stalls again and again fails.
       maxStalledCount: 5,
@@ -135,13 +139,27 @@ async function processAttempt(options: WorkerOptions, attempt: AttemptJob, lease
   await lease.check();
   const temp = tryFolder(dir, lease.token);
   mkdirSync(temp, { recursive: true });
-  const since = new Date().toISOString();
-  const record: TryRecord = { id: attempt.id, hash: attempt.hash, host: HOST, pid: process.pid, started_at: since };
+  const record: TryRecord = {
+    id: attempt.id,
+    hash: attempt.hash,
+    host: HOST,
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+  };
   writeJsonAtomic(path.join(temp, TRY_RECORD), record, false);
 
+  // The phase goes to Redis when it changes, every PROGRESS_MS at most (the worker and start are BullMQ's own
+  // processedBy and processedOn: no write of ours).
   const reader = new PhaseReader(temp, attempt.settings.editor.max_turns);
-  const report = () => hooks.progress({ host: HOST, pid: process.pid, since, phase: reader.phase() }).catch(() => {});
-  await report();
+  let sent = 'starting';
+  const report = () => {
+    const phase = reader.phase();
+    if (phase !== sent)
+      void hooks.progress({ phase }).then(
+        () => (sent = phase),
+        () => {},
+      );
+  };
   const ticker = setInterval(report, PROGRESS_MS);
   const running = options.run(attempt, temp, { signal: lease.signal, check: () => lease.check() });
   // Once the try has ended, however it ended, its folder goes unless it was renamed into place.
