@@ -631,42 +631,66 @@ inline float reduceDot16(__m512 acc) {
   return _mm512_cvtss_f32(_mm512_add_ps(s2, _mm512_permute_ps(s2, 0xb1)));     // s2[0] + s2[1]
 }
 
-// R rows of packed x (stride kp BF16, zero-padded to whole chunks) × J rows of W (stride k): out[r·n + j]. Vdp:
-// VDPBF16PS, else two FMAs a step.
-template <int R, int J, bool Vdp>
-void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
+// W's rows [J] for one step: 32 BF16 each (zeros past k in the last, partial step), with the next tile's asked for in
+// L2 (rows of 1–2 KiB are too short for the hardware prefetcher, as in the matmul above).
+template <int J>
+inline void loadDotStep(const uint16_t* w, size_t k, size_t c, __m512i (&wv)[J]) {
+  const char* next = reinterpret_cast<const char*>(w + J * k);
+  for (int j = 0; j < J; j++) __builtin_prefetch(next + (c * J + j) * 64, 0, 2);
+  const __mmask32 tail = static_cast<__mmask32>((1ull << (k % kDotChunk)) - 1);
+  for (int j = 0; j < J; j++)
+    wv[j] = c < k / kDotChunk ? _mm512_loadu_si512(w + j * k + c * kDotChunk)
+                              : _mm512_maskz_loadu_epi16(tail, w + j * k + c * kDotChunk);
+}
+
+// R rows of x split into floats (stride kp floats: per step its 16 odd elements, then its 16 even ones) × J rows of W
+// (stride k): out[r·n + j], two FMAs a step. Each W row is split just before its FMAs, and x's floats are FMA memory
+// operands, so the split costs 2 operations a W row and step, shared by R rows (on the FMA ports, as the FMAs).
+template <int R, int J>
+void dotTileFma(const float* xs, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   __m512 acc[R][J];
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) acc[r][j] = _mm512_setzero_ps();
-  const size_t chunks = kp / kDotChunk, full = k / kDotChunk;
-  const __mmask32 tail = static_cast<__mmask32>((1ull << (k % kDotChunk)) - 1);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  auto odd = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_and_si512(v, high)); };
-  auto even = [&](__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); };
-  for (size_t c = 0; c < chunks; c++) {
+  for (size_t c = 0; c < kp / kDotChunk; c++) {
     __m512i wv[J];
-    for (int j = 0; j < J; j++)
-      wv[j] = c < full ? _mm512_loadu_si512(w + j * k + c * kDotChunk)
-                       : _mm512_maskz_loadu_epi16(tail, w + j * k + c * kDotChunk);
-    for (int r = 0; r < R; r++) {
-      const __m512i xv = _mm512_loadu_si512(x + r * kp + c * kDotChunk);
-      for (int j = 0; j < J; j++) {
-#if IWI_DOT_BF16
-        if constexpr (Vdp) {
-          acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)xv, (__m512bh)wv[j]);
-          continue;
-        }
-#endif
-        acc[r][j] = _mm512_fmadd_ps(odd(xv), odd(wv[j]), acc[r][j]);
-        acc[r][j] = _mm512_fmadd_ps(even(xv), even(wv[j]), acc[r][j]);
+    loadDotStep<J>(w, k, c, wv);
+    for (int j = 0; j < J; j++) {
+      const __m512 wOdd = _mm512_castsi512_ps(_mm512_and_si512(wv[j], high));
+      const __m512 wEven = _mm512_castsi512_ps(_mm512_slli_epi32(wv[j], 16));
+      for (int r = 0; r < R; r++) {
+        const float* step = xs + r * kp + c * kDotChunk;
+        acc[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(step), wOdd, acc[r][j]);
+        acc[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(step + 16), wEven, acc[r][j]);
       }
     }
   }
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) out[r * n + j] = reduceDot16(acc[r][j]);
 }
+constexpr int kDotRows = 8, kDotCols = 3;  // 24 accumulators of the 32 registers
+
+#if IWI_DOT_BF16
+// R rows of x as BF16 (stride kp, zeros past k) × J rows of W: out[r·n + j], one VDPBF16PS a step.
+template <int R, int J>
+void dotTileVdp(const uint16_t* xb, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
+  __m512 acc[R][J];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) acc[r][j] = _mm512_setzero_ps();
+  for (size_t c = 0; c < kp / kDotChunk; c++) {
+    __m512i wv[J];
+    loadDotStep<J>(w, k, c, wv);
+    for (int r = 0; r < R; r++) {
+      const __m512i xv = _mm512_loadu_si512(xb + r * kp + c * kDotChunk);
+      for (int j = 0; j < J; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)xv, (__m512bh)wv[j]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) out[r * n + j] = reduceDot16(acc[r][j]);
+}
+constexpr int kVdpRows = 4, kVdpCols = 4;  // 16 accumulators
+#endif
 #pragma GCC diagnostic pop
-constexpr int kDotRows = 4, kDotCols = 4;  // 16 accumulators of the 32 registers
 #elif IWI_AVX2
 // Lanes 0–7 in lo, 8–15 in hi.
 inline float reduceDot16(__m256 lo, __m256 hi) {
@@ -676,7 +700,7 @@ inline float reduceDot16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-template <int R, int J, bool>
+template <int R, int J>
 void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   __m256 lo[R][J], hi[R][J];
   for (int r = 0; r < R; r++)
@@ -686,7 +710,9 @@ void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* o
   auto odd = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, high)); };
   auto even = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
   alignas(32) uint16_t padded[J][kDotChunk];
+  const char* next = reinterpret_cast<const char*>(w + J * k);  // the tile after this one (prefetch only)
   for (size_t c = 0; c < chunks; c++) {
+    for (int j = 0; j < J; j++) __builtin_prefetch(next + (c * J + j) * 64, 0, 2);
     __m256i w0[J], w1[J];
     for (int j = 0; j < J; j++) {
       const uint16_t* row = w + j * k + c * kDotChunk;
@@ -722,7 +748,7 @@ inline float bf16Float(uint16_t b) {
   return f;
 }
 
-template <int R, int J, bool>
+template <int R, int J>
 void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* out, size_t n) {
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) {
@@ -742,45 +768,78 @@ void dotTile(const uint16_t* x, size_t kp, const uint16_t* w, size_t k, float* o
 constexpr int kDotRows = 1, kDotCols = 1;
 #endif
 
-// dotTile with R, J and the path known at run time (the edges of x's rows and of a group's W rows).
-using DotTile = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, float*, size_t);
-template <bool Vdp, int R>
-DotTile dotTileCols(int J) {
-  static const DotTile byCols[4] = {&dotTile<R, 1, Vdp>, &dotTile<R, std::min(2, kDotCols), Vdp>,
-                                    &dotTile<R, std::min(3, kDotCols), Vdp>, &dotTile<R, std::min(4, kDotCols), Vdp>};
-  return byCols[J - 1];
+// A tile function with R and J known at run time (the edges of x's rows and of a group's W rows).
+template <typename Tile, int Rows, int Cols>
+struct TileTable {
+  Tile tiles[Rows * Cols];
+  Tile at(int R, int J) const { return tiles[(R - 1) * Cols + J - 1]; }
+};
+template <typename Tile, int Rows, int Cols, template <int, int> class Make, int... I>
+constexpr TileTable<Tile, Rows, Cols> tileTable(std::integer_sequence<int, I...>) {
+  return {{Make<I / Cols + 1, I % Cols + 1>::tile...}};
 }
-template <bool Vdp>
-DotTile dotTileRows(int R, int J) {
-  switch (R) {
-    case 1: return dotTileCols<Vdp, 1>(J);
-    case 2: return dotTileCols<Vdp, std::min(2, kDotRows)>(J);
-    case 3: return dotTileCols<Vdp, std::min(3, kDotRows)>(J);
-    default: return dotTileCols<Vdp, std::min(4, kDotRows)>(J);
-  }
-}
-DotTile dotTileFor(int R, int J, bool vdp) {
-  static_assert(kDotRows <= 4 && kDotCols <= 4, "dotTileFor covers tiles up to 4 × 4");
-  return vdp ? dotTileRows<true>(R, J) : dotTileRows<false>(R, J);
+#define IWI_TILE_MAKER(name, fn)         \
+  template <int R, int J>                \
+  struct name {                          \
+    static constexpr auto tile = &fn<R, J>; \
+  };
+
+#if IWI_AVX512 && defined(__AVX512BW__)
+IWI_TILE_MAKER(MakeFma, dotTileFma)
+using FmaTile = void (*)(const float*, size_t, const uint16_t*, size_t, float*, size_t);
+constexpr auto kFmaTiles = tileTable<FmaTile, kDotRows, kDotCols, MakeFma>(
+    std::make_integer_sequence<int, kDotRows * kDotCols>{});
+#if IWI_DOT_BF16
+IWI_TILE_MAKER(MakeVdp, dotTileVdp)
+using VdpTile = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, float*, size_t);
+constexpr auto kVdpTiles = tileTable<VdpTile, kVdpRows, kVdpCols, MakeVdp>(
+    std::make_integer_sequence<int, kVdpRows * kVdpCols>{});
+#endif
+#else
+IWI_TILE_MAKER(MakeDot, dotTile)
+using PackedTile = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, float*, size_t);
+constexpr auto kDotTiles = tileTable<PackedTile, kDotRows, kDotCols, MakeDot>(
+    std::make_integer_sequence<int, kDotRows * kDotCols>{});
+#endif
+
+// x rounded to BF16 (zeros past k, to whole steps of kDotChunk): as BF16 bits, or split into floats per step (its 16
+// odd elements, then its 16 even ones), each row kp long.
+void packDotX(const float* x, size_t m, size_t k, size_t kp, uint16_t* bits, float* split) {
+  for (size_t r = 0; r < m; r++)
+    for (size_t i = 0; i < kp; i++) {
+      uint32_t b = 0;
+      if (i < k) std::memcpy(&b, x + r * k + i, 4);
+      const uint32_t rounded = roundBf16Bits(b);
+      if (bits) bits[r * kp + i] = static_cast<uint16_t>(rounded >> 16);
+      if (split) {
+        float value;
+        std::memcpy(&value, &rounded, 4);
+        const size_t step = i / kDotChunk * kDotChunk, lane = (i % kDotChunk) / 2;
+        split[r * kp + step + (i % 2 ? lane : 16 + lane)] = value;
+      }
+    }
 }
 
-// Every part against the same x [m × k]: x rounded and packed once (zeros past k), then groups of 16 W rows taken by
-// the pool's threads from a shared counter; within a group, tiles of kDotCols W rows (from L1) against all of x's rows
-// in blocks of kDotRows, so each weight row comes from memory once per call. False if x's copy cannot be allocated.
-bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k, bool vdp) {
+// Every part against the same x [m × k]: x rounded and packed once, then groups of 16 W rows taken by the pool's
+// threads from a shared counter; within a group, tiles of a few W rows (from L1) against all of x's rows in blocks,
+// so each weight row comes from memory once per call. False if x's copy cannot be allocated.
+bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k, [[maybe_unused]] bool vdp) {
   const size_t kp = (k + kDotChunk - 1) / kDotChunk * kDotChunk;
-  std::unique_ptr<uint16_t[]> packed(new (std::nothrow) uint16_t[m * kp]);
-  if (!packed) return false;
-  for (size_t r = 0; r < m; r++) {
-    uint16_t* row = packed.get() + r * kp;
-    for (size_t i = 0; i < k; i++) {
-      uint32_t bits;
-      std::memcpy(&bits, x + r * k + i, 4);
-      row[i] = static_cast<uint16_t>(roundBf16Bits(bits) >> 16);
-    }
-    std::fill(row + k, row + kp, 0);
-  }
-  constexpr size_t kGroup = 16;
+#if IWI_AVX512 && defined(__AVX512BW__)
+  const bool split = !vdp;
+#else
+  const bool split = false;
+#endif
+  std::unique_ptr<uint16_t[]> bits(split ? nullptr : new (std::nothrow) uint16_t[m * kp]);
+  std::unique_ptr<float[]> floats(split ? new (std::nothrow) float[m * kp] : nullptr);
+  if (!bits && !floats) return false;
+  packDotX(x, m, k, kp, bits.get(), floats.get());
+#if IWI_DOT_BF16
+  const int rows = vdp ? kVdpRows : kDotRows, cols = vdp ? kVdpCols : kDotCols;
+#else
+  const int rows = kDotRows, cols = kDotCols;
+#endif
+  constexpr size_t kGroup = 24;  // a multiple of every tile width
   std::vector<size_t> firstGroup{0};
   for (const Part& part : parts) firstGroup.push_back(firstGroup.back() + (part.n + kGroup - 1) / kGroup);
   const size_t groups = firstGroup.back();
@@ -792,11 +851,23 @@ bool dotBf16(const float* x, const std::vector<Part>& parts, size_t m, size_t k,
       while (g >= firstGroup[p + 1]) p++;
       const Part& part = parts[p];
       const size_t j1 = std::min(part.n, (g - firstGroup[p] + 1) * kGroup);
-      for (size_t j = (g - firstGroup[p]) * kGroup; j < j1; j += kDotCols) {
-        const int J = static_cast<int>(std::min<size_t>(kDotCols, j1 - j));
-        for (size_t r = 0; r < m; r += kDotRows) {
-          const int R = static_cast<int>(std::min<size_t>(kDotRows, m - r));
-          dotTileFor(R, J, vdp)(packed.get() + r * kp, kp, part.w + j * k, k, part.out + r * part.n + j, part.n);
+      for (size_t j = (g - firstGroup[p]) * kGroup; j < j1; j += cols) {
+        const int J = static_cast<int>(std::min<size_t>(cols, j1 - j));
+        for (size_t r = 0; r < m; r += rows) {
+          const int R = static_cast<int>(std::min<size_t>(rows, m - r));
+          float* out = part.out + r * part.n + j;
+          const uint16_t* wj = part.w + j * k;
+#if IWI_AVX512 && defined(__AVX512BW__)
+#if IWI_DOT_BF16
+          if (vdp) {
+            kVdpTiles.at(R, J)(bits.get() + r * kp, kp, wj, k, out, part.n);
+            continue;
+          }
+#endif
+          kFmaTiles.at(R, J)(floats.get() + r * kp, kp, wj, k, out, part.n);
+#else
+          kDotTiles.at(R, J)(bits.get() + r * kp, kp, wj, k, out, part.n);
+#endif
         }
       }
     }
@@ -1008,7 +1079,7 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
 // vectors: the float32 kernel's and dotBf16's emulation), "vdpbf16ps" (AVX-512 BF16), "amx" (TDPBF16PS tiles).
 // Independent accumulators cover each instruction's latency. GFLOP/s (2 a multiply-add), best of `repeats` passes of
 // `iterations` steps each; 0 for a kind this build does not have.
-double peakRate(const std::string& kind, size_t iterations, int repeats) {
+double peakRate([[maybe_unused]] const std::string& kind, size_t iterations, int repeats) {
   double flopPerStep = 0;  // per thread and step
   std::function<void()> loop;
 #if IWI_AVX512
