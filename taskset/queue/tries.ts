@@ -57,17 +57,18 @@ export async function clearDeadTries(dir: string): Promise<void> {
 
 /**
  * Every try folder under `attemptsDir` that can no longer commit and will not be cleared by its own worker: a dead
- * one of this host, or one whose job holds no lock (`locked` asks Redis). Another host's try is only removed (its
- * evaluation processes, if any, are that host's); this host's waits for its evaluation processes first.
+ * one of this host, or one whose job holds no lock (`live` asks Redis; a job another queue holds counts as live).
+ * Another host's try is only removed (its evaluation processes, if any, are that host's); this host's waits for its
+ * evaluation processes first.
  */
-export async function sweepTries(attemptsDir: string, locked: (id: string) => Promise<boolean>): Promise<string[]> {
+export async function sweepTries(attemptsDir: string, live: (id: string) => Promise<boolean>): Promise<string[]> {
   if (!existsSync(attemptsDir)) return [];
   const cleared: string[] = [];
   for (const name of readdirSync(attemptsDir)) {
     const t = parseTry(name);
     if (!t) continue;
     const own = t.host === HOST;
-    if (!(own && ownDead(t)) && (await locked(t.id))) continue;
+    if (!(own && ownDead(t)) && (await live(t.id))) continue;
     const folder = path.join(attemptsDir, name);
     if (own) await clearInterrupted(folder);
     else rmSync(folder, { recursive: true, force: true });

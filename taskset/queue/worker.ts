@@ -77,7 +77,10 @@ export function startWorker(options: WorkerOptions): AttemptWorker {
         return await processAttempt(options, attempt, lease, {
           commitKey: worker.toKey(`${job.id}:commit`),
           progress: (p) => job.updateProgress(p),
-          requeue: () => job.moveToWait(token),
+          requeue: async () => {
+            await job.moveToWait(token);
+            await client.hincrby(worker.toKey(job.id!), 'ats', -1); // this try is not counted as started either
+          },
         });
       } finally {
         lease.release();
@@ -105,7 +108,10 @@ export function startWorker(options: WorkerOptions): AttemptWorker {
     (sweeping = sweeping
       .then(async () => {
         const client = (await worker.client) as unknown as Redis;
-        await sweepTries(attempts, async (id) => (await client.exists(worker.toKey(`${id}:lock`))) === 1);
+        // A try may still commit while its job is locked; a job this queue does not know is another queue's.
+        const live = async (id: string) =>
+          (await client.exists(worker.toKey(`${id}:lock`))) === 1 || (await client.exists(worker.toKey(id))) === 0;
+        await sweepTries(attempts, live);
       })
       .catch((error: Error) => void process.stderr.write(`worker: clearing stale tries: ${error.message}\n`)));
   void sweep();

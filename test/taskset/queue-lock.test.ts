@@ -172,6 +172,7 @@ describe('workers losing their jobs', () => {
     const job = (await queue.getJob(started))!;
     expect(await job.getState()).toBe('waiting');
     expect(job.attemptsMade).toBe(0);
+    expect(job.attemptsStarted).toBe(0);
     expect(await queue.getJobCounts('active', 'failed')).toEqual({ active: 0, failed: 0 });
     expect(listing(out).tries).toEqual([]);
 
