@@ -44,6 +44,10 @@ export function checkDevice(device: string | undefined): asserts device is Devic
  * NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN for the whole process, so it is set before CUDA starts,
  * unless the environment already sets it.
  */
+/** How a machine gets onnxruntime's CUDA provider (the README's set-up says the same). */
+export const CUDA_INSTALL =
+  "its CUDA provider needs CUDA 12 and cuDNN 9 on the machine and is fetched by onnxruntime-node's install script, which package.json keeps from running: node node_modules/onnxruntime-node/script/install.js";
+
 export async function prepareDevice(device: Device | undefined): Promise<void> {
   if (device === undefined || device === 'cpu') return;
   if (device === 'cuda') process.env.NVIDIA_TF32_OVERRIDE ??= '0';
@@ -58,7 +62,8 @@ export async function prepareDevice(device: Device | undefined): Promise<void> {
   } catch (error) {
     throw new IwiError(
       'ENGINE_SETTING_INVALID',
-      `--device ${device}: onnxruntime cannot use its ${providerOf(device)} provider here: ${(error as Error).message}`,
+      `--device ${device}: onnxruntime cannot use its ${providerOf(device)} provider here: ${(error as Error).message}` +
+        (device === 'cuda' ? `; ${CUDA_INSTALL}` : ''),
     );
   }
 }

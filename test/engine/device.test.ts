@@ -31,7 +31,9 @@ describe('checkDevice and prepareDevice', () => {
     try {
       if (existsSync(path.join(binding, 'libonnxruntime_providers_cuda.so'))) await prepareDevice('cuda');
       else
-        await expect(prepareDevice('cuda')).rejects.toThrow(/^--device cuda: onnxruntime cannot use its cuda provider/);
+        await expect(prepareDevice('cuda')).rejects.toThrow(
+          /^--device cuda: onnxruntime cannot use its cuda provider .*; its CUDA provider needs CUDA 12 and cuDNN 9 .*: node node_modules\/onnxruntime-node\/script\/install\.js$/s,
+        );
       expect(process.env.NVIDIA_TF32_OVERRIDE).toBe('0'); // float32 products, not TF32, set before CUDA starts
     } finally {
       if (saved === undefined) delete process.env.NVIDIA_TF32_OVERRIDE;
