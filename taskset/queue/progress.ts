@@ -1,32 +1,43 @@
-// A running try's phase, read from what it writes into its folder (the editor's trace, the evaluation processes'
-// pid files), so that the attempt's code needs no hook: `pilot status` and the dashboard show it from the job's
-// progress (job.updateProgress).
+// A running try's phase, from what it writes into its folder (the editor's trace) and what its evaluations report on
+// the evaluation progress bus (their out files are in its folder), so that the attempt's code needs no hook:
+// `pilot status` and the dashboard show it from the job's progress (job.updateProgress).
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
+import { evaluationProgress, type EvaluationProgress } from '../../service/evaluation-progress.ts';
 
 /** A running try's job progress; where it runs and since when are the job's processedBy and processedOn. */
 export type TryProgress = {
-  /** "starting", "editing turn k of N", "evaluating pristine", "evaluating patched". */
+  /** "starting", "editing turn k of N", "evaluating: loading", "evaluating pristine i/N", "evaluating patched i/N". */
   phase: string;
 };
 
-/** Follows a try folder: the latest editor turn in trace.jsonl, read incrementally, and the evaluation under way. */
+/** Follows a try folder: the latest editor turn in trace.jsonl, read incrementally, and its evaluations' progress. */
 export class PhaseReader {
   private offset = 0;
   private rest = '';
   private turn = 0;
+  private evaluation: string | undefined;
+  private readonly listener = (p: EvaluationProgress) => {
+    if (p.out === undefined || path.dirname(path.resolve(p.out)) !== this.dir) return;
+    this.evaluation = p.phase === 'loading' ? 'evaluating: loading' : `evaluating ${p.phase} ${p.done}/${p.total}`;
+  };
 
   constructor(
     private readonly dir: string,
     private readonly maxTurns: number,
-  ) {}
+  ) {
+    this.dir = path.resolve(dir);
+    evaluationProgress.on('progress', this.listener);
+  }
 
   phase(): string {
-    const has = (name: string) => existsSync(path.join(this.dir, name));
-    if (has('outputs-edited.json.pid')) return 'evaluating patched';
-    if (has('outputs-pristine.json.pid') || has('outputs-pristine.json')) return 'evaluating pristine';
+    if (this.evaluation) return this.evaluation;
     this.readTrace();
     return this.turn > 0 ? `editing turn ${this.turn} of ${this.maxTurns}` : 'starting';
+  }
+
+  close(): void {
+    evaluationProgress.off('progress', this.listener);
   }
 
   private readTrace(): void {

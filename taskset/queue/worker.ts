@@ -191,6 +191,7 @@ async function processAttempt(options: WorkerOptions, attempt: AttemptJob, lease
     return await commit(lease, hooks.commitKey, temp, dir, status);
   } finally {
     clearInterval(ticker);
+    reader.close();
   }
 }
 

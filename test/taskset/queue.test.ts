@@ -16,6 +16,7 @@ import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeJsonAtomic } from '../../core/files.ts';
+import { evaluationProgress } from '../../service/evaluation-progress.ts';
 import { attemptId, completedAttempt, type AttemptStatus } from '../../taskset/attempt.ts';
 import type { EditorRunResult } from '../../taskset/harness/index.ts';
 import { checkQueue, QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
@@ -355,7 +356,7 @@ describe('a worker', () => {
 });
 
 describe('pilot status', () => {
-  it('shows each running job’s worker, start and phase (from its transcript), and a job waiting to retry with its last error', async () => {
+  it('shows each running job’s worker, start and phase (its transcript’s turn, its evaluation’s items), and a job waiting to retry with its last error', async () => {
     const db = 8;
     const queue = openQueue(db);
     const [running, retrying] = [job('local_factual_update', 50), job('local_factual_update', 51)];
@@ -365,11 +366,13 @@ describe('pilot status', () => {
     });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
+    let tryDir = '';
     const w = worker(db, {
       outputDir: path.join(work, 'status'),
       concurrency: 2,
       run: async (j, dir) => {
         if (j.id === retrying.id) throw new TransientFailure('the service is unreachable');
+        tryDir = dir;
         writeFileSync(
           path.join(dir, 'trace.jsonl'),
           ['{"time":"t","type":"request","turn":1}', '{"time":"t","type":"request","turn":2}', ''].join('\n'),
@@ -399,6 +402,14 @@ describe('pilot status', () => {
     const text = statusText(status);
     expect(text).toContain(`${running.id}: editing turn 2 of 64 on ${os.hostname()}`);
     expect(text).toContain(`${retrying.id}: waiting to retry (try 1/2), last error: the service is unreachable`);
+    // Its evaluation's progress, as an evaluation process reports it to its parent (on the bus, by its out file).
+    const out = path.join(tryDir, 'outputs-pristine.json');
+    evaluationProgress.emit('progress', { phase: 'pristine', done: 3, total: 40, generatedTokens: 9, seconds: 1, out });
+    for (;;) {
+      status = await queueStatus(queueConnection({ queue: redis.url(db) }));
+      if (status.jobs[0]!.phase === 'evaluating pristine 3/40') break;
+      await sleep(200);
+    }
     release();
     await finished(queue, running.id);
     await w.stop(0);
