@@ -2,9 +2,9 @@
 // gemmBf16Parts call (1.8–2.7× our kernel's rate from 16 rows, about as fast below), prompts, decode steps and the
 // head alike (settings.ts, decodesOnGemm). Elsewhere decode steps, the head and short prompts multiply the BF16
 // weights where they lie in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per
-// weight; in bf16 precision x rounded to BF16 too, in VDPBF16PS's order), all the named weights in one call, and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's
-// GEMM, each weight widened into a float32 tile (~1.6× our kernel's rate at 512 rows, docs/benchmarks.md; for few
-// rows widening costs more than it saves).
+// weight; in bf16 precision x rounded to BF16 too, the sums in VDPBF16PS's order), all the named weights in one call,
+// and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's GEMM, each weight widened into a float32
+// tile (~1.6× our kernel's rate at 512 rows, docs/benchmarks.md; for few rows widening costs more than it saves).
 //
 // Every path gives a row bitwise the same result whatever rows share the call (MLAS's one-row special case is avoided
 // by padding to two), and the path depends on the sequence's own length (chunk.gemm), so a batch equals each prompt
