@@ -2,7 +2,7 @@
 // per attempt, and other settings are refused with the fields named; a malformed job fails at once with its reason;
 // a deterministic failure is recorded and not retried, a transient one (a timeout too) is retried a bounded number of
 // times and keeps its last error; a try whose lock is taken stops at once and never commits; the commit's fencing
-// step; a finished folder is reused only for its own settings; retry, clean, pause and resume; a Redis that evicts, or
+// step; which tries a worker clears; a finished folder is reused only for its own settings; retry, clean, pause and resume; a Redis that evicts, or
 // does not answer, is refused within the bound; TLS, an ACL user and a password. Each case its own database.
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -27,7 +27,7 @@ import { TransientFailure, isTransient, throwIfTransientEditorError } from '../.
 import { claimCommit } from '../../taskset/queue/fence.ts';
 import { attemptJob, type AttemptJob } from '../../taskset/queue/job.ts';
 import { attemptSettings, settingsHash } from '../../taskset/queue/settings.ts';
-import { TRY_RECORD, type TryRecord } from '../../taskset/queue/tries.ts';
+import { HOST, sweepTries, TRY_RECORD, type TryRecord } from '../../taskset/queue/tries.ts';
 import { startWorker, type AttemptWorker, type JobResult, type WorkerOptions } from '../../taskset/queue/worker.ts';
 import { TOY_TARGET_DIR } from '../../toy/target.ts';
 import { REPO_ROOT } from '../fixtures.ts';
@@ -413,6 +413,26 @@ describe('pilot status', () => {
     release();
     await finished(queue, running.id);
     await w.stop(0);
+  });
+});
+
+describe('clearing tries', () => {
+  it('clears a dead try of this host and a try whose job holds no lock; leaves a locked one and another queue’s', async () => {
+    const attempts = path.join(work, 'sweep', 'attempts');
+    const dead = spawnSync(process.execPath, ['-e', 'process.pid']).pid!; // a pid no longer running
+    const folders = {
+      ownDead: `unknown-job.partial-${HOST}-${dead}-0000000a`,
+      ownLive: `unknown-job.partial-${HOST}-${process.pid}-0000000b`,
+      unlocked: 'job-free.partial-machine-b.12345678-1-0000000c',
+      locked: 'job-held.partial-machine-b.12345678-1-0000000d',
+      otherQueue: 'unknown-job.partial-machine-b.12345678-1-0000000e',
+    };
+    for (const name of Object.values(folders)) mkdirSync(path.join(attempts, name), { recursive: true });
+    // What the worker asks Redis: is the job locked, or not this queue's (worker.ts)?
+    const jobs: Record<string, 'locked' | 'free'> = { 'job-free': 'free', 'job-held': 'locked' };
+    const cleared = await sweepTries(attempts, async (id) => jobs[id] !== 'free');
+    expect(cleared.sort()).toEqual([folders.ownDead, folders.unlocked].sort());
+    expect(readdirSync(attempts).sort()).toEqual([folders.locked, folders.otherQueue, folders.ownLive].sort());
   });
 });
 
