@@ -2,8 +2,9 @@
 // per attempt, and other settings are refused with the fields named; a malformed job fails at once with its reason;
 // a deterministic failure is recorded and not retried, a transient one (a timeout too) is retried a bounded number of
 // times and keeps its last error; a try whose lock is taken stops at once and never commits; the commit's fencing
-// step; which tries a worker clears; a finished folder is reused only for its own settings; retry, clean, pause and resume; a Redis that evicts, or
-// does not answer, is refused within the bound; TLS, an ACL user and a password. Each case its own database.
+// step; which tries a worker clears; a finished folder is reused only for its own settings; retry, clean, pause and
+// resume; a Redis that evicts, or does not answer, is refused within the bound; TLS, an ACL user and a password. Each
+// case its own database.
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
