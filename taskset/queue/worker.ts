@@ -92,7 +92,8 @@ export function startWorker(options: WorkerOptions): AttemptWorker {
       concurrency: options.concurrency,
       name: workerName(), // each job's processedBy: where it runs
       ...(options.lockMs ? { lockDuration: options.lockMs, stalledInterval: options.lockMs } : {}),
-      // A job re-run after its worker died is normal here (a killed worker); only a job that stalls again and again fails.
+      // A job re-run after its worker died is normal here (a killed worker); only one that stalls again and again
+      // fails.
       maxStalledCount: 5,
     },
   );

@@ -1,6 +1,6 @@
-// `pilot dashboard` (bull-board) on a real Redis, checked in Chromium as the report's pages are (test/report/browser.ts):
-// the queue's jobs by state, a finished attempt linked to its page (rendered from its folder, as `report` renders
-// it); beyond loopback, nothing without the token.
+// `pilot dashboard` (bull-board) on a real Redis, checked in Chromium as the report's pages are
+// (test/report/browser.ts): the queue's jobs by state, a finished attempt linked to its page (rendered from its
+// folder, as `report` renders it); beyond loopback, nothing without the token.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Queue } from 'bullmq';

@@ -1,5 +1,5 @@
-// A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis (scripts/redis-server.ts), two
-// service processes, workers as processes. Executions are counted as the services see them (one episode per try, its
+// A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis
+// (scripts/redis-server.ts), two service processes, workers as processes. Executions are counted as the services see them (one episode per try, its
 // label naming the try's folder). Three workers on two services run every attempt once, with run-pilot's rewards,
 // each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to a worker on the other service,
 // which runs it again, and one folder remains; Redis restarted mid-run (append-only) loses nothing. Smoke sizes: the
