@@ -1,9 +1,9 @@
 // A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis
-// (scripts/redis-server.ts), two service processes, workers as processes. Executions are counted as the services see them (one episode per try, its
-// label naming the try's folder). Three workers on two services run every attempt once, with run-pilot's rewards,
-// each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to a worker on the other service,
-// which runs it again, and one folder remains; Redis restarted mid-run (append-only) loses nothing. Smoke sizes: the
-// first item of each kind, the built-in rank-one editor (no API).
+// (scripts/redis-server.ts), two service processes, workers as processes. Executions are counted as the services see
+// them (one episode per try, its label naming the try's folder). Three workers on two services run every attempt
+// once, with run-pilot's rewards, each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to
+// a worker on the other service, which runs it again, and one folder remains; Redis restarted mid-run (append-only)
+// loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
