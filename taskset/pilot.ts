@@ -113,7 +113,8 @@ export async function runPilot(options: PilotOptions): Promise<PilotSummary> {
 }
 /**
  * One attempt of a pilot, exactly as run-pilot runs it and a queue worker runs a job: the episode on the service, the
- * editor, the evaluation, everything written into `dir` (a worker's temp folder, whose attempt.json names `attempt.id`).
+ * editor, the evaluation, everything written into `dir` (a worker's try folder, whose attempt.json names
+ * `attempt.id`). A worker's `control` ends the attempt when it loses its job, and checks its lock before evaluation.
  */
 export async function runPilotAttempt(
   { taskset, ...context }: PilotAttemptContext,
