@@ -1026,8 +1026,10 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
     }
   });
 
-  // Work items: runs of 4 blocks of 16 W rows, all parts' blocks numbered one after another, superblock by
-  // superblock (the threads share one superblock's B while they stream W past it).
+  // Work items: runs of 4 blocks of 16 W rows, all parts' blocks numbered one after another, and within a run every
+  // superblock in turn: a run's W (~150 KB at 1B) stays in the L2 of the threads that take its superblocks, so W comes
+  // from memory about once per thread, not once per superblock (a 512-row prefill has six). The order of the items
+  // changes no output: each is computed by one tile sequence over k.
   constexpr size_t kRun = 4;
   std::vector<size_t> firstBlock{0};
   for (const Part& part : parts) firstBlock.push_back(firstBlock.back() + (part.n + 15) / 16);
@@ -1038,9 +1040,10 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
     alignas(64) float c[kColumnTiles * 256];
     std::vector<uint16_t> padded;  // 16 W rows with k padded to whole tiles, for a last partial block or k % 32 ≠ 0
     for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < superblocks * runs;) {
-      const size_t s = item / runs, m0 = s * kSuperRows, rows = std::min(kSuperRows, m - m0);
+      const size_t s = item % superblocks, run = item / superblocks;
+      const size_t m0 = s * kSuperRows, rows = std::min(kSuperRows, m - m0);
       const uint16_t* bs = b.get() + s * superblockElements;
-      for (size_t block = (item % runs) * kRun; block < std::min(blocks, (item % runs + 1) * kRun); block++) {
+      for (size_t block = run * kRun; block < std::min(blocks, (run + 1) * kRun); block++) {
         size_t p = 0;
         while (block >= firstBlock[p + 1]) p++;
         const Part& part = parts[p];
