@@ -2,7 +2,7 @@
 // gemmBf16Parts call (1.8–2.7× our kernel's rate from 16 rows, about as fast below), prompts, decode steps and the
 // head alike (settings.ts, decodesOnGemm). Elsewhere decode steps, the head and short prompts multiply the BF16
 // weights where they lie in our kernel (kernels.ts: BF16 widened exactly, float32 products and sums, 2 bytes read per
-// weight; in bf16 precision x rounded to BF16 too, the sums in VDPBF16PS's order), all the named weights in one call,
+// weight; in bf16 precision over x rounded to BF16, or in VDPBF16PS's order), all the named weights in one call,
 // and prompts of gemmMinTokens or more, compute-bound, take onnxruntime's GEMM, each weight widened into a float32
 // tile (~1.6× our kernel's rate at 512 rows, docs/benchmarks.md; for few rows widening costs more than it saves).
 //
@@ -22,23 +22,26 @@ import { decodesOnGemm, type EngineSettings } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
 
 /**
- * One product over BF16 weights in place, by name: the kernel's (matmulBf16Parts in float32 precision, dotBf16Parts in
- * bf16: VDPBF16PS's order) or AMX's (gemmBf16Parts).
+ * One product over BF16 weights in place, by name: the kernel's (matmulBf16Parts; in bf16 precision, where
+ * settings.bf16Kernel asks for VDPBF16PS's pair order, dotBf16Parts) or AMX's (gemmBf16Parts).
  */
 type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
 
-function kernelProduct(settings: Pick<EngineSettings, 'precision' | 'dotPath'>): Product {
-  if (settings.precision === 'float32') return { name: 'kernel', run: matmulBf16Parts };
-  return { name: 'kernel', run: (x, ws, outs, m, k) => dotBf16Parts(x, ws, outs, m, k, settings.dotPath) };
+function kernelProduct(settings: Pick<EngineSettings, 'precision' | 'bf16Kernel'>): Product {
+  const { precision, bf16Kernel } = settings;
+  if (precision === 'float32' || bf16Kernel === 'widen') return { name: 'kernel', run: matmulBf16Parts };
+  return { name: 'kernel', run: (x, ws, outs, m, k) => dotBf16Parts(x, ws, outs, m, k, bf16Kernel) };
 }
 
 /**
- * AMX's product: x split into three BF16 parts (float32 precision: exact), or one (bf16 precision: x rounded, as the
- * rounding projector has already done; one pass of the tile unit instead of three).
+ * AMX's product: x split into three BF16 parts (float32 precision: exact), or one (bf16 precision: x rounded by the
+ * split itself, one pass of the tile unit instead of three, the outputs rounded as they are stored unless they are
+ * the head's logits, which stay float32).
  */
-function amxProduct(settings: Pick<EngineSettings, 'precision'>): Product {
+function amxProduct(settings: Pick<EngineSettings, 'precision'>, roundOutput: boolean): Product {
   const xParts: XParts = settings.precision === 'bf16' ? 1 : 3;
-  return { name: 'amx', run: (x, ws, outs, m, k) => gemmBf16Parts(x, ws, outs, m, k, xParts) };
+  const round = roundOutput && settings.precision === 'bf16';
+  return { name: 'amx', run: (x, ws, outs, m, k) => gemmBf16Parts(x, ws, outs, m, k, xParts, round) };
 }
 
 export class CpuProjector implements Projector {
@@ -46,7 +49,10 @@ export class CpuProjector implements Projector {
   /** Elements of onnxruntime's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
   private readonly amx: Product;
+  private readonly amxHead: Product;
   private readonly kernel: Product;
+  /** bf16 precision where AMX takes every product: the split rounds x, the GEMM its outputs (no wrapper's passes). */
+  readonly roundsToBf16: boolean;
 
   private constructor(
     private readonly checkpoint: Checkpoint,
@@ -55,8 +61,10 @@ export class CpuProjector implements Projector {
     private readonly onnxGemm: Map<number, ort.InferenceSession>,
   ) {
     this.tileElements = largestDecoderMatrix(checkpoint.config);
-    this.amx = amxProduct(settings);
+    this.amx = amxProduct(settings, true);
+    this.amxHead = amxProduct(settings, false);
     this.kernel = kernelProduct(settings);
+    this.roundsToBf16 = settings.precision === 'bf16' && decodesOnGemm(settings) && settings.gemmMinTokens === 1;
   }
 
   static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
@@ -110,7 +118,7 @@ export class CpuProjector implements Projector {
     const H = this.checkpoint.config.hidden_size;
     const out = buffers.take('head', R * n);
     const block = weights.bf16(name).subarray(n0 * H, (n0 + n) * H);
-    (decodesOnGemm(this.settings) ? this.amx : this.kernel).run(rows, [block], [out], R, H);
+    (decodesOnGemm(this.settings) ? this.amxHead : this.kernel).run(rows, [block], [out], R, H);
     return out;
   }
 

@@ -88,6 +88,7 @@ type NativeAddon = KernelImpl & {
     m: number,
     k: number,
     xParts: XParts,
+    roundOutput: boolean,
   ) => void;
   /** The kernel's vector width: 512 (AVX-512), 256 (AVX2 + FMA) or 0 (the portable loop). */
   vectorBits: number;
@@ -539,27 +540,29 @@ export function peakRate(kind: PeakKind, iterations = 200_000, repeats = 3): num
   return selection().addon?.peakRate(kind, iterations, repeats);
 }
 
-let fasterDot: DotPath | undefined;
+let vdpOutpaces: boolean | undefined;
 
 /**
- * The faster of dotBf16Parts's two paths on this machine, measured once a process (~50 ms): VDPBF16PS where the addon
- * has it and its peak rate beats two FMAs' by 10 %, else FMAs. VDPBF16PS does twice an FMA's multiply-adds, at a rate
- * that depends on the CPU (on this project's Xeon it ran at a third of two FMAs'). The bits are the same either way.
+ * Whether VDPBF16PS out-multiplies two FMAs here by half again (its peak rate against theirs, measured once a process,
+ * ~50 ms): it does twice an FMA's multiply-adds, at a rate that depends on the CPU (on this project's Xeon a third of
+ * two FMAs'). False without the instruction.
  */
-export function fasterDotPath(): DotPath {
-  if (fasterDot) return fasterDot;
-  const addon = selection().addon;
-  fasterDot = 'fma';
-  if (addon?.vdpbf16ps && addon.peakRate('vdpbf16ps', 100_000, 3) > 1.1 * addon.peakRate('fma', 200_000, 3))
-    fasterDot = 'vdpbf16ps';
-  return fasterDot;
+export function vdpbf16psOutpacesFma(): boolean {
+  if (vdpOutpaces === undefined) {
+    const addon = selection().addon;
+    vdpOutpaces =
+      addon?.vdpbf16ps === true && addon.peakRate('vdpbf16ps', 100_000, 3) > 1.5 * addon.peakRate('fma', 200_000, 3);
+  }
+  return vdpOutpaces;
 }
 
 /**
  * matmulBf16Parts on AMX's tile unit (the addon, where kernelInfo().amx). With xParts 3 each row of x is split exactly
  * into three BF16 parts, every product exact, float32 accumulators: within float32 rounding of matmulBf16 (not bit
  * for bit). With xParts 1, x is rounded to BF16 (ties to even) and multiplied in one pass, a third of the work: what
- * the three give for an x that BF16 holds exactly. Either way out[r, j] depends only on x's row r and W's row j.
+ * the three give for an x that BF16 holds exactly. `roundOutput` rounds each output to BF16 as it is stored (roundBf16's
+ * rounding: bf16 precision's product, without a pass of its own). Either way out[r, j] depends only on x's row r and
+ * W's row j.
  */
 export function gemmBf16Parts(
   x: Float32Array,
@@ -568,13 +571,15 @@ export function gemmBf16Parts(
   m: number,
   k: number,
   xParts: XParts = 3,
+  roundOutput = false,
 ): void {
   checkMatmulArgs(x, ws, outs, m, k, 'gemmBf16Parts');
   if (xParts !== 1 && xParts !== 3) throw new RangeError(`gemmBf16Parts: xParts must be 1 or 3, got ${xParts}`);
+  if (typeof roundOutput !== 'boolean') throw new TypeError('gemmBf16Parts: roundOutput must be a boolean');
   const { addon } = selection();
   const gemm = addon?.gemmBf16Parts;
   if (!addon?.amx || !gemm) throw new Error(`gemmBf16Parts: not available here (${amxAbsence()})`);
-  gemm(x, ws, outs, m, k, xParts);
+  gemm(x, ws, outs, m, k, xParts, roundOutput);
 }
 
 /** Why gemmBf16Parts is not available (for errors). */

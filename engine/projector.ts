@@ -14,6 +14,11 @@ export type Project = (names: string[], x: Float32Array) => Promise<Float32Array
 
 export interface Projector {
   /**
+   * The products themselves take x rounded to BF16 and round their outputs to BF16 (bf16 precision on AMX), so the
+   * engine puts no RoundingProjector around them.
+   */
+  readonly roundsToBf16?: boolean;
+  /**
    * The projections of `chunk` on `weights`; scratch the chunk needs lives as long as the returned function. Outputs
    * may lie in the call's `buffers`: valid until the next product of the same weights' shapes in the call.
    */

@@ -99,7 +99,8 @@ export class Gemma3Engine {
             sessionOptions: DeviceProjections.projectionOptions(graphSessionOptions(settings)),
           });
     const products: Projector = device ?? (await CpuProjector.create(checkpoint, settings));
-    const projector = settings.precision === 'bf16' ? new RoundingProjector(products) : products;
+    const rounds = settings.precision === 'bf16' && !products.roundsToBf16;
+    const projector = rounds ? new RoundingProjector(products) : products;
     const model = new Gemma3TextModel(checkpoint.config, graphs, projector, {
       pointwise: settings.device === 'cpu' ? 'kernel' : 'graph',
       precision: settings.precision,

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { IwiError } from '../core/errors.ts';
 import { checkDevice, type Device } from './device.ts';
-import { fasterDotPath, kernelInfo, type DotPath } from './kernels.ts';
+import { kernelInfo, vdpbf16psOutpacesFma } from './kernels.ts';
 
 /**
  * The prefill GEMM: 'amx', the addon's gemmBf16Parts on AMX's tile unit (BF16 weights where they lie, activations
@@ -48,8 +48,8 @@ export type EngineOptionsSettings = {
   gemmMinTokens?: number;
   /** The prefill GEMM (default: IWIBENCH_PREFILL_GEMM, else the best here); tests compare both. */
   prefillGemm?: PrefillGemm;
-  /** How bf16 precision's kernel multiplies (default: IWIBENCH_DOT_PATH, else the faster here, measured). */
-  dotPath?: DotPath;
+  /** bf16 precision's kernel where AMX does not multiply (default: IWIBENCH_BF16_KERNEL, else defaultBf16Kernel). */
+  bf16Kernel?: Bf16Kernel;
 };
 
 export type EngineSettings = Readonly<Required<EngineOptionsSettings>>;
@@ -70,14 +70,14 @@ export function resolveSettings(
     options.prefillGemm === undefined
       ? prefillGemmFrom(env.IWIBENCH_PREFILL_GEMM, amx)
       : prefillGemmFrom(options.prefillGemm, amx, 'prefillGemm');
-  const dotPath =
-    options.dotPath !== undefined
-      ? dotPathFrom(options.dotPath, 'dotPath')
-      : env.IWIBENCH_DOT_PATH
-        ? dotPathFrom(env.IWIBENCH_DOT_PATH, 'IWIBENCH_DOT_PATH')
-        : fasterDotPath();
+  const bf16Kernel =
+    options.bf16Kernel !== undefined
+      ? bf16KernelFrom(options.bf16Kernel, 'bf16Kernel')
+      : env.IWIBENCH_BF16_KERNEL
+        ? bf16KernelFrom(env.IWIBENCH_BF16_KERNEL, 'IWIBENCH_BF16_KERNEL')
+        : defaultBf16Kernel();
   return Object.freeze({
-    dotPath,
+    bf16Kernel,
     precision: options.precision === undefined ? DEFAULT_PRECISION : checkPrecision(options.precision),
     device: options.device ?? 'cpu',
     threads: options.threads ?? defaultThreads(),
@@ -87,16 +87,33 @@ export function resolveSettings(
   });
 }
 
-/** The dot path a setting asks for; throws if it names none or VDPBF16PS where the addon lacks it. */
-function dotPathFrom(setting: string, name: string): DotPath {
-  if (setting !== 'fma' && setting !== 'vdpbf16ps')
-    throw new IwiError('ENGINE_SETTING_INVALID', `${name} must be fma or vdpbf16ps, got "${setting}"`);
+/**
+ * bf16 precision's kernel where AMX does not multiply (x rounded to BF16 first on every one):
+ * - 'widen': BF16 widened to float32 and FMAs in the float32 kernel's 8-lane order (matmulBf16Parts), the fallback's
+ *   bits; the fastest on this project's Xeons;
+ * - 'vdpbf16ps': VDPBF16PS's pair order on that instruction (dotBf16Parts);
+ * - 'fma': the same pair order as two FMAs a step, so that a machine without VDPBF16PS gives a VDPBF16PS machine's
+ *   bits (and the fallback too).
+ * Like AMX's, the choice changes bits (within float32 rounding), never batch invariance.
+ */
+export type Bf16Kernel = 'widen' | 'vdpbf16ps' | 'fma';
+export const BF16_KERNELS: readonly Bf16Kernel[] = ['widen', 'vdpbf16ps', 'fma'];
+
+/** VDPBF16PS where it out-multiplies FMAs by half again (measured), else the widened float32 kernel. */
+export function defaultBf16Kernel(): Bf16Kernel {
+  return vdpbf16psOutpacesFma() ? 'vdpbf16ps' : 'widen';
+}
+
+/** The bf16 kernel a setting asks for; throws if it names none, or VDPBF16PS where the addon lacks it. */
+function bf16KernelFrom(setting: string, name: string): Bf16Kernel {
+  if (!BF16_KERNELS.includes(setting as Bf16Kernel))
+    throw new IwiError('ENGINE_SETTING_INVALID', `${name} must be ${BF16_KERNELS.join(', ')}, got "${setting}"`);
   if (setting === 'vdpbf16ps' && !kernelInfo().vdpbf16ps)
     throw new IwiError(
       'ENGINE_SETTING_INVALID',
       `${name} is vdpbf16ps, but the kernel was not built with AVX-512 BF16`,
     );
-  return setting;
+  return setting as Bf16Kernel;
 }
 
 /** The prefill GEMM a setting asks for (unset: AMX where the addon has it); throws if it names none or one not here. */

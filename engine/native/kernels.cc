@@ -607,6 +607,7 @@ static const char* const kDotIsa = "portable (std::fma, DAZ and FTZ in code)";
 constexpr size_t kDotChunk = 32;  // BF16 values of one step: 16 pairs
 
 inline uint32_t roundBf16Bits(uint32_t bits);  // below, with roundBf16
+void roundBf16(float* x, size_t count);
 
 // MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6) for the calling thread while it lives: the FMA and
 // the reduction then treat denormals as VDPBF16PS does.
@@ -1006,7 +1007,7 @@ void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size
 
 // outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. False, with nothing written, if its
 // scratch cannot be allocated.
-bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P) {
+bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P, bool roundOutput) {
   const size_t tilesK = (k + 31) / 32, paddedK = tilesK * 32;
   const size_t kSuperRows = kSuperColumns / P;
   const size_t superblocks = (m + kSuperRows - 1) / kSuperRows;
@@ -1069,6 +1070,8 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
           for (size_t i = 0; i < valid; i++)
             part.out[(m0 + r) * part.n + j0 + i] =
                 P == 1 ? at(r, i) : (at(3 * r + 2, i) + at(3 * r + 1, i)) + at(3 * r, i);
+        if (roundOutput)  // bf16 precision's product output, rounded as it is stored (roundBf16's rounding)
+          for (size_t r = 0; r < rows; r++) roundBf16(part.out + (m0 + r) * part.n + j0, valid);
       }
     }
     _tile_release();
@@ -1548,10 +1551,10 @@ bool partsCall(napi_env env, napi_callback_info info, const char* name, PartsCal
     throwError(env, range, message.c_str());
     return false;
   };
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != arguments) return fail(false, arguments == 5 ? " takes 5 arguments (x, ws, outs, m, k)" : " takes 6 arguments");
+  if (argc != arguments) return fail(false, (" takes " + std::to_string(arguments) + " arguments").c_str());
   View x;
   if (!typedArray(env, argv[0], napi_float32_array, x)) return fail(false, ": x must be a Float32Array");
   bool wsArray = false, outsArray = false;
@@ -1610,18 +1613,22 @@ napi_value DotBf16Parts(napi_env env, napi_callback_info info) {
 }
 
 #if IWI_AMX
-// gemmBf16Parts(x, ws, outs, m, k, xParts): matmulBf16Parts's arguments and x's BF16 parts, 1 or 3.
+// gemmBf16Parts(x, ws, outs, m, k, xParts, roundOutput): matmulBf16Parts's arguments, x's BF16 parts (1 or 3), and
+// whether the outputs are rounded to BF16.
 napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
   if (!amxReady) return throwError(env, false, "gemmBf16Parts: the OS did not grant this process AMX's tile state");
   PartsCall call;
-  if (!partsCall(env, info, "gemmBf16Parts", call, 6)) return nullptr;
-  size_t argc = 6;
-  napi_value argv[6];
+  if (!partsCall(env, info, "gemmBf16Parts", call, 7)) return nullptr;
+  size_t argc = 7;
+  napi_value argv[7];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   size_t xParts;
   if (!dimension(env, argv[5], xParts) || (xParts != 1 && xParts != 3))
     return throwError(env, true, "gemmBf16Parts: xParts must be 1 or 3");
-  if (!gemm(call.x, call.parts, call.m, call.k, xParts))
+  bool roundOutput = false;
+  if (napi_get_value_bool(env, argv[6], &roundOutput) != napi_ok)
+    return throwError(env, false, "gemmBf16Parts: roundOutput must be a boolean");
+  if (!gemm(call.x, call.parts, call.m, call.k, xParts, roundOutput))
     return throwError(env, true, "gemmBf16Parts: out of memory for the split of x (2 bytes per element and part)");
   return nullptr;
 }

@@ -558,6 +558,16 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     }
   });
 
+  it('with roundOutput: each output rounded to BF16 as roundBf16 rounds it, nothing else changed', () => {
+    const [m, n, k] = [100, 50, 300];
+    const { x, w } = operands(m, n, k, 321);
+    const plain = gemm(x, [w], m, k, 1)[0]!;
+    const rounded = new Float32Array(m * n).fill(NaN);
+    gemmBf16Parts(x, [w], [rounded], m, k, 1, true);
+    roundBf16(plain, jsKernels);
+    expect(bits(rounded)).toEqual(bits(plain));
+  });
+
   it('gives each of several weights bitwise what a call of its own gives', () => {
     const [m, k] = [40, 1153];
     const widths = [50, 13, 1, 29];
@@ -575,14 +585,17 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     expect(() => gemmBf16Parts(new Float32Array(6), [w, w], [out, out], 2, 3)).toThrow(/share memory/);
     expect(() => gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2 as XParts)).toThrow(/xParts must be 1 or 3/);
     const addon = nativeKernels() as KernelImpl & {
-      gemmBf16Parts: (...args: [Float32Array, Uint16Array[], Float32Array[], number, number, number?]) => void;
+      gemmBf16Parts: (
+        ...args: [Float32Array, Uint16Array[], Float32Array[], number, number, number?, unknown?]
+      ) => void;
     };
-    expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3, 1)).toThrow(
+    expect(() => addon.gemmBf16Parts(new Float32Array(4), [w], [out], 2, 3, 1, false)).toThrow(
       /gemmBf16Parts: x.length must be m·k/,
     );
-    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0, 1)).toThrow(RangeError);
-    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3)).toThrow(/takes 6 arguments/);
-    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2)).toThrow(/xParts must be 1 or 3/);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 0, 1, false)).toThrow(RangeError);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 1)).toThrow(/takes 7 arguments/);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2, false)).toThrow(/xParts must be 1 or 3/);
+    expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 1, 'yes')).toThrow(/roundOutput/);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
   });
 });

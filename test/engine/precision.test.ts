@@ -7,10 +7,17 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../engine/checkpoint.ts';
 import type { GenerateSequence } from '../../engine/generate.ts';
-import { kernelInfo, type DotPath } from '../../engine/kernels.ts';
+import { kernelInfo } from '../../engine/kernels.ts';
 import { Gemma3Engine, type EngineOptions } from '../../engine/runtime.ts';
-import type { Precision } from '../../engine/settings.ts';
-import { REPO_ROOT, fixtureCheckpoint, sameBits, seededRandom, type FixturePreset } from '../fixtures.ts';
+import type { Bf16Kernel, Precision } from '../../engine/settings.ts';
+import {
+  REPO_ROOT,
+  fixtureCheckpoint,
+  relativeError,
+  sameBits,
+  seededRandom,
+  type FixturePreset,
+} from '../fixtures.ts';
 
 type Golden = {
   ids: number[];
@@ -111,26 +118,30 @@ describe('batch invariance in both precisions', () => {
     });
 });
 
-describe('the precision and dot path settings', () => {
-  it('refuses a precision or dot path that names nothing, and gives the same bits on either dot path', async () => {
+describe('the precision and bf16 kernel settings', () => {
+  it('refuses a setting that names nothing; the pair order gives the same bits as FMAs or on VDPBF16PS', async () => {
     const checkpoint = Checkpoint.open(fixtureCheckpoint('tiny'));
     try {
       await expect(Gemma3Engine.create({ checkpoint, precision: 'bf8' as Precision })).rejects.toThrow(
         /precision must be bf16 or float32, got "bf8"/,
       );
-      await expect(Gemma3Engine.create({ checkpoint, dotPath: 'sse' as DotPath })).rejects.toThrow(
-        /dotPath must be fma or vdpbf16ps/,
+      await expect(Gemma3Engine.create({ checkpoint, bf16Kernel: 'sse' as Bf16Kernel })).rejects.toThrow(
+        /bf16Kernel must be widen, vdpbf16ps, fma, got "sse"/,
       );
       const kernel = { prefillGemm: 'onnxruntime', gemmMinTokens: 1_000_000 } as const;
-      const paths: DotPath[] = ['fma', ...(kernelInfo().vdpbf16ps ? ['vdpbf16ps' as const] : [])];
-      const logits = [];
-      for (const dotPath of paths) {
-        const engine = await Gemma3Engine.create({ checkpoint, ...kernel, dotPath });
-        expect(engine.settings).toMatchObject({ precision: 'bf16', dotPath });
-        logits.push(await engine.logits([2, 105, 2364, 107, 818, 5279], { chunk: 4 }));
+      const run = async (bf16Kernel: Bf16Kernel) => {
+        const engine = await Gemma3Engine.create({ checkpoint, ...kernel, bf16Kernel });
+        expect(engine.settings).toMatchObject({ precision: 'bf16', bf16Kernel });
+        const logits = await engine.logits([2, 105, 2364, 107, 818, 5279], { chunk: 4 });
         await engine.close();
-      }
-      for (const other of logits.slice(1)) expect(sameBits(other, logits[0]!)).toBe(true);
+        return logits;
+      };
+      const pairs = await run('fma');
+      if (kernelInfo().vdpbf16ps) expect(sameBits(await run('vdpbf16ps'), pairs)).toBe(true);
+      // The widened kernel sums in another order: other bits, the same arithmetic to within float32 rounding.
+      const widened = await run('widen');
+      expect(sameBits(widened, pairs)).toBe(false);
+      expect(relativeError(widened, pairs)).toBeLessThan(1e-2);
     } finally {
       checkpoint.close();
     }
