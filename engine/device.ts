@@ -1,4 +1,4 @@
-// The device path (issue 13, point 7): every projection runs in an onnxruntime session on an execution provider
+// The device path: every projection runs in an onnxruntime session on an execution provider
 // (CUDA, WebGPU) that holds its weight as an initializer, so a weight goes to the device once, when its session is
 // made, and a run sends only activations. The graphs between the projections run on the same provider (graphs.ts).
 //

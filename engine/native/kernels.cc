@@ -1,7 +1,8 @@
-// Native BF16 kernels for the engine's decode path (issue 13): out = x · Wᵀ with W held as BF16 bits, the exact
-// widening of BF16 to float32, a decode step's attention over each row's own cache, the norms between a layer's
-// sublayers and its gated GELU (issue 34), a read-bandwidth reference and huge-page advice for weight memory. Plain
-// Node-API (node_api.h), no dependencies.
+// Native BF16 kernels for the engine's products: out = x · Wᵀ with W held as BF16 bits (in float32 arithmetic, in
+// bf16 precision's VDPBF16PS order, and on AMX's tile unit), the exact widening of BF16 to float32 and the rounding of
+// float32 to BF16, a decode step's attention over each row's own cache, the norms between a layer's sublayers and its
+// gated GELU, and the benchmarks' references: read bandwidth with wide loads, each instruction's peak rate, huge-page
+// advice for weight memory. Plain Node-API (node_api.h), no dependencies.
 //
 // Summation order (the contract that engine/kernels.ts's JavaScript fallback reproduces bit for bit): for each
 // output element, 8 lane sums acc[l] = fma(x[i], w[i], acc[l]) over i ≡ l (mod 8), i < k8 = k − k mod 8, starting
@@ -1244,7 +1245,7 @@ double readBandwidth(const uint8_t* data, size_t bytes, int repeats) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Decode attention (issue 34): one new token per row, each row over its own KV cache, so that a decode step of many
+// Decode attention: one new token per row, each row over its own KV cache, so that a decode step of many
 // rows is one call instead of one onnxruntime run per row and layer. A row's queries and its new key are already
 // normed and rotated (the norm_rope graph); here, for each query head h (KV head g = h / rep): scores over the
 // visible slots in slot order, then the row's own key, each the 8-lane dot product of the matmul order times
