@@ -92,7 +92,7 @@ export async function main(argv: string[]): Promise<void> {
       ? {}
       : { model: original.versions.model_id, revision: original.versions.revision };
   // The arithmetic the patch was scored in, unless told otherwise (results of before the setting: float32).
-  const precision = precisionFromFlags({ precision: flags.precision ?? original.evaluation.precision ?? 'float32' });
+  const precision = precisionFromFlags({ precision: flags.precision ?? original.evaluation?.precision ?? 'float32' });
   const { location, tokenizer, revision } = await openTarget({ ...flags, ...recorded, precision });
   if (revision !== original.versions.revision)
     throw new Error(

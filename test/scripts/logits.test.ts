@@ -26,6 +26,8 @@ describe('npx iwibench logits / make-tiny-checkpoint', () => {
       out,
       '--chunk',
       '5',
+      '--precision',
+      'float32', // the exact path, held to the float32 reference
     ]);
     expect(JSON.parse(stdout).shape).toEqual([12, 262144]);
     const { data, shape } = readNpy(readFileSync(out));

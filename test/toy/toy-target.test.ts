@@ -97,7 +97,8 @@ describe('the toy target in our engine', () => {
   let tokenizer: Tokenizer;
   beforeAll(async () => {
     checkpoint = Checkpoint.open(TOY_TARGET_DIR);
-    engine = await Gemma3Engine.create({ checkpoint });
+    // The exact path: its logits are held to the training code's and Hugging Face's float32 ones.
+    engine = await Gemma3Engine.create({ checkpoint, precision: 'float32' });
     tokenizer = await Tokenizer.load(TOY_TARGET_DIR);
   });
   afterAll(async () => {
