@@ -1,6 +1,6 @@
 // BF16/F16 ⇄ F32 conversion. BF16 is the top half of an IEEE float32; F32 → BF16 rounds to nearest, ties to even,
 // which is what PyTorch's `tensor.to(torch.bfloat16)` does.
-import { widenBf16 } from './kernels.ts';
+import { roundBf16Bits, widenBf16 } from './kernels.ts';
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -25,10 +25,7 @@ export function bf16Value(bits: number): number {
 /** Round one float32 value to BF16 bits (nearest, ties to even). NaN stays NaN; overflow becomes ±Inf. */
 export function f32ToBf16Bits(value: number): number {
   f32[0] = value;
-  const x = u32[0]!;
-  if ((x & 0x7f800000) === 0x7f800000 && (x & 0x007fffff) !== 0) return ((x >>> 16) | 0x40) & 0xffff; // quiet NaN
-  const roundingBias = 0x7fff + ((x >>> 16) & 1);
-  return ((x + roundingBias) >>> 16) & 0xffff;
+  return roundBf16Bits(u32[0]!) >>> 16;
 }
 
 export function f32ToBf16(values: ArrayLike<number>, out = new Uint16Array(values.length)): Uint16Array {

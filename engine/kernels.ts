@@ -355,14 +355,20 @@ const gatedGeluJs: KernelImpl['gatedGelu'] = (gate, up, z) => {
   for (let i = 0; i < z.length; i++) z[i] = geluTimesJs(gate[i]!, up[i]!);
 };
 
-/** The addon's roundBf16Bits on every float: ties to even in integer arithmetic, a NaN kept NaN (quiet bit set). */
+/**
+ * The bits of a float32 rounded to the nearest BF16, as float32 bits (the addon's roundBf16Bits): ties to even in
+ * integer arithmetic, a NaN kept NaN (its quiet bit set). The one definition of the rounding in JavaScript (bf16.ts's
+ * f32ToBf16Bits takes its top half).
+ */
+export function roundBf16Bits(bits: number): number {
+  const b = bits >>> 0;
+  const rounded = (b & 0x7fffffff) > 0x7f800000 ? b | 0x00400000 : b + 0x7fff + ((b >>> 16) & 1);
+  return (rounded & 0xffff0000) >>> 0;
+}
+
 function roundBf16Js(x: Float32Array): void {
   const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  for (let i = 0; i < bits.length; i++) {
-    const b = bits[i]!;
-    bits[i] =
-      (b & 0x7fffffff) > 0x7f800000 ? (b | 0x00400000) & 0xffff0000 : (b + 0x7fff + ((b >>> 16) & 1)) & 0xffff0000;
-  }
+  for (let i = 0; i < bits.length; i++) bits[i] = roundBf16Bits(bits[i]!);
 }
 
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */

@@ -70,20 +70,28 @@ export function resolveSettings(
     options.prefillGemm === undefined
       ? prefillGemmFrom(env.IWIBENCH_PREFILL_GEMM, amx)
       : prefillGemmFrom(options.prefillGemm, amx, 'prefillGemm');
+  const precision = options.precision === undefined ? DEFAULT_PRECISION : checkPrecision(options.precision);
+  const gemmMinTokens = options.gemmMinTokens ?? gemmMinTokensFor(prefillGemm);
+  // The default is measured (peakRate) only where our kernel multiplies in bf16: on the CPU, unless AMX takes every
+  // product. Elsewhere the setting is never read, and an engine's start-up pays nothing for it.
+  const amxTakesAll = prefillGemm === 'amx' && gemmMinTokens === 1;
+  const kernelInBf16 = precision === 'bf16' && (options.device ?? 'cpu') === 'cpu' && !amxTakesAll;
   const bf16Kernel =
     options.bf16Kernel !== undefined
       ? bf16KernelFrom(options.bf16Kernel, 'bf16Kernel')
       : env.IWIBENCH_BF16_KERNEL
         ? bf16KernelFrom(env.IWIBENCH_BF16_KERNEL, 'IWIBENCH_BF16_KERNEL')
-        : defaultBf16Kernel();
+        : kernelInBf16
+          ? defaultBf16Kernel()
+          : 'widen';
   return Object.freeze({
     bf16Kernel,
-    precision: options.precision === undefined ? DEFAULT_PRECISION : checkPrecision(options.precision),
+    precision,
     device: options.device ?? 'cpu',
     threads: options.threads ?? defaultThreads(),
     chunkRows: options.chunkRows ?? CHUNK_ROWS,
     prefillGemm,
-    gemmMinTokens: options.gemmMinTokens ?? gemmMinTokensFor(prefillGemm),
+    gemmMinTokens,
   });
 }
 

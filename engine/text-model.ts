@@ -4,7 +4,7 @@
 // (forwardRows) runs sequences that each keep a cache of their own in one pass: projections and norms for all their
 // rows at once, attention per sequence (a decode step's in one attendDecode call over every row's own cache).
 import type * as ort from 'onnxruntime-node';
-import { bf16ToF32, bf16Value, f32ToBf16Bits } from './bf16.ts';
+import { bf16ToF32, roundToBf16 } from './bf16.ts';
 import type { CallBuffers } from './call-buffers.ts';
 import { withNeverSlot, type Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
@@ -145,7 +145,7 @@ export class Gemma3TextModel {
     const M = chunk.ids.length;
     const embedding = weights.bf16(embedTokensName(this.config.tensor_prefix));
     const bf16 = this.arithmetic.precision === 'bf16';
-    const factor = bf16 ? bf16Value(f32ToBf16Bits(embedScale(this.config))) : embedScale(this.config);
+    const factor = bf16 ? roundToBf16(embedScale(this.config)) : embedScale(this.config);
     const h = new Float32Array(M * H);
     const row = new Float32Array(H);
     for (let i = 0; i < M; i++) {
