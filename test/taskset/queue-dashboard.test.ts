@@ -74,22 +74,21 @@ describe('pilot dashboard', () => {
   it('lists the queue’s jobs by state in Chromium, and links a finished attempt to its page', async () => {
     const { page } = await openPage(browser);
     const base = `${dashboard.url}queue/${QUEUE_NAME}`;
-    const shown = async (status: string) => {
+    // A job's card renders its header first and its data or error a moment later: wait for the text the card must
+    // show before reading the page.
+    const shown = async (status: string, cardText: string) => {
       await page.goto(`${base}?status=${status}`);
-      await page
-        .getByText(/Added at/)
-        .first()
-        .waitFor();
+      await page.getByText(cardText).first().waitFor();
       return page.innerText('main');
     };
-    const completed = await shown('completed');
+    const completed = await shown('completed', `/attempts/${done!.id}`);
     expect(completed).toContain(done!.id);
     expect(completed).not.toContain(failed!.id);
     expect(completed).toContain(`attempt_page:"/attempts/${done!.id}"`);
-    const failures = await shown('failed');
+    const failures = await shown('failed', 'the editor API failed (rate limit)');
     expect(failures).toContain(failed!.id);
     expect(failures).toContain('the editor API failed (rate limit)');
-    const queued = await shown('waiting');
+    const queued = await shown('waiting', waiting!.id);
     expect(queued).toContain(waiting!.id);
     expect(queued).not.toContain(done!.id);
 
