@@ -12,7 +12,7 @@ import type { Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { attentionScaling } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
-import { attendDecode, gatedGelu, residualNorm as kernelResidualNorm } from './kernels.ts';
+import { attendDecode, gatedGelu, normRope, residualNorm as kernelResidualNorm } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
 import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
 import type { Project } from './projector.ts';
@@ -131,15 +131,7 @@ async function decodeAttention(
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
   const type = c.config.layer_types[layer]!;
   const R = rows.length;
-  const out = await c.graphs.normRope.run({
-    q: tensor(q, [R, 1, nH * D]),
-    k: tensor(k, [R, 1, nKV * D]),
-    q_norm: c.scale(n.q_norm),
-    k_norm: c.scale(n.k_norm),
-    cos: rope[`cos_${type}`]!,
-    sin: rope[`sin_${type}`]!,
-  });
-  const [queries, keys] = [out.queries!.data as Float32Array, out.keys!.data as Float32Array];
+  const [queries, keys] = await queriesAndKeys(n, q, k, rope[`cos_${type}`]!, rope[`sin_${type}`]!, R, c);
   const context = c.buffers.take('attention', R * nH * D);
   attendDecode(
     queries,
@@ -163,6 +155,41 @@ async function decodeAttention(
     cache.store(layer, keys.subarray(r * width, (r + 1) * width), v.subarray(r * width, (r + 1) * width), position, 1),
   );
   return context;
+}
+
+/**
+ * q_norm, k_norm and RoPE of R rows' q and k (one token each, or a chunk's tokens): the kernel's normRope into the
+ * call's buffers on the CPU, the norm_rope graph on a device's provider.
+ */
+async function queriesAndKeys(
+  n: LayerTensorNames,
+  q: Float32Array,
+  k: Float32Array,
+  cos: ort.Tensor,
+  sin: ort.Tensor,
+  R: number,
+  c: LayerContext,
+): Promise<[Float32Array, Float32Array]> {
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, rms_norm_eps: eps } = c.config;
+  if (c.pointwise === 'kernel') {
+    const queries = c.buffers.take('queries', q.length);
+    const keys = c.buffers.take('keys', k.length);
+    queries.set(q);
+    keys.set(k);
+    const [cosRows, sinRows] = [cos.data as Float32Array, sin.data as Float32Array];
+    normRope(queries, c.scale(n.q_norm).data as Float32Array, cosRows, sinRows, nH, eps);
+    normRope(keys, c.scale(n.k_norm).data as Float32Array, cosRows, sinRows, nKV, eps);
+    return [queries, keys];
+  }
+  const out = await c.graphs.normRope.run({
+    q: tensor(q, [R, 1, nH * D]),
+    k: tensor(k, [R, 1, nKV * D]),
+    q_norm: c.scale(n.q_norm),
+    k_norm: c.scale(n.k_norm),
+    cos,
+    sin,
+  });
+  return [out.queries!.data as Float32Array, out.keys!.data as Float32Array];
 }
 
 /** One group's attention over its cache and its part of the chunk; its keys and values go to its cache. */

@@ -8,7 +8,8 @@
 import { CallBuffers } from './call-buffers.ts';
 import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
-import { argmax, type TiedHead } from './head.ts';
+import type { TiedHead } from './head.ts';
+import { argmaxRows } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
 import { decodesOnGemm, type EngineSettings } from './settings.ts';
 import type { Gemma3TextModel } from './text-model.ts';
@@ -74,17 +75,22 @@ export async function greedyGenerate(
     stopReason: 'max_tokens',
   }));
 
-  /** The greedy choice of a row's sequence from its logits; false once it has stopped. */
-  const choose = (row: Row, logits: Float32Array): boolean => {
-    const going = next(row, logits);
+  /** The greedy choices of R rows of logits [R × V] at once (argmaxRows: the addon's threads and lanes). */
+  const greedy = (logits: Float32Array, R: number): Int32Array => {
+    const tokens = new Int32Array(R);
+    argmaxRows(logits.subarray(0, R * V), V, tokens);
+    return tokens;
+  };
+  /** A row's sequence takes its greedy token (its logits shown to onLogits first); false once it has stopped. */
+  const choose = (row: Row, logits: Float32Array, token: number): boolean => {
+    const going = next(row, logits, token);
     if (!going) options.onDone?.(row.index, results[row.index]!);
     return going;
   };
-  const next = (row: Row, logits: Float32Array): boolean => {
+  const next = (row: Row, logits: Float32Array, token: number): boolean => {
     const b = row.index;
     const result = results[b]!;
     options.onLogits?.(b, logits);
-    const token = argmax(logits, 0, V);
     if (STOP_IDS.includes(token)) {
       result.stopReason = token === 1 ? 'eos' : 'end_of_turn';
       return false;
@@ -112,9 +118,10 @@ export async function greedyGenerate(
       );
       for (const pack of prefillPacks(taken, sequences, parts.settings)) {
         const prefilled = await prefillPack(call, weights, pack, sequences, options);
+        const tokens = greedy(prefilled.logits, pack.length);
         pack.forEach((index, i) => {
-          const row: Row = { index, cache: prefilled[i]!.cache, time: sequences[index]!.ids.length, token: 0 };
-          if (choose(row, prefilled[i]!.logits)) live.push(row);
+          const row: Row = { index, cache: prefilled.caches[i]!, time: sequences[index]!.ids.length, token: 0 };
+          if (choose(row, prefilled.logits.subarray(i * V, (i + 1) * V), tokens[i]!)) live.push(row);
         });
       }
     }
@@ -128,9 +135,10 @@ export async function greedyGenerate(
       call.buffers,
     );
     const logits = await head.logits(weights, final, live.length, call.buffers);
+    const tokens = greedy(logits, live.length);
     live = live.filter((row, i) => {
       row.time++;
-      return choose(row, logits.subarray(i * V, (i + 1) * V));
+      return choose(row, logits.subarray(i * V, (i + 1) * V), tokens[i]!);
     });
   }
   return results;
@@ -164,17 +172,23 @@ export function prefillPacks(
   return out;
 }
 
-/** Each sequence's cache and first logits, prefilled as alone: a pack of one in chunks, a pack of several in one pass. */
+/**
+ * Each sequence's cache and first logits ([pack × V], a row each), prefilled as alone: a pack of one in chunks, a
+ * pack of several in one pass.
+ */
 async function prefillPack(
   parts: CallParts,
   weights: WeightSource,
   pack: number[],
   sequences: GenerateSequence[],
   control: CallControl,
-): Promise<{ cache: KvCache; logits: Float32Array }[]> {
-  if (pack.length === 1) return [await prefill(parts, weights, sequences[pack[0]!]!, control)];
+): Promise<{ caches: KvCache[]; logits: Float32Array }> {
+  if (pack.length === 1) {
+    const { cache, logits } = await prefill(parts, weights, sequences[pack[0]!]!, control);
+    return { caches: [cache], logits };
+  }
   const { model, head, settings, buffers } = parts;
-  const { hidden_size: H, vocab_size: V } = model.config;
+  const H = model.config.hidden_size;
   const rows = pack.map((index) => {
     const { ids, maxNewTokens } = sequences[index]!;
     const cache = new KvCache(model.config, 1, ids.length + maxNewTokens);
@@ -191,8 +205,7 @@ async function prefillPack(
     end += chunk.T;
     last.set(final.subarray((end - 1) * H, end * H), i * H);
   });
-  const logits = await head.logits(weights, last, pack.length, buffers);
-  return rows.map(({ cache }, i) => ({ cache, logits: logits.subarray(i * V, (i + 1) * V) }));
+  return { caches: rows.map(({ cache }) => cache), logits: await head.logits(weights, last, pack.length, buffers) };
 }
 
 /** A sequence prefilled alone, in chunks through a cache sized for its prompt and cap: the cache and its first logits. */

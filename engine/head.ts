@@ -77,17 +77,3 @@ export class TiedHead {
     };
   }
 }
-
-/** The greedy choice: the first index of the largest value in values[offset … offset + length). */
-export function argmax(values: Float32Array, offset: number, length: number): number {
-  let best = 0;
-  let bestValue = -Infinity;
-  for (let i = 0; i < length; i++) {
-    const v = values[offset + i]!;
-    if (v > bestValue) {
-      bestValue = v;
-      best = i;
-    }
-  }
-  return best;
-}

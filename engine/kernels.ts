@@ -60,6 +60,17 @@ export type KernelImpl = {
   gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array): void;
   /** roundBf16's work (see roundBf16 below). */
   roundBf16(x: Float32Array): void;
+  /** normRope's work (see normRope below). */
+  normRope(
+    x: Float32Array,
+    scale: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    heads: number,
+    eps: number,
+  ): void;
+  /** argmaxRows's work (see argmaxRows below). */
+  argmaxRows(values: Float32Array, n: number, out: Int32Array): void;
 };
 
 /** How dotBf16Parts multiplies: VDPBF16PS, or its steps as two FMAs (the same bits). */
@@ -324,6 +335,24 @@ const residualNormJs: KernelImpl['residualNorm'] = (h, a, post, next, y, eps, ro
   }
 };
 
+const normRopeJs: KernelImpl['normRope'] = (x, scale, cos, sin, heads, eps) => {
+  const f = Math.fround;
+  const D = scale.length;
+  const half = D / 2;
+  const y = new Float32Array(D);
+  for (let r = 0; r < cos.length / half; r++)
+    for (let h = 0; h < heads; h++) {
+      const o = (r * heads + h) * D;
+      const norm = rmsScaleJs(x, o, D, eps);
+      for (let i = 0; i < D; i++) y[i] = f(f(x[o + i]! * norm) * scale[i]!);
+      for (let i = 0; i < half; i++) {
+        const [c, s] = [cos[r * half + i]!, sin[r * half + i]!];
+        x[o + i] = f(f(y[i]! * c) - f(y[i + half]! * s));
+        x[o + i + half] = f(f(y[i + half]! * c) + f(y[i]! * s));
+      }
+    }
+};
+
 // gelu_tanh(x) · up in the addon's steps (engine/native/kernels.cc, geluTimes), each rounded to float32.
 const GELU = (() => {
   const f = Math.fround;
@@ -371,6 +400,24 @@ function roundBf16Js(x: Float32Array): void {
   for (let i = 0; i < bits.length; i++) bits[i] = roundBf16Bits(bits[i]!);
 }
 
+/** The first index of the largest value in values[offset … offset + n) (NaN never chosen; 0 if none exceeds −∞). */
+export function argmax(values: Float32Array, offset: number, n: number): number {
+  let best = 0;
+  let bestValue = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = values[offset + i]!;
+    if (v > bestValue) {
+      bestValue = v;
+      best = i;
+    }
+  }
+  return best;
+}
+
+const argmaxRowsJs: KernelImpl['argmaxRows'] = (values, n, out) => {
+  for (let r = 0; r < out.length; r++) out[r] = argmax(values, r * n, n);
+};
+
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   matmulBf16Parts: matmulPartsJs,
@@ -381,6 +428,8 @@ export const jsKernels: KernelImpl = {
   residualNorm: residualNormJs,
   gatedGelu: gatedGeluJs,
   roundBf16: roundBf16Js,
+  argmaxRows: argmaxRowsJs,
+  normRope: normRopeJs,
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -714,6 +763,36 @@ export function residualNorm(
 }
 
 /**
+ * Gemma3Attention's q_norm or k_norm and then its RoPE, in place on x [rows × heads × D] (D = scale.length, even):
+ * each head normed as Gemma3RMSNorm (scale = 1 + w, the sum of squares in the matmul's order), then rotated by its
+ * row's cos and sin [rows × D/2] as apply_rotary_pos_emb with rotate_half. Each product and sum is rounded to float32
+ * in the addon's order (engine/native/kernels.cc), the same bits in both; within float32 rounding of the graphs'
+ * RMSNormalization and RotaryEmbedding (the device path's).
+ */
+export function normRope(
+  x: Float32Array,
+  scale: Float32Array,
+  cos: Float32Array,
+  sin: Float32Array,
+  heads: number,
+  eps: number,
+  impl = selection().impl,
+): void {
+  for (const [name, array] of Object.entries({ x, scale, cos, sin }))
+    if (!(array instanceof Float32Array)) throw new TypeError(`normRope: ${name} must be a Float32Array`);
+  dimension('normRope: heads', heads);
+  const D = scale.length;
+  if (D === 0 || D % 2 !== 0 || cos.length === 0 || cos.length % (D / 2) !== 0 || sin.length !== cos.length)
+    throw new RangeError(`normRope: scale must hold an even D ≥ 2 and cos and sin the same rows·D/2 floats (D = ${D})`);
+  if (x.length !== (cos.length / (D / 2)) * heads * D)
+    throw new RangeError(`normRope: x.length ${x.length} ≠ rows·heads·D = ${(cos.length / (D / 2)) * heads * D}`);
+  if (!Number.isFinite(eps) || eps < 0) throw new RangeError(`normRope: eps must be a finite number ≥ 0, got ${eps}`);
+  if ([scale, cos, sin].some((input) => !disjoint(x, input)))
+    throw new TypeError('normRope: x must not share memory with scale, cos or sin');
+  impl.normRope(x, scale, cos, sin, heads, Math.fround(eps));
+}
+
+/**
  * Gemma3MLP's gelu_pytorch_tanh(gate) · up into z, elementwise: x / (1 + e^(−2u)) · up, u = √(2/π)·(x + 0.044715·x³)
  * (engine/native/kernels.cc says how e^t is computed), within float32 rounding of PyTorch's.
  */
@@ -734,6 +813,20 @@ export function gatedGelu(gate: Float32Array, up: Float32Array, z: Float32Array,
 export function roundBf16(x: Float32Array, impl = selection().impl): void {
   if (!(x instanceof Float32Array)) throw new TypeError('roundBf16: x must be a Float32Array');
   impl.roundBf16(x);
+}
+
+/**
+ * The greedy choice of every row of logits [out.length × n] into out: argmax's index (the first of the largest value;
+ * NaN never chosen; 0 when no value exceeds −∞). The addon's vector lanes give the same index, its rows shared among
+ * the pool's threads: a decode step's 120 rows of 262,144 logits take ~80 ms in JavaScript.
+ */
+export function argmaxRows(values: Float32Array, n: number, out: Int32Array, impl = selection().impl): void {
+  if (!(values instanceof Float32Array)) throw new TypeError('argmaxRows: values must be a Float32Array');
+  if (!(out instanceof Int32Array)) throw new TypeError('argmaxRows: out must be an Int32Array');
+  if (!Number.isInteger(n) || n < 1 || n >= 2 ** 31 || out.length === 0 || values.length !== out.length * n)
+    throw new RangeError(`argmaxRows: values must hold out.length ≥ 1 rows of n ≥ 1 floats (n = ${n})`);
+  if (!disjoint(values, out)) throw new TypeError('argmaxRows: out must not share memory with values');
+  impl.argmaxRows(values, n, out);
 }
 
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */

@@ -61,10 +61,11 @@
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
-// GCC 12's AVX-512 intrinsics set their "undefined" operands from themselves, which -Wmaybe-uninitialized reports
-// at every use; the warning is about the header's code, not ours.
+// GCC 12's AVX-512 intrinsics set their "undefined" operands from themselves, which -Wmaybe-uninitialized (and, for
+// the reductions, -Wuninitialized) reports at every use; the warning is about the header's code, not ours.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #define IWI_AVX2 1
@@ -1006,6 +1007,37 @@ void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size
   if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
 }
 
+// roundBf16Bits on 16 lanes (the same bits).
+inline __m512 roundBf16x16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __mmask16 nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), odd);
+  rounded = _mm512_mask_or_epi32(rounded, nan, bits, _mm512_set1_epi32(0x00400000));
+  return _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+// A superblock's C tiles back into `rows` rows of out (`n` apart), `valid` of the tiles' 16 W rows each. Tile t holds
+// [16 W rows × 16 columns]; transposed in registers, column P·r + q is part q of x row r. Row r's output: (lo + mid) +
+// hi, smallest first (with one part: hi), rounded to BF16 as it is stored when `round` (bf16 precision's products).
+void storeRows(const float* c, size_t tiles, size_t rows, size_t P, float* out, size_t n, size_t valid, bool round) {
+  __m512 columns[kColumnTiles * 16];
+  for (size_t t = 0; t < tiles; t++) {
+    __m512i in[16], transposed[16];
+    for (int i = 0; i < 16; i++) in[i] = _mm512_load_si512(c + t * 256 + i * 16);
+    transpose16(in, transposed);
+    for (int j = 0; j < 16; j++) columns[t * 16 + j] = _mm512_castsi512_ps(transposed[j]);
+  }
+  const __mmask16 mask = valid >= 16 ? 0xffff : static_cast<__mmask16>((1u << valid) - 1);
+  for (size_t r = 0; r < rows; r++) {
+    __m512 v = P == 1 ? columns[r]
+                      : _mm512_add_ps(_mm512_add_ps(columns[3 * r + 2], columns[3 * r + 1]), columns[3 * r]);
+    if (round) v = roundBf16x16(v);
+    _mm512_mask_storeu_ps(out + r * n, mask, v);
+  }
+}
+
 // outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. False, with nothing written, if its
 // scratch cannot be allocated.
 bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P, bool roundOutput) {
@@ -1065,14 +1097,7 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
           case 5: tileProducts<5>(a, stride, bs, tilesK, c); break;
           default: tileProducts<6>(a, stride, bs, tilesK, c); break;
         }
-        // Row r's output: (lo + mid) + hi, smallest first (with one part: hi).
-        auto at = [&](size_t column, size_t i) { return c[(column / 16) * 256 + i * 16 + column % 16]; };
-        for (size_t r = 0; r < rows; r++)
-          for (size_t i = 0; i < valid; i++)
-            part.out[(m0 + r) * part.n + j0 + i] =
-                P == 1 ? at(r, i) : (at(3 * r + 2, i) + at(3 * r + 1, i)) + at(3 * r, i);
-        if (roundOutput)  // bf16 precision's product output, rounded as it is stored (roundBf16's rounding)
-          for (size_t r = 0; r < rows; r++) roundBf16(part.out + (m0 + r) * part.n + j0, valid);
+        storeRows(c, columnTiles(s), rows, P, part.out + m0 * part.n + j0, part.n, valid, roundOutput);
       }
     }
     _tile_release();
@@ -1338,6 +1363,28 @@ inline float rmsScale(const float* x, size_t H, float eps) {
   return 1.0f / std::sqrt(dot8(x, x, H) / static_cast<float>(H) + eps);
 }
 
+// q_norm or k_norm, then RoPE, on every head of every row in place: x [rows × heads × D] with D even. Per head,
+// y = x · rmsScale(x) · scale (Gemma3RMSNorm over head_dim), then with c = cos[r][i], s = sin[r][i] (rows' tables
+// [rows × D/2]) and i < D/2: out[i] = y[i]·c − y[i + D/2]·s, out[i + D/2] = y[i + D/2]·c + y[i]·s (rotate_half's
+// apply_rotary_pos_emb), each product and sum rounded to float32 (no fused multiply-add: the fallback's steps).
+void normRope(float* x, size_t rows, size_t heads, size_t D, const float* scale, const float* cos, const float* sin,
+              float eps) {
+  const size_t half = D / 2;
+  std::vector<float> y(D);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t h = 0; h < heads; h++) {
+      float* head = x + (r * heads + h) * D;
+      const float* c = cos + r * half;
+      const float* s = sin + r * half;
+      const float norm = rmsScale(head, D, eps);
+      for (size_t i = 0; i < D; i++) y[i] = head[i] * norm * scale[i];
+      for (size_t i = 0; i < half; i++) {
+        head[i] = y[i] * c[i] - y[i + half] * s[i];
+        head[i + half] = y[i + half] * c[i] + y[i] * s[i];
+      }
+    }
+}
+
 // The nearest BF16 of a float32 (ties to even), as float32 bits; a NaN stays NaN (its quiet bit set).
 inline uint32_t roundBf16Bits(uint32_t bits) {
   const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
@@ -1350,20 +1397,28 @@ void roundBf16(float* x, size_t count) {
 }
 
 // A sublayer's end and the next one's norm, row by row: h += (a · rmsScale(a)) · post (then rounded to BF16 when
-// `roundResidual`: bf16 precision's residual stream), then y = (h · rmsScale(h)) · next, h updated in place. One
-// thread: at decode sizes the pool's start costs more than the row passes.
+// `roundResidual`: bf16 precision's residual stream), then y = (h · rmsScale(h)) · next, h updated in place. Rows are
+// shared among the pool's threads from kRowsPerThread rows a thread (below that the pool's start costs more than the
+// rows); each row is computed by one thread in the same steps, so the thread count changes no bit.
+constexpr size_t kRowsPerThread = 8;
+
+void residualNormRow(float* hr, const float* ar, const float* post, const float* next, float* yr, size_t H, float eps,
+                     bool roundResidual) {
+  const float sa = rmsScale(ar, H, eps);
+  for (size_t i = 0; i < H; i++) hr[i] = std::fma(ar[i] * sa, post[i], hr[i]);
+  if (roundResidual) roundBf16(hr, H);
+  const float sh = rmsScale(hr, H, eps);
+  for (size_t i = 0; i < H; i++) yr[i] = hr[i] * sh * next[i];
+}
+
 void residualNorm(float* h, const float* a, const float* post, const float* next, float* y, size_t rows, size_t H,
                   float eps, bool roundResidual) {
-  for (size_t r = 0; r < rows; r++) {
-    float* hr = h + r * H;
-    const float* ar = a + r * H;
-    float* yr = y + r * H;
-    const float sa = rmsScale(ar, H, eps);
-    for (size_t i = 0; i < H; i++) hr[i] = std::fma(ar[i] * sa, post[i], hr[i]);
-    if (roundResidual) roundBf16(hr, H);
-    const float sh = rmsScale(hr, H, eps);
-    for (size_t i = 0; i < H; i++) yr[i] = hr[i] * sh * next[i];
-  }
+  std::atomic<size_t> nextRow{0};
+  const size_t threads = std::max<size_t>(1, std::min(rows / kRowsPerThread, static_cast<size_t>(pool->threads())));
+  pool->run(static_cast<int>(threads) - 1, [&] {
+    for (size_t r; (r = nextRow.fetch_add(1, std::memory_order_relaxed)) < rows;)
+      residualNormRow(h + r * H, a + r * H, post, next, y + r * H, H, eps, roundResidual);
+  });
 }
 
 // Gemma3MLP's gelu_pytorch_tanh(gate) · up, as x / (1 + e^(−2u)) · up with u = √(2/π)·(x + 0.044715·x³) (the same
@@ -1480,6 +1535,43 @@ void gatedGelu(const float* gate, const float* up, float* z, size_t n) {
       size_t i = gatedGeluLanes<Lanes>(gate + begin, up + begin, z + begin, count);
       for (; i < count; i++) z[begin + i] = geluTimes<ScalarLanes>(gate[begin + i], up[begin + i]);
     }
+  });
+}
+
+// The greedy choice of each row of logits [rows × n]: the first index of its largest value (NaN never chosen; 0 when
+// no value exceeds −∞), as engine/head.ts's argmax. With AVX-512 each of 16 lanes keeps its first largest value and
+// its index (strict >), and the lanes then give the smallest index among those holding the row's largest value: the
+// same index. Rows are shared among the pool's threads.
+uint32_t argmaxRow(const float* v, size_t n) {
+  size_t i = 0;
+  float best = -INFINITY;
+  uint32_t index = 0;
+#if IWI_AVX512
+  if (n >= 16) {
+    __m512 bestV = _mm512_set1_ps(-INFINITY);
+    __m512i indexV = _mm512_setzero_si512(), at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i step = _mm512_set1_epi32(16);
+    for (; i + 16 <= n; i += 16, at = _mm512_add_epi32(at, step)) {
+      const __m512 x = _mm512_loadu_ps(v + i);
+      const __mmask16 larger = _mm512_cmp_ps_mask(x, bestV, _CMP_GT_OQ);
+      bestV = _mm512_mask_mov_ps(bestV, larger, x);
+      indexV = _mm512_mask_mov_epi32(indexV, larger, at);
+    }
+    best = _mm512_reduce_max_ps(bestV);
+    const __mmask16 holders = _mm512_cmp_ps_mask(bestV, _mm512_set1_ps(best), _CMP_EQ_OQ);
+    index = holders ? static_cast<uint32_t>(_mm512_mask_reduce_min_epu32(holders, indexV)) : 0;
+  }
+#endif
+  for (; i < n; i++)
+    if (v[i] > best) best = v[i], index = static_cast<uint32_t>(i);
+  return index;
+}
+
+void argmaxRows(const float* values, size_t rows, size_t n, int32_t* out) {
+  std::atomic<size_t> next{0};
+  pool->run(static_cast<int>(std::min<size_t>(rows, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    for (size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < rows;)
+      out[r] = static_cast<int32_t>(argmaxRow(values + r * n, n));
   });
 }
 
@@ -1751,6 +1843,56 @@ napi_value GatedGelu(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// normRope(x, scale, cos, sin, heads, eps): x [rows × heads × D] in place, D = scale.length (even), rows =
+// cos.length / (D / 2); cos and sin the rows' tables.
+napi_value NormRope(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("normRope") + what).c_str());
+  };
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 6) return fail(false, " takes 6 arguments");
+  View x, scale, cos, sin;
+  if (!typedArray(env, argv[0], napi_float32_array, x) || !typedArray(env, argv[1], napi_float32_array, scale) ||
+      !typedArray(env, argv[2], napi_float32_array, cos) || !typedArray(env, argv[3], napi_float32_array, sin))
+    return fail(false, ": x, scale, cos and sin must be Float32Arrays");
+  size_t heads;
+  double eps;
+  if (!dimension(env, argv[4], heads)) return fail(true, ": heads must be a positive integer");
+  if (napi_get_value_double(env, argv[5], &eps) != napi_ok || !(eps >= 0) || !std::isfinite(eps))
+    return fail(true, ": eps must be a finite number ≥ 0");
+  const size_t D = scale.length, half = D / 2;
+  if (D == 0 || D % 2 != 0 || cos.length == 0 || cos.length % half != 0 || sin.length != cos.length ||
+      x.length != cos.length / half * heads * D)
+    return fail(true, ": scale must hold an even D ≥ 2, cos and sin rows·D/2 floats, x rows·heads·D");
+  if (overlaps(x, scale) || overlaps(x, cos) || overlaps(x, sin))
+    return fail(false, ": x must not share memory with scale, cos or sin");
+  normRope(static_cast<float*>(x.data), cos.length / half, heads, D, static_cast<const float*>(scale.data),
+           static_cast<const float*>(cos.data), static_cast<const float*>(sin.data), static_cast<float>(eps));
+  return nullptr;
+}
+
+// argmaxRows(values, n, out): out[r] = argmaxRow of row r of values [out.length × n].
+napi_value ArgmaxRows(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("argmaxRows") + what).c_str());
+  };
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 3) return fail(false, " takes 3 arguments");
+  View values, out;
+  size_t n;
+  if (!typedArray(env, argv[0], napi_float32_array, values) || !typedArray(env, argv[2], napi_int32_array, out))
+    return fail(false, ": values must be a Float32Array and out an Int32Array");
+  if (!dimension(env, argv[1], n) || n == 0 || n > UINT32_MAX || out.length == 0 || values.length != out.length * n)
+    return fail(true, ": values must hold out.length ≥ 1 rows of n ≥ 1 floats");
+  if (overlaps(values, out)) return fail(false, ": out must not share memory with values");
+  argmaxRows(static_cast<const float*>(values.data), out.length, n, static_cast<int32_t*>(out.data));
+  return nullptr;
+}
+
 // peakRate(kind, iterations, repeats): see peakRate above.
 napi_value PeakRate(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -1903,7 +2045,7 @@ NAPI_MODULE_INIT() {
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"dotBf16Parts", DotBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
                    {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
-                   {"gatedGelu", GatedGelu}, {"roundBf16", RoundBf16}, {"peakRate", PeakRate},
+                   {"gatedGelu", GatedGelu}, {"argmaxRows", ArgmaxRows}, {"normRope", NormRope}, {"roundBf16", RoundBf16}, {"peakRate", PeakRate},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
     napi_value value;

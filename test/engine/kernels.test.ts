@@ -9,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bf16Value, f32ToBf16, f32ToBf16Bits } from '../../engine/bf16.ts';
 import {
   adviseHugePages,
+  argmax,
+  argmaxRows,
   dotBf16Parts,
   fmaF32,
   gemmBf16Parts,
@@ -479,6 +481,77 @@ describe('roundBf16', () => {
       /roundBf16: x must be a Float32Array/,
     );
     expect(() => (nativeKernels() as KernelImpl).roundBf16([] as unknown as Float32Array)).toThrow(/Float32Array/);
+  });
+});
+
+describe('argmaxRows (the greedy choice of each row)', () => {
+  const impls: [string, KernelImpl][] = [
+    ['fallback', jsKernels],
+    ...(nativeOff ? [] : [['addon', nativeKernels()!] as [string, KernelImpl]]),
+  ];
+  const choose = (values: Float32Array, n: number, impl: KernelImpl) => {
+    const out = new Int32Array(values.length / n).fill(-7);
+    argmaxRows(values, n, out, impl);
+    return Array.from(out);
+  };
+
+  it.each(impls)('%s: the first index of the largest value; NaN never chosen; 0 when nothing exceeds −∞', (_, impl) => {
+    const row = (n: number, set: Record<number, number>) => {
+      const v = new Float32Array(n).fill(-1);
+      for (const [i, value] of Object.entries(set)) v[Number(i)] = value;
+      return v;
+    };
+    const rows: [Float32Array, number][] = [
+      [row(40, { 3: 5, 20: 5, 33: 5 }), 3], // ties: the first, across lanes and vectors
+      [row(40, { 17: 5, 1: 5 }), 1], // the tie's first is in a later lane of an earlier vector
+      [row(40, { 0: NaN, 5: 2, 21: NaN }), 5],
+      [new Float32Array(37).fill(NaN), 0],
+      [new Float32Array(37).fill(-Infinity), 0],
+      [row(37, { 36: 9 }), 36], // the scalar tail past the 16-float vectors
+      [row(7, { 6: 9, 2: 9 }), 2], // shorter than a vector
+      [Float32Array.from({ length: 33 }, (_, i) => (i === 4 ? -0 : i === 30 ? 0 : -1)), 4], // -0 and +0 are equal
+      [row(48, { 47: Infinity, 0: 3.4e38 }), 47],
+    ];
+    for (const [values, want] of rows) {
+      expect(choose(values, values.length, impl)).toEqual([want]);
+      expect(argmax(values, 0, values.length)).toBe(want);
+    }
+  });
+
+  it('addon and fallback agree on many rows of random logits with repeated values, with 1 and 2 threads', () => {
+    const [R, n] = [23, 1000 + 13];
+    const random = seededRandom(17);
+    // Few distinct values, so that every row has ties for its largest.
+    const values = Float32Array.from({ length: R * n }, () => Math.floor(random() * 50) / 7);
+    const want = choose(values, n, jsKernels);
+    expect(want).toEqual(Array.from({ length: R }, (_, r) => argmax(values, r * n, n)));
+    if (nativeOff) return;
+    try {
+      for (const threads of [1, 2]) {
+        setKernelThreads(threads);
+        expect(choose(values, n, nativeKernels()!)).toEqual(want);
+      }
+    } finally {
+      setKernelThreads(os.availableParallelism());
+    }
+  });
+
+  it('rejects bad arguments with a clear error and writes nothing, in the wrapper and in the addon', () => {
+    const out = new Int32Array(2).fill(-7);
+    expect(() => argmaxRows(new Float32Array(5), 2, out)).toThrow(/argmaxRows: values must hold out.length ≥ 1 rows/);
+    expect(() => argmaxRows(new Float32Array(4), 0, new Int32Array(0))).toThrow(RangeError);
+    expect(() => argmaxRows(new Float64Array(4) as unknown as Float32Array, 2, out)).toThrow(/Float32Array/);
+    const shared = new Float32Array(4);
+    expect(() => argmaxRows(shared, 2, new Int32Array(shared.buffer, 0, 2))).toThrow(/share memory/);
+    if (!nativeOff) {
+      const addon = nativeKernels()!;
+      expect(() => addon.argmaxRows(new Float32Array(5), 2, out)).toThrow(/argmaxRows: values must hold/);
+      expect(() => addon.argmaxRows(new Float32Array(4), 2, new Uint32Array(2) as unknown as Int32Array)).toThrow(
+        /Int32Array/,
+      );
+      expect(() => addon.argmaxRows(shared, 2, new Int32Array(shared.buffer, 0, 2))).toThrow(/share memory/);
+    }
+    expect(Array.from(out)).toEqual([-7, -7]);
   });
 });
 

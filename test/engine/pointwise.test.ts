@@ -1,16 +1,17 @@
 // The pointwise work between a layer's projections on the CPU (engine/kernels.ts): the norms between its sublayers
-// (residualNorm) and the gated GELU (gatedGelu), each against a double-precision reference of Hugging Face's Gemma 3
+// (residualNorm), the gated GELU (gatedGelu) and attention's q/k norms with RoPE (normRope), each against a double-precision reference of Hugging Face's Gemma 3
 // and against the graph the device path runs; the addon equal to the fallback bit for bit; each row the same alone as
 // among others; bad arguments refused before anything is written.
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseGemma3Config } from '../../engine/config.ts';
-import { buildGatedGeluGraph, buildResidualNormGraph } from '../../engine/gemma3-graph.ts';
+import { buildGatedGeluGraph, buildNormRopeGraph, buildResidualNormGraph } from '../../engine/gemma3-graph.ts';
 import { cpuSessionOptions, tensor } from '../../engine/graphs.ts';
 import {
   gatedGelu,
   jsKernels,
   nativeKernels,
+  normRope,
   residualNorm,
   roundBf16,
   setKernelThreads,
@@ -90,6 +91,21 @@ for (const [name, impl] of implementations) {
 }
 
 describe.skipIf(!nativeKernels())('residualNorm, addon against fallback', () => {
+  afterAll(() => setKernelThreads(2));
+
+  it('gives the same bits with 1 and 2 threads, on rows enough to share among threads (a decode step of 40)', () => {
+    const c = makeCase(40, 1152, 5);
+    for (const roundResidual of [false, true]) {
+      const fallback = run(c, jsKernels, roundResidual);
+      for (const threads of [1, 2]) {
+        setKernelThreads(threads);
+        const native = run(c, nativeKernels(), roundResidual);
+        expect(sameBits(native.h, fallback.h)).toBe(true);
+        expect(sameBits(native.y, fallback.y)).toBe(true);
+      }
+    }
+  });
+
   it('gives the same bits, on rows of the 1B and 4B widths and with tails, with and without the BF16 residual', () => {
     for (const roundResidual of [false, true])
       for (const [rows, H] of [
@@ -278,4 +294,87 @@ it('gatedGelu refuses bad arguments with a clear error, z untouched', () => {
   ];
   for (const [call, message] of cases) expect(call).toThrow(message);
   expect(z.every((v) => v === 5)).toBe(true);
+});
+
+/** q or k of `rows` rows of `heads` heads of D floats, a head's norm scale, and the rows' RoPE tables at positions. */
+function ropeCase(rows: number, heads: number, D: number, seed: number) {
+  const random = seededRandom(seed);
+  const floats = (n: number, spread: number) => Float32Array.from({ length: n }, () => (random() - 0.5) * spread);
+  const angles = Float64Array.from(
+    { length: (rows * D) / 2 },
+    (_, j) => (1 + Math.floor(j / (D / 2)) * 37) * 1e-3 ** ((j % (D / 2)) / (D / 2)),
+  );
+  return {
+    x: floats(rows * heads * D, 20),
+    scale: floats(D, 2),
+    cos: Float32Array.from(angles, Math.cos),
+    sin: Float32Array.from(angles, Math.sin),
+  };
+}
+
+function ropeRun(c: ReturnType<typeof ropeCase>, heads: number, impl?: KernelImpl): Float32Array {
+  const x = c.x.slice();
+  normRope(x, c.scale, c.cos, c.sin, heads, EPS, impl);
+  return x;
+}
+
+describe('normRope (q_norm / k_norm and RoPE)', () => {
+  it.skipIf(!nativeKernels())('gives the addon’s bits in the fallback, on the 1B and 4B heads and a tiny one', () => {
+    for (const [rows, heads, D] of [
+      [7, 4, 256],
+      [3, 8, 256],
+      [5, 2, 6],
+    ] as const) {
+      const c = ropeCase(rows, heads, D, rows * heads);
+      expect(sameBits(ropeRun(c, heads, nativeKernels()), ropeRun(c, heads, jsKernels))).toBe(true);
+    }
+  });
+
+  it('agrees with the norm_rope graph the device path runs, within float32 rounding, and rotates: |y| is kept', async () => {
+    const config = parseGemma3Config(presetConfig('gemma-3-1b-shape'));
+    const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
+    const R = 5;
+    const q = ropeCase(R, nH, D, 21);
+    const k = { ...ropeCase(R, nKV, D, 22), cos: q.cos, sin: q.sin, scale: ropeCase(1, 1, D, 23).scale };
+    const session = await ort.InferenceSession.create(buildNormRopeGraph(config), cpuSessionOptions(1));
+    const graph = await session.run({
+      q: tensor(q.x, [R, 1, nH * D]),
+      k: tensor(k.x, [R, 1, nKV * D]),
+      q_norm: tensor(q.scale, [D]),
+      k_norm: tensor(k.scale, [D]),
+      cos: tensor(q.cos, [R, 1, D / 2]),
+      sin: tensor(q.sin, [R, 1, D / 2]),
+    });
+    await session.release();
+    const [queries, keys] = [ropeRun(q, nH), ropeRun(k, nKV)];
+    expect(relativeError(queries, graph.queries!.data as Float32Array)).toBeLessThan(1e-6);
+    expect(relativeError(keys, graph.keys!.data as Float32Array)).toBeLessThan(1e-6);
+    // A rotation keeps each pair's length: that of the normed head's (i, i + D/2) pair.
+    const normed = q.x.slice(0, D);
+    const norm = 1 / Math.sqrt(normed.reduce((sum, v) => sum + v * v, 0) / D + EPS);
+    for (const i of [0, 17, D / 2 - 1]) {
+      const before = Math.hypot(normed[i]! * norm * q.scale[i]!, normed[i + D / 2]! * norm * q.scale[i + D / 2]!);
+      expect(Math.hypot(queries[i]!, queries[i + D / 2]!)).toBeCloseTo(before, 4);
+    }
+  });
+
+  it('refuses bad arguments with a clear error, x untouched (wrapper and addon)', () => {
+    const c = ropeCase(2, 2, 8, 3);
+    const x = c.x.slice();
+    const cases: [() => void, RegExp][] = [
+      [() => normRope(x, c.scale.subarray(1), c.cos, c.sin, 2, EPS), /even D/],
+      [() => normRope(x, c.scale, c.cos, c.sin.subarray(1), 2, EPS), /cos and sin/],
+      [() => normRope(x.subarray(1), c.scale, c.cos, c.sin, 2, EPS), /rows·heads·D/],
+      [() => normRope(x, c.scale, c.cos, c.sin, 0, EPS), /heads/],
+      [() => normRope(x, c.scale, c.cos, c.sin, 2, -1), /eps/],
+      [() => normRope(x, x.subarray(0, 8), c.cos, c.sin, 2, EPS), /share memory/],
+    ];
+    for (const [call, message] of cases) expect(call).toThrow(message);
+    const addon = nativeKernels();
+    if (addon) {
+      expect(() => addon.normRope(x.subarray(1), c.scale, c.cos, c.sin, 2, EPS)).toThrow(/rows·heads·D/);
+      expect(() => addon.normRope(x, x.subarray(0, 8), c.cos, c.sin, 2, EPS)).toThrow(/share memory/);
+    }
+    expect(sameBits(x, c.x)).toBe(true);
+  });
 });
