@@ -192,7 +192,10 @@ async function queriesAndKeys(
   return [out.queries!.data as Float32Array, out.keys!.data as Float32Array];
 }
 
-/** One group's attention over its cache and its part of the chunk; its keys and values go to its cache. */
+/**
+ * One group's attention over its cache and its part of the chunk; its keys and values go to its cache. On the CPU a
+ * one-sequence group takes the kernels (cachedAttention) while its chunk overwrites no slot it still reads.
+ */
 async function groupAttention(
   layer: number,
   n: LayerTensorNames,
@@ -205,6 +208,8 @@ async function groupAttention(
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
   const [B, T] = [cache.batch, chunk.T];
   const type = c.config.layer_types[layer]!;
+  if (c.pointwise === 'kernel' && B === 1 && chunk.start + T <= cache.slots[type])
+    return cachedAttention(layer, n, { cache, chunk, positions }, q, k, v, c);
   const slots = c.firstChunkPastSlots;
   const past =
     chunk.start === 0
@@ -228,6 +233,47 @@ async function groupAttention(
   });
   cache.store(layer, out.present_key!.data as Float32Array, out.present_value!.data as Float32Array, chunk.start, T);
   return out.context!.data as Float32Array;
+}
+
+/**
+ * A one-sequence group's attention in the kernels, as a decode step's, with a row for each of its T queries: normRope,
+ * the chunk's keys and values stored in the cache first, then attendDecode, where query t sees the cache's held slots
+ * and the chunk's keys before it (its own key is the row's new key). The chunk must overwrite no slot (start + T ≤ the
+ * layer's slots): a sliding layer's ring past the window would lose keys the chunk's first queries see. Within float32
+ * rounding of the attention graph (decode-attention.test.ts), and each query's result depends only on its sequence.
+ */
+async function cachedAttention(
+  layer: number,
+  n: LayerTensorNames,
+  { cache, chunk, positions }: AttentionGroup,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  c: LayerContext,
+): Promise<Float32Array> {
+  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
+  const type = c.config.layer_types[layer]!;
+  const T = chunk.T;
+  const [queries, keys] = await queriesAndKeys(n, q, k, positions[`cos_${type}`]!, positions[`sin_${type}`]!, T, c);
+  cache.storeTokens(layer, keys, v, chunk.start, T);
+  const past = cache.past(layer);
+  const held = cache.heldPositions(type); // the chunk's own slots are recorded after the last layer (advance)
+  let slots = held.slice();
+  const rows = Array.from({ length: T }, (_, t) => {
+    const row = { pastKey: past.key, pastValue: past.value, slots, position: chunk.positions[t]! };
+    slots = slots.slice();
+    slots[(chunk.start + t) % held.length] = chunk.positions[t]!; // the next queries also see this token's key
+    return row;
+  });
+  const context = c.buffers.take('group attention', T * nH * D);
+  attendDecode(queries, keys, v, context, rows, {
+    heads: nH,
+    kvHeads: nKV,
+    headDim: D,
+    scaling: attentionScaling(c.config),
+    window: type === 'sliding_attention' ? c.config.sliding_window : 0,
+  });
+  return context;
 }
 
 /** Gemma3MLP: down_proj(gelu_tanh(gate_proj(x)) · up_proj(x)), gate and up projected in one call. */

@@ -89,6 +89,26 @@ export class KvCache {
     }
   }
 
+  /**
+   * A one-sequence cache's chunk of keys and values token by token ([T, nKV, D], as the kernels give them) into the
+   * slots of padded times start…start+T−1 (a chunk longer than a ring keeps its last `slots` tokens).
+   */
+  storeTokens(layer: number, keys: Float32Array, values: Float32Array, start: number, T: number): void {
+    if (this.batch !== 1) throw new Error(`storeTokens takes a one-sequence cache, this one holds ${this.batch}`);
+    const slots = this.slots[this.config.layer_types[layer]!];
+    const { num_key_value_heads: nKV, head_dim: D } = this.config;
+    for (const [tokens, buffer] of [
+      [keys, this.keys[layer]!],
+      [values, this.values[layer]!],
+    ] as const) {
+      for (let t = Math.max(0, T - slots); t < T; t++) {
+        const slot = (start + t) % slots;
+        for (let h = 0; h < nKV; h++)
+          buffer.set(tokens.subarray((t * nKV + h) * D, (t * nKV + h + 1) * D), (h * slots + slot) * D);
+      }
+    }
+  }
+
   /** Record the positions of a chunk's tokens in their slots, once per chunk (after every layer has stored). */
   advance(chunkPositions: Int32Array, start: number, T: number): void {
     for (const type of ['full_attention', 'sliding_attention'] as const) {
