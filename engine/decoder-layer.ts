@@ -193,8 +193,17 @@ async function queriesAndKeys(
 }
 
 /**
+ * The most queries of a one-sequence group whose attention runs in the kernels (cachedAttention). Below it a graph
+ * run's fixed cost (~0.6 ms, one run per prompt and layer) dominates; past it onnxruntime's batched MatMuls outpace
+ * attendDecode's query-by-query dot products (1B shape, 2-vCPU Xeon: even at 256 queries, the graph ~7 ms a layer
+ * ahead at 512; docs/benchmarks.md).
+ */
+const KERNEL_ATTENTION_MAX_QUERIES = 256;
+
+/**
  * One group's attention over its cache and its part of the chunk; its keys and values go to its cache. On the CPU a
- * one-sequence group takes the kernels (cachedAttention) while its chunk overwrites no slot it still reads.
+ * one-sequence group of at most KERNEL_ATTENTION_MAX_QUERIES queries takes the kernels (cachedAttention) while its
+ * chunk overwrites no slot it still reads.
  */
 async function groupAttention(
   layer: number,
@@ -208,7 +217,7 @@ async function groupAttention(
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
   const [B, T] = [cache.batch, chunk.T];
   const type = c.config.layer_types[layer]!;
-  if (c.pointwise === 'kernel' && B === 1 && chunk.start + T <= cache.slots[type])
+  if (c.pointwise === 'kernel' && B === 1 && chunk.start + T <= cache.slots[type] && T <= KERNEL_ATTENTION_MAX_QUERIES)
     return cachedAttention(layer, n, { cache, chunk, positions }, q, k, v, c);
   const slots = c.firstChunkPastSlots;
   const past =
