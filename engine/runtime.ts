@@ -29,7 +29,7 @@ import {
 import { Graphs, graphSessionOptions } from './graphs.ts';
 import { TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
-import { embedTokensName } from './names.ts';
+import { embedTokensName, expectedTextTensors } from './names.ts';
 import type { Projector } from './projector.ts';
 import { RoundingProjector } from './rounding-projector.ts';
 import { resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
@@ -218,6 +218,14 @@ export class Gemma3Engine {
       for (const request of requests) results.push(await this.inspectOne(weights, request, layers, options));
       return results;
     });
+  }
+
+  /**
+   * Reads every text weight of the engine's own source now, not on the first forward pass that multiplies it: a fresh
+   * evaluation process uses them all, and its loading then counts as loading, not as its first prefill's time.
+   */
+  loadWeights(): void {
+    for (const name of expectedTextTensors(this.config).keys()) this.source.bf16(name);
   }
 
   async close(): Promise<void> {

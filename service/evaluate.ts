@@ -111,6 +111,7 @@ export class ItemEvaluator {
       device: options.device,
       precision: options.precision,
     });
+    engine.loadWeights(); // every item multiplies them all: read while "loading" is shown, not in the first prefill
     return new ItemEvaluator(checkpoint, tokenizer, engine, patch, options.batch ?? { memoryBytes: os.freemem() });
   }
 

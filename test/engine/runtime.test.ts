@@ -16,7 +16,7 @@ import { kernelInfo } from '../../engine/kernels.ts';
 import { checkpointSource, overlaySource } from '../../engine/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
 import { Tokenizer } from '../../engine/tokenizer.ts';
-import { finalNormName, layerTensorNames } from '../../engine/names.ts';
+import { expectedTextTensors, finalNormName, layerTensorNames } from '../../engine/names.ts';
 import { referenceForward } from '../reference/gemma3-forward.ts';
 import { fixtureCheckpoint, relativeError, sameBits, type FixturePreset } from '../fixtures.ts';
 
@@ -196,6 +196,20 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       expect(stopped[0]!.outputIds).toEqual(full[0]!.outputIds.slice(0, 2));
       expect(stopped[0]!.stopReason).toBe('stop_rule');
       expect(stopped[1]!.outputIds).toEqual(full[1]!.outputIds);
+    });
+
+    it('loadWeights reads every text tensor of its source before any call, and nothing else', async () => {
+      const read: string[] = [];
+      const inner = checkpointSource(checkpoint);
+      const counted = await Gemma3Engine.create({
+        checkpoint,
+        precision: 'float32',
+        source: { bf16: (name) => (read.push(name), inner.bf16(name)) },
+      });
+      expect(read).toEqual([]); // on first use only, unless asked
+      counted.loadWeights();
+      expect(new Set(read)).toEqual(new Set(expectedTextTensors(checkpoint.config).keys()));
+      await counted.close();
     });
 
     it('gives the same results whatever the prefill chunk size (bitwise for generation)', async () => {
