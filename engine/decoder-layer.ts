@@ -12,7 +12,7 @@ import type { Chunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { attentionScaling } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
-import { attendDecode, gatedGelu, normRope, residualNorm as kernelResidualNorm } from './kernels.ts';
+import { attendChunk, attendDecode, gatedGelu, normRope, residualNorm as kernelResidualNorm } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
 import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
 import type { Project } from './projector.ts';
@@ -193,17 +193,8 @@ async function queriesAndKeys(
 }
 
 /**
- * The most queries of a one-sequence group whose attention runs in the kernels (cachedAttention). Below it a graph
- * run's fixed cost (~0.6 ms, one run per prompt and layer) dominates; past it onnxruntime's batched MatMuls outpace
- * attendDecode's query-by-query dot products (1B shape, 2-vCPU Xeon: even at 256 queries, the graph ~7 ms a layer
- * ahead at 512; docs/benchmarks.md).
- */
-const KERNEL_ATTENTION_MAX_QUERIES = 256;
-
-/**
  * One group's attention over its cache and its part of the chunk; its keys and values go to its cache. On the CPU a
- * one-sequence group of at most KERNEL_ATTENTION_MAX_QUERIES queries takes the kernels (cachedAttention) while its
- * chunk overwrites no slot it still reads.
+ * one-sequence group takes the kernels (chunkAttention); a left-padded batch and a device take the graph.
  */
 async function groupAttention(
   layer: number,
@@ -217,8 +208,7 @@ async function groupAttention(
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
   const [B, T] = [cache.batch, chunk.T];
   const type = c.config.layer_types[layer]!;
-  if (c.pointwise === 'kernel' && B === 1 && chunk.start + T <= cache.slots[type] && T <= KERNEL_ATTENTION_MAX_QUERIES)
-    return cachedAttention(layer, n, { cache, chunk, positions }, q, k, v, c);
+  if (c.pointwise === 'kernel' && B === 1) return chunkAttention(layer, n, { cache, chunk, positions }, q, k, v, c);
   const slots = c.firstChunkPastSlots;
   const past =
     chunk.start === 0
@@ -245,13 +235,10 @@ async function groupAttention(
 }
 
 /**
- * A one-sequence group's attention in the kernels, as a decode step's, with a row for each of its T queries: normRope,
- * the chunk's keys and values stored in the cache first, then attendDecode, where query t sees the cache's held slots
- * and the chunk's keys before it (its own key is the row's new key). The chunk must overwrite no slot (start + T ≤ the
- * layer's slots): a sliding layer's ring past the window would lose keys the chunk's first queries see. Within float32
- * rounding of the attention graph (decode-attention.test.ts), and each query's result depends only on its sequence.
+ * A one-sequence group's attention in the kernels: normRope, then attendChunk over the cache's slots as they are and
+ * the chunk's own keys, which then go to the cache (as the attention graph does it, within float32 rounding).
  */
-async function cachedAttention(
+async function chunkAttention(
   layer: number,
   n: LayerTensorNames,
   { cache, chunk, positions }: AttentionGroup,
@@ -264,24 +251,16 @@ async function cachedAttention(
   const type = c.config.layer_types[layer]!;
   const T = chunk.T;
   const [queries, keys] = await queriesAndKeys(n, q, k, positions[`cos_${type}`]!, positions[`sin_${type}`]!, T, c);
-  cache.storeTokens(layer, keys, v, chunk.start, T);
-  const past = cache.past(layer);
-  const held = cache.heldPositions(type); // the chunk's own slots are recorded after the last layer (advance)
-  let slots = held.slice();
-  const rows = Array.from({ length: T }, (_, t) => {
-    const row = { pastKey: past.key, pastValue: past.value, slots, position: chunk.positions[t]! };
-    slots = slots.slice();
-    slots[(chunk.start + t) % held.length] = chunk.positions[t]!; // the next queries also see this token's key
-    return row;
-  });
   const context = c.buffers.take('group attention', T * nH * D);
-  attendDecode(queries, keys, v, context, rows, {
+  const past = cache.past(layer);
+  attendChunk(queries, keys, v, context, { ...past, slots: cache.heldPositions(type) }, chunk.positions, {
     heads: nH,
     kvHeads: nKV,
     headDim: D,
     scaling: attentionScaling(c.config),
     window: type === 'sliding_attention' ? c.config.sliding_window : 0,
   });
+  cache.storeTokens(layer, keys, v, chunk.start, T);
   return context;
 }
 

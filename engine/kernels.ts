@@ -46,6 +46,22 @@ export type KernelImpl = {
     scaling: number,
     window: number,
   ): void;
+  /** attendChunk's work, arguments flattened as the addon takes them (see attendChunk below). */
+  attendChunk(
+    queries: Float32Array,
+    keys: Float32Array,
+    values: Float32Array,
+    out: Float32Array,
+    pastKey: Float32Array,
+    pastValue: Float32Array,
+    slots: Int32Array,
+    positions: Int32Array,
+    heads: number,
+    kvHeads: number,
+    headDim: number,
+    scaling: number,
+    window: number,
+  ): void;
   /** residualNorm's work (see residualNorm below). */
   residualNorm(
     h: Float32Array,
@@ -317,6 +333,63 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
   }
 };
 
+const attendChunkJs: KernelImpl['attendChunk'] = (
+  queries,
+  keys,
+  values,
+  out,
+  pastKey,
+  pastValue,
+  slots,
+  positions,
+  heads,
+  kvHeads,
+  D,
+  scaling,
+  window,
+) => {
+  const f = Math.fround;
+  const [S, T, rep] = [slots.length, positions.length, heads / kvHeads];
+  const position = (j: number) => (j < S ? slots[j]! : positions[j - S]!);
+  for (let t = 0; t < T; t++) {
+    const p = positions[t]!;
+    const visible = (j: number) => {
+      const k = position(j);
+      return k >= 0 && k <= p && (window === 0 || p - k < window);
+    };
+    for (let h = 0; h < heads; h++) {
+      const g = Math.floor(h / rep);
+      // Keys in order: the cache's S slots, then the chunk's own (the addon's attendChunk).
+      const at = (j: number): [Float32Array, Float32Array, number] =>
+        j < S ? [pastKey, pastValue, (g * S + j) * D] : [keys, values, ((j - S) * kvHeads + g) * D];
+      const q = (t * heads + h) * D;
+      const scores = new Float32Array(S + t + 1);
+      let max = -Infinity;
+      for (let j = 0; j <= S + t; j++) {
+        if (!visible(j)) continue;
+        const [k, , o] = at(j);
+        let acc = 0;
+        for (let d = 0; d < D; d++) acc = fmaF32(queries[q + d]!, k[o + d]!, acc);
+        scores[j] = f(acc * scaling);
+        if (max < scores[j]!) max = scores[j]!;
+      }
+      let sum = 0;
+      for (let j = 0; j <= S + t; j++) {
+        if (!visible(j)) continue;
+        scores[j] = expClampedJs(f(scores[j]! - max));
+        sum = f(sum + scores[j]!);
+      }
+      out.fill(0, q, q + D);
+      for (let j = 0; j <= S + t; j++) {
+        if (!visible(j)) continue;
+        const pj = f(scores[j]! / sum);
+        const [, v, o] = at(j);
+        for (let d = 0; d < D; d++) out[q + d] = fmaF32(pj, v[o + d]!, out[q + d]!);
+      }
+    }
+  }
+};
+
 /** 1 / √(Σ x² / H + eps) over x[o … o + H), the sum in the matmul's order (dotJs). */
 function rmsScaleJs(x: Float32Array, o: number, H: number, eps: number): number {
   const f = Math.fround;
@@ -366,18 +439,23 @@ const GELU = (() => {
   };
 })();
 
-function geluTimesJs(x: number, up: number): number {
-  const f = Math.fround;
-  const u = f(GELU.root * fmaF32(GELU.cubic, f(f(x * x) * x), x));
-  const t = Math.min(Math.max(f(-2 * u), -87), 88);
-  const k = Math.floor(fmaF32(t, GELU.log2e, 0.5));
-  let r = fmaF32(-k, GELU.ln2Hi, t);
+/** e^t for float32 t, clamped to [−87, 88], in the addon's steps (expClamped): 2^k · p(r). */
+function expClampedJs(t: number): number {
+  const tc = Math.min(Math.max(t, -87), 88);
+  const k = Math.floor(fmaF32(tc, GELU.log2e, 0.5));
+  let r = fmaF32(-k, GELU.ln2Hi, tc);
   r = fmaF32(-k, GELU.ln2Lo, r);
   let p = GELU.inverseFactorial[0]!;
   for (let i = 1; i < 6; i++) p = fmaF32(p, r, GELU.inverseFactorial[i]!);
   p = fmaF32(p, r, 1);
   p = fmaF32(p, r, 1);
-  return f(f(x / f(1 + p * 2 ** k)) * up);
+  return Math.fround(p * 2 ** k);
+}
+
+function geluTimesJs(x: number, up: number): number {
+  const f = Math.fround;
+  const u = f(GELU.root * fmaF32(GELU.cubic, f(f(x * x) * x), x));
+  return f(f(x / f(1 + expClampedJs(f(-2 * u)))) * up);
 }
 
 const gatedGeluJs: KernelImpl['gatedGelu'] = (gate, up, z) => {
@@ -425,6 +503,7 @@ export const jsKernels: KernelImpl = {
   widenBf16: widenJs,
   readBandwidth: readBandwidthJs,
   attendDecode: attendDecodeJs,
+  attendChunk: attendChunkJs,
   residualNorm: residualNormJs,
   gatedGelu: gatedGeluJs,
   roundBf16: roundBf16Js,
@@ -729,6 +808,64 @@ export function attendDecode(
     Math.fround(scaling),
     window,
   );
+}
+
+/** The cache a chunk's queries see besides its own keys: one sequence's past slots, as KvCache.past and heldPositions. */
+export type ChunkPast = { key: Float32Array; value: Float32Array; slots: Int32Array };
+
+/**
+ * A one-sequence chunk's attention (a prefill): T queries [T × heads × D] at `positions` (≥ 0) over the S past slots
+ * of its cache ([kvHeads × S × D], positions `slots`, −1 never attended) and the chunk's own keys and values
+ * [T × kvHeads × D] (after q/k norms and RoPE, before they are stored), into out [T × heads × D]. Key j is visible to
+ * query t when 0 ≤ p_j ≤ p_t and, on a sliding layer, p_t − p_j < window; GQA without repeating keys. Each score is a
+ * dot product summed over head_dim in order with fused multiply-adds (engine/native/kernels.cc gives every step); the
+ * fallback equals the addon bit for bit, and both the attention graph within float32 rounding.
+ */
+export function attendChunk(
+  queries: Float32Array,
+  keys: Float32Array,
+  values: Float32Array,
+  out: Float32Array,
+  past: ChunkPast,
+  positions: Int32Array,
+  shape: DecodeAttentionShape,
+  impl = selection().impl,
+): void {
+  const { heads, kvHeads, headDim: D, scaling, window } = shape;
+  for (const [name, value] of [
+    ['heads', heads],
+    ['kvHeads', kvHeads],
+    ['headDim', D],
+  ] as const)
+    dimension(`attendChunk: ${name}`, value);
+  if (heads % kvHeads !== 0)
+    throw new RangeError(`attendChunk: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
+  if (!Number.isFinite(scaling)) throw new RangeError(`attendChunk: scaling must be finite, got ${scaling}`);
+  if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
+    throw new RangeError(`attendChunk: window must be an integer ≥ 0, got ${window}`);
+  if (!(positions instanceof Int32Array) || !(past.slots instanceof Int32Array))
+    throw new TypeError('attendChunk: positions and past.slots must be Int32Arrays');
+  const T = positions.length;
+  if (T === 0 || positions.some((p) => p < 0))
+    throw new RangeError('attendChunk: positions must hold at least one position, each ≥ 0');
+  for (const [name, array, width] of [
+    ['queries', queries, heads * D],
+    ['keys', keys, kvHeads * D],
+    ['values', values, kvHeads * D],
+    ['out', out, heads * D],
+  ] as const) {
+    if (!(array instanceof Float32Array)) throw new TypeError(`attendChunk: ${name} must be a Float32Array`);
+    if (array.length !== T * width) throw new RangeError(`attendChunk: ${name}.length ${array.length} ≠ ${T}·${width}`);
+  }
+  const size = kvHeads * past.slots.length * D;
+  if (!(past.key instanceof Float32Array) || !(past.value instanceof Float32Array))
+    throw new TypeError('attendChunk: past.key and past.value must be Float32Arrays');
+  if (past.key.length !== size || past.value.length !== size)
+    throw new RangeError(`attendChunk: past.key and past.value must hold kvHeads·S·D = ${size} floats`);
+  if ([queries, keys, values, past.key, past.value].some((input) => !disjoint(out, input)))
+    throw new TypeError('attendChunk: out must not share memory with the inputs');
+  const args = [heads, kvHeads, D, Math.fround(scaling), window] as const;
+  impl.attendChunk(queries, keys, values, out, past.key, past.value, past.slots, positions, ...args);
 }
 
 /**

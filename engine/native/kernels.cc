@@ -1490,14 +1490,11 @@ struct Avx512Lanes {
 };
 #endif
 
-// gelu_tanh(x) · up on one vector of lanes.
+// e^t for t in [−87, 88] (clamped by the caller): 2^k · p(r), the steps described above gatedGelu.
 template <class L>
-inline typename L::V geluTimes(typename L::V x, typename L::V up) {
+inline typename L::V expClamped(typename L::V t) {
   using V = typename L::V;
   const GeluConstants& c = kGelu;
-  const V x3 = L::mul(L::mul(x, x), x);
-  const V u = L::mul(L::splat(c.root), L::fma(L::splat(c.cubic), x3, x));
-  const V t = L::clamp(L::mul(L::splat(c.minusTwo), u), c.tMin, c.tMax);
   const V k = L::floor(L::fma(t, L::splat(c.log2e), L::splat(c.half)));
   const V minusK = L::mul(k, L::splat(-1.0f));  // exact
   V r = L::fma(minusK, L::splat(c.ln2Hi), t);
@@ -1506,7 +1503,17 @@ inline typename L::V geluTimes(typename L::V x, typename L::V up) {
   for (int i = 1; i < 6; i++) p = L::fma(p, r, L::splat(c.inverseFactorial[i]));
   p = L::fma(p, r, L::splat(c.one));
   p = L::fma(p, r, L::splat(c.one));
-  const V e = L::scale2(p, k);
+  return L::scale2(p, k);
+}
+
+// gelu_tanh(x) · up on one vector of lanes.
+template <class L>
+inline typename L::V geluTimes(typename L::V x, typename L::V up) {
+  using V = typename L::V;
+  const GeluConstants& c = kGelu;
+  const V x3 = L::mul(L::mul(x, x), x);
+  const V u = L::mul(L::splat(c.root), L::fma(L::splat(c.cubic), x3, x));
+  const V e = expClamped<L>(L::clamp(L::mul(L::splat(c.minusTwo), u), c.tMin, c.tMax));
   return L::mul(L::div(x, L::add(L::splat(c.one), e)), up);
 }
 
@@ -1534,6 +1541,227 @@ void gatedGelu(const float* gate, const float* up, float* z, size_t n) {
       const size_t begin = item * slice, count = std::min(slice, n - begin);
       size_t i = gatedGeluLanes<Lanes>(gate + begin, up + begin, z + begin, count);
       for (; i < count; i++) z[begin + i] = geluTimes<ScalarLanes>(gate[begin + i], up[begin + i]);
+    }
+  });
+}
+
+// A one-sequence chunk's attention (prefill): T queries, at positions[t], over the S past slots of the sequence's cache
+// (positions slots[s], any order) and the chunk's own T keys (at positions[t]), read before the chunk is stored. Key j
+// is visible to query t when 0 ≤ p_j ≤ p_t and, with a window, p_t − p_j < window (the chunk's later keys are not).
+// Per query head, in key order (past slots, then the chunk): score_j = (Σ_d q[d]·k_j[d], a fused multiply-add per d
+// from d = 0) · scaling; e_j = e^(score_j − max) as expClamped computes it for the GELU (float steps, not a library's
+// exp: the fallback repeats them bit for bit); sum = Σ e_j in float in key order; out[d] = Σ (e_j / sum)·v_j[d], a
+// fused multiply-add per key. The fallback takes the same steps. With AVX-512 the scores of 16
+// keys are the lanes of one register (keys transposed into blocks of 16 once per call), each lane summing over d in
+// order: the same bits.
+struct ChunkKeys {
+  const float* pastKey;    // [nKV, S, D]
+  const float* pastValue;  // [nKV, S, D]
+  const int32_t* slots;    // [S]
+  size_t S;
+  const float* keys;       // [T, nKV, D]
+  const float* values;     // [T, nKV, D]
+  const int32_t* positions;  // [T]
+  size_t T;
+};
+
+#if IWI_AVX512
+// The scores of R query heads against NB blocks of 16 transposed keys (blocks run[i] of `keysT`, [D][16] each): R·NB
+// independent sums that hide the FMA's latency, each key block read once for the R heads sharing it.
+template <int R, int NB>
+void blockScores(const float* const* q, const float* keysT, const size_t* run, size_t D, float* const* scores) {
+  __m512 acc[R][NB];
+  for (int r = 0; r < R; r++)
+    for (int i = 0; i < NB; i++) acc[r][i] = _mm512_setzero_ps();
+  for (size_t d = 0; d < D; d++) {
+    __m512 k[NB];
+    for (int i = 0; i < NB; i++) k[i] = _mm512_loadu_ps(keysT + (run[i] * D + d) * 16);
+    for (int r = 0; r < R; r++) {
+      const __m512 qd = _mm512_set1_ps(q[r][d]);
+      for (int i = 0; i < NB; i++) acc[r][i] = _mm512_fmadd_ps(qd, k[i], acc[r][i]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int i = 0; i < NB; i++) _mm512_storeu_ps(scores[r] + run[i] * 16, acc[r][i]);
+}
+
+// Blocks 0 … last of those `seen`, NB (16 / R) at a time.
+template <int R>
+void headScores(const float* const* q, const float* keysT, const std::vector<char>& seen, size_t last, size_t D,
+                float* const* scores) {
+  constexpr int NB = 16 / R > 8 ? 8 : 16 / R;
+  for (size_t b = 0; b <= last;) {
+    size_t nb = 0, run[NB];
+    for (; b <= last && nb < NB; b++)
+      if (seen[b]) run[nb++] = b;
+    if (nb == NB) blockScores<R, NB>(q, keysT, run, D, scores);
+    else
+      for (size_t i = 0; i < nb; i++) blockScores<R, 1>(q, keysT, run + i, D, scores);
+  }
+}
+
+// out rows o[r] [D] = Σ_j p[r][j]·v_j over the visible keys in order, 64 floats of each of the R heads' rows in
+// registers at a time, each value row read once for the R heads.
+template <int R, class Value>
+void headValues(const float* const* p, const std::vector<uint32_t>& keys, size_t D, const Value& value, float* const* o) {
+  for (size_t d0 = 0; d0 < D; d0 += 64) {
+    __m512 acc[R][4];
+    for (int r = 0; r < R; r++)
+      for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
+    for (const uint32_t j : keys) {
+      const float* v = value(j) + d0;
+      __m512 vv[4];
+      for (int i = 0; i < 4; i++) vv[i] = _mm512_loadu_ps(v + 16 * i);
+      for (int r = 0; r < R; r++) {
+        const __m512 pj = _mm512_set1_ps(p[r][j]);
+        for (int i = 0; i < 4; i++) acc[r][i] = _mm512_fmadd_ps(pj, vv[i], acc[r][i]);
+      }
+    }
+    for (int r = 0; r < R; r++)
+      for (int i = 0; i < 4; i++) _mm512_storeu_ps(o[r] + d0 + 16 * i, acc[r][i]);
+  }
+}
+#endif
+
+void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& shape, float* out) {
+  const size_t D = shape.D, nKV = shape.kvHeads, rep = shape.heads / nKV, n = c.S + c.T, blocks = (n + 15) / 16;
+  auto position = [&](size_t j) { return j < c.S ? c.slots[j] : c.positions[j - c.S]; };
+  auto key = [&](size_t g, size_t j) { return j < c.S ? c.pastKey + (g * c.S + j) * D : c.keys + ((j - c.S) * nKV + g) * D; };
+  auto value = [&](size_t g, size_t j) {
+    return j < c.S ? c.pastValue + (g * c.S + j) * D : c.values + ((j - c.S) * nKV + g) * D;
+  };
+  // Blocks of 16 keys no query sees (never-attended slots) are skipped.
+  std::vector<char> seen(blocks, 0);
+  std::vector<int32_t> keyPositions(blocks * 16, -1);
+  for (size_t j = 0; j < n; j++) seen[j / 16] |= (keyPositions[j] = position(j)) >= 0;
+  // Keys before the first seen block are never visible (a fresh cache's slots): the passes below start there.
+  const size_t begin = 16 * static_cast<size_t>(std::find(seen.begin(), seen.end(), 1) - seen.begin());
+#if IWI_AVX512
+  // keysT[g][block][d][16]: block b's keys, lane l = key 16b + l (zeros past n).
+  std::vector<float> keysT(nKV * blocks * D * 16, 0.0f);
+  std::atomic<size_t> nextBlock{0};
+  pool->run(static_cast<int>(std::min<size_t>(nKV * blocks, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    for (size_t item; (item = nextBlock.fetch_add(1, std::memory_order_relaxed)) < nKV * blocks;) {
+      const size_t g = item / blocks, b = item % blocks;
+      float* block = keysT.data() + item * D * 16;
+      for (size_t l = 0; l < 16 && 16 * b + l < n; l++) {
+        const float* k = key(g, 16 * b + l);
+        for (size_t d = 0; d < D; d++) block[d * 16 + l] = k[d];
+      }
+    }
+  });
+#endif
+  const size_t items = c.T * nKV;
+  std::atomic<size_t> next{0};
+  pool->run(static_cast<int>(std::min<size_t>(items, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    std::vector<float> scores(rep * blocks * 16);
+    std::vector<uint32_t> seenKeys;  // the item's visible keys, in order
+    for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      const size_t t = item / nKV, g = item % nKV;
+      const int32_t p = c.positions[t];
+      auto visible = [&](size_t j) {
+        const int32_t k = position(j);
+        return k >= 0 && k <= p && (shape.window == 0 || p - k < shape.window);
+      };
+#if IWI_AVX512
+      // visible() of keys j … j + 15.
+      auto visible16 = [&](size_t j) {
+        const __m512i k = _mm512_loadu_si512(keyPositions.data() + j), pv = _mm512_set1_epi32(p);
+        __mmask16 m = _mm512_cmpge_epi32_mask(k, _mm512_setzero_si512()) & _mm512_cmple_epi32_mask(k, pv);
+        if (shape.window != 0) m &= _mm512_cmplt_epi32_mask(_mm512_sub_epi32(pv, k), _mm512_set1_epi32(shape.window));
+        return m;
+      };
+#endif
+      const size_t last = (c.S + t) / 16;  // the chunk's keys after t are never visible
+      const size_t end = std::min(n, (last + 1) * 16);
+      std::vector<const float*> q(rep);
+      std::vector<float*> rows(rep), o(rep);
+      for (size_t r = 0; r < rep; r++) {
+        q[r] = queries + (t * shape.heads + g * rep + r) * D;
+        rows[r] = scores.data() + r * blocks * 16;
+        o[r] = out + (t * shape.heads + g * rep + r) * D;
+      }
+      // Every head's scores; the R heads of a step share each key block.
+#if IWI_AVX512
+      const float* base = keysT.data() + g * blocks * D * 16;
+      for (size_t r = 0; r < rep;) {
+        const size_t R = std::min<size_t>(4, rep - r);
+        if (R == 4) headScores<4>(q.data() + r, base, seen, last, D, rows.data() + r);
+        else if (R == 3) headScores<3>(q.data() + r, base, seen, last, D, rows.data() + r);
+        else if (R == 2) headScores<2>(q.data() + r, base, seen, last, D, rows.data() + r);
+        else headScores<1>(q.data() + r, base, seen, last, D, rows.data() + r);
+        r += R;
+      }
+#else
+      for (size_t r = 0; r < rep; r++)
+        for (size_t b = 0; b <= last; b++) {
+          if (!seen[b]) continue;
+          for (size_t l = 0; l < 16 && 16 * b + l < n; l++) {
+            const float* k = key(g, 16 * b + l);
+            float acc = 0.0f;
+            for (size_t d = 0; d < D; d++) acc = std::fma(q[r][d], k[d], acc);
+            rows[r][b * 16 + l] = acc;
+          }
+        }
+#endif
+      // Each head's softmax over the visible keys: their max, e^(score − max) (expClamped, the GELU's e^t; 0 where
+      // not visible), the sum of the e's in key order, then p = e / sum in place.
+      for (size_t r = 0; r < rep; r++) {
+        float* row = rows[r];
+        float max = -INFINITY;
+        size_t j = begin;
+#if IWI_AVX512
+        __m512 maxV = _mm512_set1_ps(-INFINITY);
+        for (; j + 16 <= end; j += 16) {
+          const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(shape.scaling));
+          _mm512_storeu_ps(row + j, v);
+          maxV = _mm512_mask_mov_ps(maxV, visible16(j) & _mm512_cmp_ps_mask(v, maxV, _CMP_GT_OQ), v);
+        }
+        max = _mm512_reduce_max_ps(maxV);
+#endif
+        for (size_t i = j; i < end; i++)
+          if (visible(i)) {
+            row[i] *= shape.scaling;
+            if (max < row[i]) max = row[i];
+          }
+        j = begin;
+#if IWI_AVX512
+        for (; j + 16 <= end; j += 16) {
+          const __m512 x = Avx512Lanes::clamp(_mm512_sub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(max)),
+                                              kGelu.tMin, kGelu.tMax);
+          _mm512_storeu_ps(row + j, _mm512_maskz_mov_ps(visible16(j), expClamped<Avx512Lanes>(x)));
+        }
+#endif
+        for (size_t i = j; i < end; i++)
+          row[i] = visible(i) ? expClamped<ScalarLanes>(ScalarLanes::clamp(row[i] - max, kGelu.tMin, kGelu.tMax)) : 0.0f;
+        float sum = 0.0f;
+        for (size_t i = begin; i < end; i++) sum += row[i];
+        for (size_t i = begin; i < end; i++) row[i] /= sum;
+      }
+      // Each head's output: Σ p_j·v_j over the visible keys in order.
+      auto valueOf = [&](size_t j) { return value(g, j); };
+      seenKeys.clear();
+      for (size_t j = begin; j < end; j++)
+        if (visible(j)) seenKeys.push_back(static_cast<uint32_t>(j));
+      size_t r = 0;
+#if IWI_AVX512
+      if (D % 64 == 0)
+        for (; r < rep;) {
+          const size_t R = std::min<size_t>(4, rep - r);
+          if (R == 4) headValues<4>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
+          else if (R == 3) headValues<3>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
+          else if (R == 2) headValues<2>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
+          else headValues<1>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
+          r += R;
+        }
+#endif
+      for (; r < rep; r++) {
+        for (size_t d = 0; d < D; d++) o[r][d] = 0.0f;
+        for (const uint32_t j : seenKeys) {
+          const float* v = value(g, j);
+          for (size_t d = 0; d < D; d++) o[r][d] = std::fma(rows[r][j], v[d], o[r][d]);
+        }
+      }
     }
   });
 }
@@ -1787,6 +2015,52 @@ napi_value AttendDecode(napi_env env, napi_callback_info info) {
   if (shared) return fail(false, ": out must not share memory with the inputs");
   attendDecode(static_cast<const float*>(queries.data), static_cast<const float*>(keys.data),
                static_cast<const float*>(values.data), static_cast<float*>(out.data), rows, shape);
+  return nullptr;
+}
+
+// attendChunk(queries, keys, values, out, pastKey, pastValue, slots, positions, heads, kvHeads, headDim, scaling,
+// window): T = positions.length queries; queries and out [T × heads × D], keys and values [T × kvHeads × D], pastKey
+// and pastValue [kvHeads × S × D] with S = slots.length.
+napi_value AttendChunk(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("attendChunk") + what).c_str());
+  };
+  size_t argc = 13;
+  napi_value argv[13];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 13) return fail(false, " takes 13 arguments");
+  View queries, keys, values, out, pastKey, pastValue, slots, positions;
+  if (!typedArray(env, argv[0], napi_float32_array, queries) || !typedArray(env, argv[1], napi_float32_array, keys) ||
+      !typedArray(env, argv[2], napi_float32_array, values) || !typedArray(env, argv[3], napi_float32_array, out) ||
+      !typedArray(env, argv[4], napi_float32_array, pastKey) || !typedArray(env, argv[5], napi_float32_array, pastValue))
+    return fail(false, ": queries, keys, values, out, pastKey and pastValue must be Float32Arrays");
+  if (!typedArray(env, argv[6], napi_int32_array, slots) || !typedArray(env, argv[7], napi_int32_array, positions))
+    return fail(false, ": slots and positions must be Int32Arrays");
+  DecodeShape shape;
+  double scaling, window;
+  if (!dimension(env, argv[8], shape.heads) || !dimension(env, argv[9], shape.kvHeads) ||
+      !dimension(env, argv[10], shape.D) || shape.heads % shape.kvHeads != 0)
+    return fail(true, ": heads, kvHeads and headDim must be integers ≥ 1, heads a multiple of kvHeads");
+  if (napi_get_value_double(env, argv[11], &scaling) != napi_ok || !std::isfinite(scaling) ||
+      napi_get_value_double(env, argv[12], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
+      std::floor(window) != window)
+    return fail(true, ": scaling must be a finite number and window an integer ≥ 0");
+  shape.scaling = static_cast<float>(scaling);
+  shape.window = static_cast<int32_t>(window);
+  const size_t T = positions.length, S = slots.length, H = shape.heads * shape.D, KV = shape.kvHeads * shape.D;
+  if (T == 0 || queries.length != T * H || out.length != T * H || keys.length != T * KV || values.length != T * KV)
+    return fail(true, ": queries and out must hold T·heads·D floats, keys and values T·kvHeads·D (T = positions.length ≥ 1)");
+  if (pastKey.length != S * KV || pastValue.length != S * KV)
+    return fail(true, ": pastKey and pastValue must hold kvHeads·S·D floats (S = slots.length)");
+  for (size_t t = 0; t < T; t++)
+    if (static_cast<const int32_t*>(positions.data)[t] < 0) return fail(true, ": positions must be ≥ 0");
+  if (overlaps(out, queries) || overlaps(out, keys) || overlaps(out, values) || overlaps(out, pastKey) ||
+      overlaps(out, pastValue))
+    return fail(false, ": out must not share memory with the inputs");
+  const ChunkKeys chunk{static_cast<const float*>(pastKey.data), static_cast<const float*>(pastValue.data),
+                        static_cast<const int32_t*>(slots.data), S, static_cast<const float*>(keys.data),
+                        static_cast<const float*>(values.data), static_cast<const int32_t*>(positions.data), T};
+  attendChunk(static_cast<const float*>(queries.data), chunk, shape, static_cast<float*>(out.data));
   return nullptr;
 }
 
@@ -2044,7 +2318,7 @@ NAPI_MODULE_INIT() {
     const char* name;
     napi_callback fn;
   } functions[] = {{"matmulBf16Parts", MatmulBf16Parts}, {"dotBf16Parts", DotBf16Parts}, {"widenBf16", WidenBf16}, {"readBandwidth", ReadBandwidth},
-                   {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"residualNorm", ResidualNorm},
+                   {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode}, {"attendChunk", AttendChunk}, {"residualNorm", ResidualNorm},
                    {"gatedGelu", GatedGelu}, {"argmaxRows", ArgmaxRows}, {"normRope", NormRope}, {"roundBf16", RoundBf16}, {"peakRate", PeakRate},
                    {"setThreads", SetThreads}, {"threads", Threads}};
   for (const auto& f : functions) {
