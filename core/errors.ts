@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   EPISODE_NOT_FOUND: 'no live episode of that id',
   EPISODE_SPEC_INVALID: 'an episode spec or its budgets are malformed',
   EPISODE_CLOSED: 'the episode was submitted or deleted; its tools are closed',
+  EPISODE_NO_LEASE: 'the episode was created without a lease: there is none to renew',
   BUDGET_EXHAUSTED: 'the call would exceed one of the episode budgets; nothing was charged',
   // Service: auth, requests, capacity
   UNAUTHORIZED: 'missing or wrong bearer token',

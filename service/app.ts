@@ -74,7 +74,37 @@ export async function buildApp(options: AppOptions): Promise<{ app: FastifyInsta
     episodes: registry.list().length,
     queue: options.target.queue.pending,
   }));
+  expireLeases(app, options.target, registry);
   await app.register(episodeRoutes, { target: options.target, registry, auth });
   await app.register(openaiRoutes, { prefix: '/v1', target: options.target, registry, auth });
   return { app, registry };
+}
+
+/** How often the service looks for episodes whose lease ended. */
+const LEASE_SWEEP_MS = 1000;
+
+/**
+ * Deletes every episode whose lease ended (its holder stopped renewing: a killed queue worker, a lost machine), as
+ * DELETE /episodes/:id does, in the episode's turn of the execution queue; logged once each.
+ */
+function expireLeases(app: FastifyInstance, target: Target, registry: EpisodeRegistry): void {
+  const expiring = new Set<string>();
+  const sweep = () => {
+    for (const episode of registry.expired()) {
+      if (expiring.has(episode.id)) continue;
+      expiring.add(episode.id);
+      void target.queue
+        .run(episode.id, async () => {
+          if (episode.leaseEnds !== null && episode.leaseEnds < Date.now()) registry.delete(episode); // not renewed meanwhile
+        })
+        .then(
+          () => episode.status === 'deleted' && app.log.info({ episode: episode.id }, 'episode deleted: lease expired'),
+          (error: Error) => app.log.error({ episode: episode.id, err: error }, 'expiring a lease failed'),
+        )
+        .finally(() => expiring.delete(episode.id));
+    }
+  };
+  const timer = setInterval(sweep, LEASE_SWEEP_MS);
+  timer.unref();
+  app.addHook('onClose', async () => clearInterval(timer));
 }

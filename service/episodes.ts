@@ -5,7 +5,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { EpisodeCreate, EpisodeStatus, EpisodeSummary, SubmittedPatch } from './api/index.ts';
+import type { EpisodeCreate, EpisodeLease, EpisodeStatus, EpisodeSummary, SubmittedPatch } from './api/index.ts';
 import { BudgetLedger, resolveBudgets, type Budgets, type BudgetUse } from './budgets.ts';
 import { IwiError, quote } from './errors.ts';
 import { readOps, writeOp } from './episode-log.ts';
@@ -43,6 +43,11 @@ const NO_EPISODE_KEY = keyHash(randomBytes(24).toString('base64url'));
 export class EpisodeSession {
   status: EpisodeStatus = 'active';
   patch: SubmittedPatch | null = null;
+  /**
+   * When the lease ends (ms since the epoch) unless renewed; null without a lease. A restored episode gets a whole
+   * lease from the service's start: a live holder renews it, a dead one's episode goes one lease later.
+   */
+  leaseEnds: number | null;
 
   constructor(
     readonly id: string,
@@ -52,7 +57,22 @@ export class EpisodeSession {
     readonly weights: EpisodeWeights,
     readonly dir: string,
     readonly createdAt: string,
-  ) {}
+  ) {
+    this.leaseEnds = spec.lease_seconds ? Date.now() + spec.lease_seconds * 1000 : null;
+  }
+
+  /** Another whole lease from now; an episode created without one has none to renew. */
+  renewLease(): EpisodeLease {
+    if (!this.spec.lease_seconds)
+      throw new IwiError('EPISODE_NO_LEASE', `episode ${this.id} was created without lease_seconds`);
+    this.leaseEnds = Date.now() + this.spec.lease_seconds * 1000;
+    return this.lease!;
+  }
+
+  get lease(): EpisodeLease | null {
+    if (!this.spec.lease_seconds || this.leaseEnds === null) return null;
+    return { seconds: this.spec.lease_seconds, expires_at: new Date(this.leaseEnds).toISOString() };
+  }
 
   get context(): ToolContext {
     return { ledger: this.ledger, weights: this.weights.source, store: this.weights };
@@ -106,6 +126,7 @@ export class EpisodeSession {
       budget: this.ledger.state(),
       patch: this.patch,
       created_at: this.createdAt,
+      lease: this.lease,
     };
   }
 }
@@ -186,6 +207,11 @@ export class EpisodeRegistry {
     episode.persist(true);
     this.patches.set(written.digest, dir);
     return episode.patch;
+  }
+
+  /** The episodes whose lease ended before `now`, for the service to delete (as DELETE does). */
+  expired(now = Date.now()): EpisodeSession[] {
+    return this.list().filter((episode) => episode.leaseEnds !== null && episode.leaseEnds < now);
   }
 
   delete(episode: EpisodeSession): void {

@@ -64,6 +64,11 @@ export type AttemptOptions = {
   beforeEvaluation?: (run: EditorRunResult) => void | Promise<void>;
   /** Ends the attempt (a queue worker that lost its job): its episode is deleted at once, so the editor's next call fails. */
   signal?: AbortSignal;
+  /**
+   * The episode is created with this lease and renewed every third of it while the attempt runs (a queue worker's):
+   * should the process die without deleting it, the service deletes it once the lease runs out.
+   */
+  episodeLeaseSeconds?: number;
   /** Evaluate only the first N items of each kind (smoke tests; see Task.subset). */
   itemsPerKind?: number;
   args?: Record<string, unknown>;
@@ -76,10 +81,28 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   const { signal } = options;
   signal?.throwIfAborted();
   // The seed's fixed budgets: never overridden here.
+  const lease = options.episodeLeaseSeconds;
   const editor = await admin.createEpisode(
-    { ...task.setup(), label: `${options.editorLabel} ${path.basename(dir)}` },
+    {
+      ...task.setup(),
+      label: `${options.editorLabel} ${path.basename(dir)}`,
+      ...(lease ? { lease_seconds: lease } : {}),
+    },
     service.editorToken,
   );
+  // A failed renewal is said once and tried again at the next tick: the lease has two more before it runs out.
+  let renewalFailed = false;
+  const renew = () =>
+    void admin.renewEpisode(editor.episodeId).then(
+      () => (renewalFailed = false),
+      (error: Error) => {
+        if (!renewalFailed)
+          process.stderr.write(`attempt ${path.basename(dir)}: renewing its episode's lease: ${error.message}\n`);
+        renewalFailed = true;
+      },
+    );
+  const renewer = lease ? setInterval(renew, (lease * 1000) / 3) : undefined;
+  renewer?.unref();
   // The episode is deleted when the attempt ends, however it ends (an aborted one at once).
   let deleted: Promise<unknown> | undefined;
   const deleteEpisode = () => (deleted ??= admin.deleteEpisode(editor.episodeId));
@@ -107,6 +130,7 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
     throw error;
   } finally {
     signal?.removeEventListener('abort', onAbort);
+    clearInterval(renewer);
   }
   await deleteEpisode();
   signal?.throwIfAborted();

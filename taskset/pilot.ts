@@ -120,7 +120,7 @@ export async function runPilotAttempt(
   { taskset, ...context }: PilotAttemptContext,
   attempt: PlannedAttempt,
   dir: string,
-  control: Pick<AttemptOptions, 'beforeEvaluation' | 'signal'> = {},
+  control: Pick<AttemptOptions, 'beforeEvaluation' | 'signal' | 'episodeLeaseSeconds'> = {},
 ): Promise<AttemptStatus> {
   await runAttempt({ ...context, ...control, task: taskset.task(attempt), dir, id: attempt.id });
   return completedAttempt(dir)!;

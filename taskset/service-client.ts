@@ -7,6 +7,7 @@ import type {
   EpisodeCreated,
   EpisodeSummary,
   ErrorReply,
+  LeaseReply,
   SubmitReply,
   ToolReply,
 } from '../service/api/index.ts';
@@ -80,6 +81,11 @@ export class AdminClient {
 
   episode(id: string): Promise<EpisodeSummary> {
     return request(`${this.baseUrl}/episodes/${id}`, 'GET', this.headers);
+  }
+
+  /** Another whole lease for an episode created with lease_seconds (POST /episodes/:id/lease). */
+  renewEpisode(id: string): Promise<LeaseReply> {
+    return request(`${this.baseUrl}/episodes/${id}/lease`, 'POST', this.headers);
   }
 
   deleteEpisode(id: string): Promise<unknown> {

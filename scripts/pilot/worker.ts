@@ -33,6 +33,7 @@ import {
   serviceAndTarget,
 } from '../target-flags.ts';
 import { QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
+import { MAX_LEASE_SECONDS } from '../../service/api/index.ts';
 
 const { 'queue-timeout-seconds': _timeout, ...queueDefaults } = QUEUE_FLAG_DEFAULTS;
 const { 'queue-timeout-seconds': _timeoutHelp, ...queueHelp } = QUEUE_FLAG_HELP;
@@ -44,6 +45,7 @@ const defaults = {
   'output-dir': 'runs/pilot',
   concurrency: 1,
   'lock-seconds': 30,
+  'episode-lease-seconds': 0, // 0: four locks, at least a minute
   'attempt-timeout': '6h',
   'grace-seconds': 60,
   'exit-when-done': false,
@@ -66,17 +68,22 @@ export const command = defineCommand({
     concurrency: 'attempts at once against the one service',
     'lock-seconds':
       "a job's lock, renewed while it runs; a worker that cannot renew it abandons the try, and a dead worker's job is taken up again after it lapses",
+    'episode-lease-seconds':
+      "each try's episode on the service is leased for this long and renewed while the try runs, so that a killed worker's episode is deleted once it runs out; 0: four --lock-seconds, at least 60",
     'attempt-timeout': 'an attempt running longer fails with that reason, as a transient failure (retried): 90m, 6h, …',
     'grace-seconds': 'on SIGTERM: how long running attempts may finish before they are aborted and their jobs requeued',
     'exit-when-done': 'stop once nothing waits or runs on the queue (else: run until SIGINT/SIGTERM)',
   },
   required: ['queue'],
-  integers: ['concurrency', 'lock-seconds'],
+  integers: ['concurrency', 'lock-seconds', 'episode-lease-seconds'],
   numbers: ['grace-seconds'],
   choices: TARGET_FLAG_CHOICES,
   check: (flags) => [
     ...(flags.concurrency < 1 ? ['--concurrency must be at least 1'] : []),
     ...(flags['lock-seconds'] < 1 ? ['--lock-seconds must be at least 1'] : []),
+    ...(flags['episode-lease-seconds'] < 0 || flags['episode-lease-seconds'] > MAX_LEASE_SECONDS
+      ? [`--episode-lease-seconds must be 0 (the default) or 1…${MAX_LEASE_SECONDS}`]
+      : []),
     ...(flags['grace-seconds'] < 0 ? ['--grace-seconds must be at least 0'] : []),
   ],
 });
@@ -111,6 +118,7 @@ export async function main(argv: string[]): Promise<void> {
       ...recorded,
     },
   });
+  const episodeLeaseSeconds = flags['episode-lease-seconds'] || Math.max(60, 4 * flags['lock-seconds']);
   const { worker, stop: stopWorker } = startWorker({
     connection,
     outputDir,
@@ -122,6 +130,7 @@ export async function main(argv: string[]): Promise<void> {
       await check();
       return runPilotAttempt(context(job), job, dir, {
         signal,
+        episodeLeaseSeconds,
         beforeEvaluation: async (run) => {
           throwIfTransientEditorError(run);
           await check();

@@ -31,6 +31,16 @@ const BudgetOverrides = Type.Object(budgetFields as Record<BudgetName, TOptional
   additionalProperties: false,
 });
 
+/** The longest lease an episode may be created with: a day. */
+export const MAX_LEASE_SECONDS = 86_400;
+
+/** An episode's lease: its length and when it ends unless renewed. */
+export const EpisodeLease = Type.Object(
+  { seconds: Type.Integer(), expires_at: Type.String() },
+  { $id: 'EpisodeLease', additionalProperties: false },
+);
+export type EpisodeLease = Static<typeof EpisodeLease>;
+
 /** POST /episodes: the episode the taskset asks for. */
 export const EpisodeCreate = Type.Object(
   {
@@ -41,6 +51,11 @@ export const EpisodeCreate = Type.Object(
     practice: Type.Array(PracticeExample, { maxItems: 64 }),
     budgets: Type.Optional(BudgetOverrides),
     label: Type.Optional(Type.String({ maxLength: 200 })),
+    /**
+     * The episode is deleted once this many seconds pass without POST /episodes/:id/lease (a queue worker's: its
+     * episode goes even if the worker is killed); absent, it lives until DELETE.
+     */
+    lease_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LEASE_SECONDS })),
   },
   { $id: 'EpisodeCreate', additionalProperties: false },
 );
@@ -75,6 +90,7 @@ export const EpisodeSummary = Type.Object(
     budget: ref(BudgetState),
     patch: Type.Union([SubmittedPatch, Type.Null()]),
     created_at: Type.String(),
+    lease: Type.Union([ref(EpisodeLease), Type.Null()]),
   },
   { $id: 'EpisodeSummary', additionalProperties: false },
 );
@@ -89,6 +105,12 @@ export const EpisodeDeleted = Type.Object(
   { id: Type.String(), status: EpisodeStatus },
   { $id: 'EpisodeDeleted', additionalProperties: false },
 );
+
+export const LeaseReply = Type.Object(
+  { id: Type.String(), lease: ref(EpisodeLease) },
+  { $id: 'LeaseReply', additionalProperties: false },
+);
+export type LeaseReply = Static<typeof LeaseReply>;
 
 export const TurnReply = Type.Object({ budget: ref(BudgetState) }, { $id: 'TurnReply', additionalProperties: false });
 

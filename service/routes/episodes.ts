@@ -12,6 +12,7 @@ import {
   EpisodeParams,
   EpisodeSummary,
   ErrorReply,
+  LeaseReply,
   ManifestQuery,
   ManifestReply,
   SubmitReply,
@@ -102,6 +103,16 @@ export async function episodeRoutes(
       const episode = episodeOf(request);
       await target.queue.run(episode.id, async () => registry.delete(episode), { signal: disconnectSignal(reply) });
       return { id: episode.id, status: episode.status };
+    },
+  );
+
+  // A leased episode's holder says it is alive: another whole lease from now.
+  app.post(
+    '/episodes/:id/lease',
+    { ...admin, schema: { params, response: { 200: ref(LeaseReply), ...errors } } },
+    async (request) => {
+      const episode = episodeOf(request);
+      return { id: episode.id, lease: episode.renewLease() };
     },
   );
 

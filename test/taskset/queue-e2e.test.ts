@@ -2,8 +2,8 @@
 // (scripts/redis-server.ts), two service processes, workers as processes. Executions are counted as the services see
 // them (one episode per try, its label naming the try's folder). Three workers on two services run every attempt
 // once, with run-pilot's rewards, each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to
-// a worker on the other service, which runs it again, and one folder remains; Redis restarted mid-run (append-only)
-// loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
+// a worker on the other service, which runs it again, and one folder remains, and its service deletes the killed
+// try's episode once its lease runs out; Redis restarted mid-run (append-only) loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -64,12 +64,15 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/** Each try's episode leased for 2 s (renewed every 0.67 s while it runs): a killed worker's goes within ~3 s. */
+const LEASE = ['--episode-lease-seconds', '2'];
+
 /** A worker process on service `gpu` (0 or 1), until the queue is done; resolves with its exit code. */
 function worker(db: number, gpu: number, outputDir: string): { child: ChildProcess; exited: Promise<number | null> } {
   const args = ['pilot', 'worker', '--queue', redis.url(db), '--service-env', envFiles[gpu]!, '--model-dir'];
   const child = spawn(
     process.execPath,
-    [CLI, ...args, TOY_TARGET_DIR, '--output-dir', outputDir, '--lock-seconds', '3', '--exit-when-done'],
+    [CLI, ...args, TOY_TARGET_DIR, '--output-dir', outputDir, '--lock-seconds', '3', ...LEASE, '--exit-when-done'],
     { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] },
   );
   children.push(child);
@@ -200,10 +203,15 @@ describe('a pilot on the queue, on the toy target', () => {
       expect(await worker(2, 1, out).exited).toBe(0);
     });
     expect(readdirSync(path.join(out, 'attempts'))).toEqual([id]); // the dead try's folder is cleared
-    // Two executions: the killed one on service 0 (its episode left behind with it), the second on service 1.
+    // Two executions: the killed one on service 0, the second on service 1. The second deleted its episode; the
+    // killed one's is deleted by its service once its lease runs out, unrenewed.
     const seen = episodesOf(id, earlier);
     expect(seen.map((e) => e.service)).toEqual([0, 1]);
     expect(seen[1]!.deleted).toBe(true);
+    for (let waited = 0; !episodesOf(id, earlier)[0]!.deleted; waited += 200) {
+      expect(waited).toBeLessThan(15_000);
+      await sleep(200);
+    }
     const job = (await openQueue(2).getJob(id))!;
     expect(job.stalledCounter).toBe(1);
   });
