@@ -9,10 +9,17 @@
 import type * as ort from 'onnxruntime-node';
 import type { CallBuffers } from './call-buffers.ts';
 import type { Chunk } from './chunk.ts';
-import type { Gemma3TextConfig } from './config.ts';
+import type { Gemma3TextConfig, LayerType } from './config.ts';
 import { attentionScaling } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
-import { attendChunk, attendDecode, gatedGelu, normRope, residualNorm as kernelResidualNorm } from './kernels.ts';
+import {
+  attendChunk,
+  attendDecode,
+  gatedGelu,
+  normRope,
+  residualNorm as kernelResidualNorm,
+  type DecodeAttentionShape,
+} from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
 import { finalNormName, layerTensorNames, type LayerTensorNames } from './names.ts';
 import type { Project } from './projector.ts';
@@ -142,13 +149,7 @@ async function decodeAttention(
       const past = cache.past(layer);
       return { pastKey: past.key, pastValue: past.value, slots: cache.heldPositions(type), position };
     }),
-    {
-      heads: nH,
-      kvHeads: nKV,
-      headDim: D,
-      scaling: attentionScaling(c.config),
-      window: type === 'sliding_attention' ? c.config.sliding_window : 0,
-    },
+    attentionShape(c.config, type),
   );
   const width = nKV * D;
   rows.forEach(({ cache, position }, r) =>
@@ -247,21 +248,27 @@ async function chunkAttention(
   v: Float32Array,
   c: LayerContext,
 ): Promise<Float32Array> {
-  const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = c.config;
+  const { num_attention_heads: nH, head_dim: D } = c.config;
   const type = c.config.layer_types[layer]!;
   const T = chunk.T;
   const [queries, keys] = await queriesAndKeys(n, q, k, positions[`cos_${type}`]!, positions[`sin_${type}`]!, T, c);
   const context = c.buffers.take('group attention', T * nH * D);
   const past = cache.past(layer);
-  attendChunk(queries, keys, v, context, { ...past, slots: cache.heldPositions(type) }, chunk.positions, {
-    heads: nH,
-    kvHeads: nKV,
-    headDim: D,
-    scaling: attentionScaling(c.config),
-    window: type === 'sliding_attention' ? c.config.sliding_window : 0,
-  });
+  const slots = cache.heldPositions(type);
+  attendChunk(queries, keys, v, context, { ...past, slots }, chunk.positions, attentionShape(c.config, type));
   cache.storeTokens(layer, keys, v, chunk.start, T);
   return context;
+}
+
+/** What the attention kernels take of a layer of `type`: its heads, scaling and sliding window (0: full). */
+function attentionShape(config: Gemma3TextConfig, type: LayerType): DecodeAttentionShape {
+  return {
+    heads: config.num_attention_heads,
+    kvHeads: config.num_key_value_heads,
+    headDim: config.head_dim,
+    scaling: attentionScaling(config),
+    window: type === 'sliding_attention' ? config.sliding_window : 0,
+  };
 }
 
 /** Gemma3MLP: down_proj(gelu_tanh(gate_proj(x)) · up_proj(x)), gate and up projected in one call. */

@@ -737,6 +737,20 @@ export type DecodeAttentionRow = {
 /** The attention's shape: heads, KV heads, head_dim, the score scaling, and the sliding window (0: full attention). */
 export type DecodeAttentionShape = { heads: number; kvHeads: number; headDim: number; scaling: number; window: number };
 
+/** The attention shape both attention kernels take: dimensions ≥ 1, GQA heads, a finite scaling, a window ≥ 0. */
+function checkAttentionShape(kernel: string, { heads, kvHeads, headDim, scaling, window }: DecodeAttentionShape): void {
+  for (const [name, value] of [
+    ['heads', heads],
+    ['kvHeads', kvHeads],
+    ['headDim', headDim],
+  ] as const)
+    dimension(`${kernel}: ${name}`, value);
+  if (heads % kvHeads !== 0) throw new RangeError(`${kernel}: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
+  if (!Number.isFinite(scaling)) throw new RangeError(`${kernel}: scaling must be finite, got ${scaling}`);
+  if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
+    throw new RangeError(`${kernel}: window must be an integer ≥ 0, got ${window}`);
+}
+
 /**
  * Decode attention for rows of one new token each, each over its own cache: out [R, heads·D] from the rows' queries
  * [R, heads·D] and new keys and values [R, kvHeads·D] (queries and keys already normed and rotated). A slot is
@@ -754,17 +768,7 @@ export function attendDecode(
   impl = selection().impl,
 ): void {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
-  for (const [name, value] of [
-    ['heads', heads],
-    ['kvHeads', kvHeads],
-    ['headDim', D],
-  ] as const)
-    dimension(`attendDecode: ${name}`, value);
-  if (heads % kvHeads !== 0)
-    throw new RangeError(`attendDecode: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
-  if (!Number.isFinite(scaling)) throw new RangeError(`attendDecode: scaling must be finite, got ${scaling}`);
-  if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
-    throw new RangeError(`attendDecode: window must be an integer ≥ 0, got ${window}`);
+  checkAttentionShape('attendDecode', shape);
   const R = rows.length;
   if (R === 0) throw new RangeError('attendDecode: rows must hold at least one row');
   for (const [name, array, width] of [
@@ -832,17 +836,7 @@ export function attendChunk(
   impl = selection().impl,
 ): void {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
-  for (const [name, value] of [
-    ['heads', heads],
-    ['kvHeads', kvHeads],
-    ['headDim', D],
-  ] as const)
-    dimension(`attendChunk: ${name}`, value);
-  if (heads % kvHeads !== 0)
-    throw new RangeError(`attendChunk: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
-  if (!Number.isFinite(scaling)) throw new RangeError(`attendChunk: scaling must be finite, got ${scaling}`);
-  if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
-    throw new RangeError(`attendChunk: window must be an integer ≥ 0, got ${window}`);
+  checkAttentionShape('attendChunk', shape);
   if (!(positions instanceof Int32Array) || !(past.slots instanceof Int32Array))
     throw new TypeError('attendChunk: positions and past.slots must be Int32Arrays');
   const T = positions.length;

@@ -1966,6 +1966,22 @@ napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
 }
 #endif
 
+// The last five arguments of attendDecode and attendChunk (heads, kvHeads, headDim, scaling, window) into `shape`;
+// what is wrong with them, or nullptr.
+const char* attentionShape(napi_env env, const napi_value* argv, DecodeShape& shape) {
+  double scaling, window;
+  if (!dimension(env, argv[0], shape.heads) || !dimension(env, argv[1], shape.kvHeads) ||
+      !dimension(env, argv[2], shape.D) || shape.heads % shape.kvHeads != 0)
+    return ": heads, kvHeads and headDim must be integers ≥ 1, heads a multiple of kvHeads";
+  if (napi_get_value_double(env, argv[3], &scaling) != napi_ok || !std::isfinite(scaling) ||
+      napi_get_value_double(env, argv[4], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
+      std::floor(window) != window)
+    return ": scaling must be a finite number and window an integer ≥ 0";
+  shape.scaling = static_cast<float>(scaling);
+  shape.window = static_cast<int32_t>(window);
+  return nullptr;
+}
+
 // attendDecode(queries, keys, values, out, pastKeys, pastValues, slots, positions, heads, kvHeads, headDim, scaling,
 // window): R = positions.length rows; queries and out [R × heads × D], keys and values [R × kvHeads × D]; per row r
 // pastKeys[r] and pastValues[r] [kvHeads × S_r × D] with S_r = slots[r].length.
@@ -1983,16 +1999,7 @@ napi_value AttendDecode(napi_env env, napi_callback_info info) {
     return fail(false, ": queries, keys, values and out must be Float32Arrays");
   if (!typedArray(env, argv[7], napi_int32_array, positions)) return fail(false, ": positions must be an Int32Array");
   DecodeShape shape;
-  double scaling, window;
-  if (!dimension(env, argv[8], shape.heads) || !dimension(env, argv[9], shape.kvHeads) ||
-      !dimension(env, argv[10], shape.D) || shape.heads % shape.kvHeads != 0)
-    return fail(true, ": heads, kvHeads and headDim must be integers ≥ 1, heads a multiple of kvHeads");
-  if (napi_get_value_double(env, argv[11], &scaling) != napi_ok || !std::isfinite(scaling) ||
-      napi_get_value_double(env, argv[12], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
-      std::floor(window) != window)
-    return fail(true, ": scaling must be a finite number and window an integer ≥ 0");
-  shape.scaling = static_cast<float>(scaling);
-  shape.window = static_cast<int32_t>(window);
+  if (const char* problem = attentionShape(env, argv + 8, shape)) return fail(true, problem);
   const size_t R = positions.length, H = shape.heads * shape.D, KV = shape.kvHeads * shape.D;
   if (R == 0 || queries.length != R * H || out.length != R * H || keys.length != R * KV || values.length != R * KV)
     return fail(true, ": queries and out must hold R·heads·D floats, keys and values R·kvHeads·D (R = positions.length ≥ 1)");
@@ -2048,16 +2055,7 @@ napi_value AttendChunk(napi_env env, napi_callback_info info) {
   if (!typedArray(env, argv[6], napi_int32_array, slots) || !typedArray(env, argv[7], napi_int32_array, positions))
     return fail(false, ": slots and positions must be Int32Arrays");
   DecodeShape shape;
-  double scaling, window;
-  if (!dimension(env, argv[8], shape.heads) || !dimension(env, argv[9], shape.kvHeads) ||
-      !dimension(env, argv[10], shape.D) || shape.heads % shape.kvHeads != 0)
-    return fail(true, ": heads, kvHeads and headDim must be integers ≥ 1, heads a multiple of kvHeads");
-  if (napi_get_value_double(env, argv[11], &scaling) != napi_ok || !std::isfinite(scaling) ||
-      napi_get_value_double(env, argv[12], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
-      std::floor(window) != window)
-    return fail(true, ": scaling must be a finite number and window an integer ≥ 0");
-  shape.scaling = static_cast<float>(scaling);
-  shape.window = static_cast<int32_t>(window);
+  if (const char* problem = attentionShape(env, argv + 8, shape)) return fail(true, problem);
   const size_t T = positions.length, S = slots.length, H = shape.heads * shape.D, KV = shape.kvHeads * shape.D;
   if (T == 0 || queries.length != T * H || out.length != T * H || keys.length != T * KV || values.length != T * KV)
     return fail(true, ": queries and out must hold T·heads·D floats, keys and values T·kvHeads·D (T = positions.length ≥ 1)");
