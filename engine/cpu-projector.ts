@@ -15,7 +15,7 @@ import type { Checkpoint } from './checkpoint.ts';
 import { gatherSequences, scatterSequences, type Chunk } from './chunk.ts';
 import { buildLinearGraph } from './gemma3-graph.ts';
 import { cpuSessionOptions, tensor } from './graphs.ts';
-import { dotBf16Parts, gemmBf16Parts, matmulBf16Parts, widenBf16, type XParts } from './kernels.ts';
+import { dotBf16Parts, gemmBf16Parts, gemmGatedGelu, matmulBf16Parts, widenBf16, type XParts } from './kernels.ts';
 import { decoderMatrixShapes, embedTokensName, largestDecoderMatrix } from './names.ts';
 import type { Project, Projector } from './projector.ts';
 import { decodesOnGemm, type EngineSettings } from './settings.ts';
@@ -26,6 +26,9 @@ import type { WeightSource } from './weight-source.ts';
  * settings.bf16Kernel asks for VDPBF16PS's pair order, dotBf16Parts) or AMX's (gemmBf16Parts).
  */
 type Product = { name: 'kernel' | 'amx'; run: typeof matmulBf16Parts };
+
+/** AMX's product, with the parts x is split into and whether its outputs are rounded (gemmGatedGelu takes them too). */
+type AmxProduct = Product & { xParts: XParts; roundOutput: boolean };
 
 function kernelProduct(settings: Pick<EngineSettings, 'precision' | 'bf16Kernel'>): Product {
   const { precision, bf16Kernel } = settings;
@@ -38,17 +41,22 @@ function kernelProduct(settings: Pick<EngineSettings, 'precision' | 'bf16Kernel'
  * split itself, one pass of the tile unit instead of three, the outputs rounded as they are stored unless they are
  * the head's logits, which stay float32).
  */
-function amxProduct(settings: Pick<EngineSettings, 'precision'>, roundOutput: boolean): Product {
+function amxProduct(settings: Pick<EngineSettings, 'precision'>, roundOutputs: boolean): AmxProduct {
   const xParts: XParts = settings.precision === 'bf16' ? 1 : 3;
-  const round = roundOutput && settings.precision === 'bf16';
-  return { name: 'amx', run: (x, ws, outs, m, k) => gemmBf16Parts(x, ws, outs, m, k, xParts, round) };
+  const roundOutput = roundOutputs && settings.precision === 'bf16';
+  return {
+    name: 'amx',
+    xParts,
+    roundOutput,
+    run: (x, ws, outs, m, k) => gemmBf16Parts(x, ws, outs, m, k, xParts, roundOutput),
+  };
 }
 
 export class CpuProjector implements Projector {
   readonly firstChunkPastSlots = 0;
   /** Elements of onnxruntime's float32 tile: the largest decoder matrix. */
   private readonly tileElements: number;
-  private readonly amx: Product;
+  private readonly amx: AmxProduct;
   private readonly amxHead: Product;
   private readonly kernel: Product;
   /** bf16 precision where AMX takes every product: the split rounds x, the GEMM its outputs (no wrapper's passes). */
@@ -84,7 +92,7 @@ export class CpuProjector implements Projector {
     // onnxruntime's GEMM widens each weight into a float32 tile (the largest decoder matrix), freed with the chunk.
     const tile =
       this.settings.prefillGemm === 'onnxruntime' && gemmCount > 0 ? new Float32Array(this.tileElements) : undefined;
-    return async (names, x) => {
+    const project: Project = async (names, x) => {
       const shapes = names.map((name) => this.checkpoint.info(name).shape as [number, number]);
       const K = shapes[0]![1];
       const kernel = this.inOneCall(weights, names, shapes, this.kernel, buffers);
@@ -104,6 +112,19 @@ export class CpuProjector implements Projector {
         return out;
       });
     };
+    if (this.settings.prefillGemm === 'amx' && gemmCount === chunk.gemm.length)
+      project.gatedGelu = async (gate, up, x) => this.gatedGeluOnAmx(weights, gate, up, x, buffers);
+    return project;
+  }
+
+  /** gemmGatedGelu with AMX's product's parts and rounding (amxProduct), z in the call's buffers. */
+  private gatedGeluOnAmx(weights: WeightSource, gate: string, up: string, x: Float32Array, buffers: CallBuffers) {
+    const [N, K] = this.checkpoint.info(gate).shape as [number, number];
+    const M = x.length / K;
+    const z = buffers.take(`amx gated gelu ${N}×${K}`, M * N);
+    const { xParts, roundOutput } = this.amx;
+    gemmGatedGelu(x, weights.bf16(gate), weights.bf16(up), z, M, K, xParts, roundOutput);
+    return z;
   }
 
   async head(

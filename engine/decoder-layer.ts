@@ -275,6 +275,11 @@ function attentionShape(config: Gemma3TextConfig, type: LayerType): DecodeAttent
 async function gatedMlp(n: LayerTensorNames, x: Float32Array, c: LayerContext): Promise<Float32Array> {
   const I = c.config.intermediate_size;
   const M = x.length / c.config.hidden_size;
+  if (c.pointwise === 'kernel' && c.project.gatedGelu) {
+    // The same bits as below, without gate's and up's [M, I] products written out and read back.
+    const z = await c.project.gatedGelu(n.gate_proj, n.up_proj, x);
+    return (await c.project([n.down_proj], z))[0]!;
+  }
   const [gate, up] = await c.project([n.gate_proj, n.up_proj], x);
   if (c.pointwise === 'kernel') {
     const z = c.buffers.take('gelu', M * I);

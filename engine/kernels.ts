@@ -117,6 +117,16 @@ type NativeAddon = KernelImpl & {
     xParts: XParts,
     roundOutput: boolean,
   ) => void;
+  gemmGatedGelu?: (
+    x: Float32Array,
+    gate: Uint16Array,
+    up: Uint16Array,
+    z: Float32Array,
+    m: number,
+    k: number,
+    xParts: XParts,
+    roundOutput: boolean,
+  ) => void;
   /** The kernel's vector width: 512 (AVX-512), 256 (AVX2 + FMA) or 0 (the portable loop). */
   vectorBits: number;
   setThreads(threads: number): void;
@@ -716,7 +726,34 @@ export function gemmBf16Parts(
   gemm(x, ws, outs, m, k, xParts, roundOutput);
 }
 
-/** Why gemmBf16Parts is not available (for errors). */
+/**
+ * z [m × n] = gelu_tanh(x · gateᵀ) · (x · upᵀ) on AMX (gate_proj and up_proj [n × k], BF16 bits): the two products as
+ * gemmBf16Parts(x, [gate, up], …, xParts, roundOutput) writes them, then gatedGelu, bit for bit; but each block of
+ * both is multiplied in one work item and only z is written, so the two [m × n] products never go through memory.
+ */
+export function gemmGatedGelu(
+  x: Float32Array,
+  gate: Uint16Array,
+  up: Uint16Array,
+  z: Float32Array,
+  m: number,
+  k: number,
+  xParts: XParts = 3,
+  roundOutput = false,
+): void {
+  checkMatmulArgs(x, [gate], [z], m, k, 'gemmGatedGelu');
+  if (!(up instanceof Uint16Array) || up.length !== gate.length)
+    throw new RangeError(`gemmGatedGelu: up must be a Uint16Array as long as gate (${gate.length})`);
+  if (!disjoint(z, up)) throw new TypeError('gemmGatedGelu: z must not share memory with up');
+  if (xParts !== 1 && xParts !== 3) throw new RangeError(`gemmGatedGelu: xParts must be 1 or 3, got ${xParts}`);
+  if (typeof roundOutput !== 'boolean') throw new TypeError('gemmGatedGelu: roundOutput must be a boolean');
+  const { addon } = selection();
+  const gemm = addon?.gemmGatedGelu;
+  if (!addon?.amx || !gemm) throw new Error(`gemmGatedGelu: not available here (${amxAbsence()})`);
+  gemm(x, gate, up, z, m, k, xParts, roundOutput);
+}
+
+/** Why gemmBf16Parts and gemmGatedGelu are not available (for errors). */
 function amxAbsence(): string {
   const { addon, reason } = selection();
   if (!addon) return `the native addon is not loaded: ${reason}`;

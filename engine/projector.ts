@@ -10,7 +10,14 @@ import type { WeightSource } from './weight-source.ts';
  * weights as stored, all of the same input x; M = the chunk's rows). Several names in one call let the kernel read x
  * once for a layer's q, k and v, or gate and up.
  */
-export type Project = (names: string[], x: Float32Array) => Promise<Float32Array[]>;
+export type Project = ((names: string[], x: Float32Array) => Promise<Float32Array[]>) & {
+  /**
+   * z [M, I] = gelu_tanh(x · gateᵀ) · (x · upᵀ), the MLP's two input products and its gated GELU in one pass, bit for
+   * bit what the two products and kernels.ts's gatedGelu give; there only where the projector fuses them (the CPU's on
+   * AMX: gemmGatedGelu). z may lie in the call's buffers, as the products do.
+   */
+  gatedGelu?: (gate: string, up: string, x: Float32Array) => Promise<Float32Array>;
+};
 
 export interface Projector {
   /**

@@ -1023,29 +1023,49 @@ inline __m512 roundBf16x16(__m512 x) {
   return _mm512_castsi512_ps(_mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-// A superblock's C tiles back into `rows` rows of out (`n` apart), `valid` of the tiles' 16 W rows each. Tile t holds
-// [16 W rows × 16 columns]; transposed in registers, column P·r + q is part q of x row r. Row r's output: (lo + mid) +
-// hi, smallest first (with one part: hi), rounded to BF16 as it is stored when `round` (bf16 precision's products).
-void storeRows(const float* c, size_t tiles, size_t rows, size_t P, float* out, size_t n, size_t valid, bool round) {
-  __m512 columns[kColumnTiles * 16];
+__m512 geluTimes16(__m512 gate, __m512 up);  // gelu_tanh(gate) · up as gatedGelu computes it (defined below)
+
+// A superblock's C tiles as `columns`: tile t holds [16 W rows × 16 columns]; transposed in registers, column t·16 + j
+// holds x row r's part q for j = P·r + q.
+void transposeTiles(const float* c, size_t tiles, __m512 columns[kColumnTiles * 16]) {
   for (size_t t = 0; t < tiles; t++) {
     __m512i in[16], transposed[16];
     for (int i = 0; i < 16; i++) in[i] = _mm512_load_si512(c + t * 256 + i * 16);
     transpose16(in, transposed);
     for (int j = 0; j < 16; j++) columns[t * 16 + j] = _mm512_castsi512_ps(transposed[j]);
   }
+}
+
+// Row r's 16 outputs from a superblock's columns: (lo + mid) + hi, smallest first (with one part: hi), rounded to
+// BF16 when `round` (bf16 precision's products).
+inline __m512 rowOutput(const __m512* columns, size_t r, size_t P, bool round) {
+  const __m512 v = P == 1 ? columns[r]
+                          : _mm512_add_ps(_mm512_add_ps(columns[3 * r + 2], columns[3 * r + 1]), columns[3 * r]);
+  return round ? roundBf16x16(v) : v;
+}
+
+// A superblock's C tiles back into `rows` rows of out (`n` apart), `valid` of the tiles' 16 W rows each. With `up`
+// (the same block's C tiles of up_proj, `c` being gate_proj's), each output is gelu_tanh(gate) · up instead: the
+// products as they would have been stored, then gatedGelu's arithmetic, so the bits are those of the two steps.
+void storeRows(const float* c, const float* up, size_t tiles, size_t rows, size_t P, float* out, size_t n, size_t valid,
+               bool round) {
+  __m512 columns[kColumnTiles * 16], upColumns[kColumnTiles * 16];
+  transposeTiles(c, tiles, columns);
+  if (up) transposeTiles(up, tiles, upColumns);
   const __mmask16 mask = valid >= 16 ? 0xffff : static_cast<__mmask16>((1u << valid) - 1);
   for (size_t r = 0; r < rows; r++) {
-    __m512 v = P == 1 ? columns[r]
-                      : _mm512_add_ps(_mm512_add_ps(columns[3 * r + 2], columns[3 * r + 1]), columns[3 * r]);
-    if (round) v = roundBf16x16(v);
+    __m512 v = rowOutput(columns, r, P, round);
+    if (up) v = geluTimes16(v, rowOutput(upColumns, r, P, round));
     _mm512_mask_storeu_ps(out + r * n, mask, v);
   }
 }
 
-// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. False, with nothing written, if its
-// scratch cannot be allocated.
-bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P, bool roundOutput) {
+// outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. `gated` (two parts of one shape:
+// gate_proj and up_proj) writes instead z = gelu_tanh(gate) · up into the first part's out, each block of both
+// products multiplied in one work item, so neither [m × n] product is written out and read back. False, with nothing
+// written, if its scratch cannot be allocated.
+bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, size_t P, bool roundOutput,
+          bool gated = false) {
   const size_t tilesK = (k + 31) / 32, paddedK = tilesK * 32;
   const size_t kSuperRows = kSuperColumns / P;
   const size_t superblocks = (m + kSuperRows - 1) / kSuperRows;
@@ -1065,50 +1085,56 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
     }
   });
 
-  // Work items: runs of 4 blocks of 16 W rows, all parts' blocks numbered one after another, and within a run every
-  // superblock in turn: a run's W (~150 KB at 1B) stays in the L2 of the threads that take its superblocks, so W comes
-  // from memory about once per thread, not once per superblock (a 512-row prefill has six). The order of the items
+  // Work items: runs of 16 blocks of 16 W rows, all parts' blocks numbered one after another, and within a run every
+  // superblock in turn, so W comes from memory about once per thread, not once per superblock (a 512-row prefill has
+  // six). Runs of 16 rather than 4 made a 1B layer's calls 1.1–1.2× faster at 120 and 512 rows and no slower at 8 or
+  // 32 (docs/benchmarks.md); 64 slowed narrow weights at few rows (too few runs to share). The order of the items
   // changes no output: each is computed by one tile sequence over k.
-  constexpr size_t kRun = 4;
+  constexpr size_t kRun = 16;
   std::vector<size_t> firstBlock{0};
   for (const Part& part : parts) firstBlock.push_back(firstBlock.back() + (part.n + 15) / 16);
-  const size_t blocks = firstBlock.back(), runs = (blocks + kRun - 1) / kRun;
+  const size_t blocks = gated ? firstBlock[1] : firstBlock.back(), runs = (blocks + kRun - 1) / kRun;
   std::atomic<size_t> next{0};
   pool->run(pool->threads() - 1, [&] {
     configureTiles();
-    alignas(64) float c[kColumnTiles * 256];
+    alignas(64) float c[kColumnTiles * 256], up[kColumnTiles * 256];
     std::vector<uint16_t> padded;  // 16 W rows with k padded to whole tiles, for a last partial block or k % 32 ≠ 0
+    // C tiles of the 16 W rows of `part` from j0 (`valid` of them) against superblock s.
+    auto multiply = [&](const Part& part, size_t j0, size_t valid, size_t s, float* out) {
+      const uint16_t* a = part.w + j0 * k;
+      size_t stride = k * 2;
+      if (valid < 16 || paddedK != k) {
+        padded.assign(16 * paddedK, 0);
+        for (size_t i = 0; i < valid; i++) std::memcpy(padded.data() + i * paddedK, a + i * k, k * 2);
+        a = padded.data(), stride = paddedK * 2;
+      }
+      // The next block of the same weight, prefetched where W's rows are short (k ≤ kPrefetchK): there a 512-row
+      // prefill's gate and up ran 1.12–1.15× faster (bench kernel); with k = 6912 (down_proj) the lines fetched
+      // pushed x's B tiles out of L2 (0.9× at 120 rows).
+      const char* ahead =
+          stride == k * 2 && k <= kPrefetchK && j0 + 32 <= part.n ? reinterpret_cast<const char*>(a + 16 * k) : nullptr;
+      const uint16_t* bs = b.get() + s * superblockElements;
+      switch (columnTiles(s)) {
+        case 1: tileProducts<1>(a, stride, bs, tilesK, out, ahead); break;
+        case 2: tileProducts<2>(a, stride, bs, tilesK, out, ahead); break;
+        case 3: tileProducts<3>(a, stride, bs, tilesK, out, ahead); break;
+        case 4: tileProducts<4>(a, stride, bs, tilesK, out, ahead); break;
+        case 5: tileProducts<5>(a, stride, bs, tilesK, out, ahead); break;
+        default: tileProducts<6>(a, stride, bs, tilesK, out, ahead); break;
+      }
+    };
     for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < superblocks * runs;) {
       const size_t s = item % superblocks, run = item / superblocks;
       const size_t m0 = s * kSuperRows, rows = std::min(kSuperRows, m - m0);
-      const uint16_t* bs = b.get() + s * superblockElements;
       for (size_t block = run * kRun; block < std::min(blocks, (run + 1) * kRun); block++) {
         size_t p = 0;
         while (block >= firstBlock[p + 1]) p++;
         const Part& part = parts[p];
         const size_t j0 = (block - firstBlock[p]) * 16, valid = std::min<size_t>(16, part.n - j0);
-        const uint16_t* a = part.w + j0 * k;
-        size_t stride = k * 2;
-        if (valid < 16 || paddedK != k) {
-          padded.assign(16 * paddedK, 0);
-          for (size_t i = 0; i < valid; i++) std::memcpy(padded.data() + i * paddedK, a + i * k, k * 2);
-          a = padded.data(), stride = paddedK * 2;
-        }
-        // The next block of the same weight, prefetched where W's rows are short (k ≤ kPrefetchK): there a 512-row
-        // prefill's gate and up ran 1.12–1.15× faster (bench kernel); with k = 6912 (down_proj) the lines fetched
-        // pushed x's B tiles out of L2 (0.9× at 120 rows).
-        const char* next = stride == k * 2 && k <= kPrefetchK && j0 + 32 <= part.n
-                               ? reinterpret_cast<const char*>(part.w + (j0 + 16) * k)
-                               : nullptr;
-        switch (columnTiles(s)) {
-          case 1: tileProducts<1>(a, stride, bs, tilesK, c, next); break;
-          case 2: tileProducts<2>(a, stride, bs, tilesK, c, next); break;
-          case 3: tileProducts<3>(a, stride, bs, tilesK, c, next); break;
-          case 4: tileProducts<4>(a, stride, bs, tilesK, c, next); break;
-          case 5: tileProducts<5>(a, stride, bs, tilesK, c, next); break;
-          default: tileProducts<6>(a, stride, bs, tilesK, c, next); break;
-        }
-        storeRows(c, columnTiles(s), rows, P, part.out + m0 * part.n + j0, part.n, valid, roundOutput);
+        multiply(part, j0, valid, s, c);
+        if (gated) multiply(parts[1], j0, valid, s, up);
+        storeRows(c, gated ? up : nullptr, columnTiles(s), rows, P, part.out + m0 * part.n + j0, part.n, valid,
+                  roundOutput);
       }
     }
     _tile_release();
@@ -1527,6 +1553,10 @@ inline typename L::V geluTimes(typename L::V x, typename L::V up) {
   const V e = expClamped<L>(L::clamp(L::mul(L::splat(c.minusTwo), u), c.tMin, c.tMax));
   return L::mul(L::div(x, L::add(L::splat(c.one), e)), up);
 }
+
+#if IWI_AMX
+__m512 geluTimes16(__m512 gate, __m512 up) { return geluTimes<Avx512Lanes>(gate, up); }
+#endif
 
 template <class L>
 size_t gatedGeluLanes(const float* gate, const float* up, float* z, size_t n) {
@@ -1964,6 +1994,37 @@ napi_value GemmBf16Parts(napi_env env, napi_callback_info info) {
     return throwError(env, true, "gemmBf16Parts: out of memory for the split of x (2 bytes per element and part)");
   return nullptr;
 }
+
+// gemmGatedGelu(x, gate, up, z, m, k, xParts, roundOutput): z [m × n] = gelu_tanh(x · gateᵀ) · (x · upᵀ), the
+// products as gemmBf16Parts would write them (gate and up [n × k] BF16), then gatedGelu's arithmetic.
+napi_value GemmGatedGelu(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) { return throwError(env, range, (std::string("gemmGatedGelu") + what).c_str()); };
+  if (!amxReady) return fail(false, ": the OS did not grant this process AMX's tile state");
+  size_t argc = 8;
+  napi_value argv[8];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 8) return fail(false, " takes 8 arguments");
+  View x, gate, up, z;
+  if (!typedArray(env, argv[0], napi_float32_array, x) || !typedArray(env, argv[3], napi_float32_array, z))
+    return fail(false, ": x and z must be Float32Arrays");
+  if (!typedArray(env, argv[1], napi_uint16_array, gate) || !typedArray(env, argv[2], napi_uint16_array, up))
+    return fail(false, ": gate and up must be Uint16Arrays of BF16 bits");
+  size_t m, k, xParts;
+  if (!dimension(env, argv[4], m) || !dimension(env, argv[5], k)) return fail(true, ": m and k must be integers in [1, 2^31)");
+  if (!dimension(env, argv[6], xParts) || (xParts != 1 && xParts != 3)) return fail(true, ": xParts must be 1 or 3");
+  bool roundOutput = false;
+  if (napi_get_value_bool(env, argv[7], &roundOutput) != napi_ok) return fail(false, ": roundOutput must be a boolean");
+  const size_t n = gate.length / k;
+  if (x.length != m * k) return fail(true, ": x.length must be m·k");
+  if (n == 0 || gate.length != n * k || up.length != gate.length) return fail(true, ": gate and up must both be n·k long, n ≥ 1");
+  if (z.length != m * n) return fail(true, ": z.length must be m·n");
+  if (overlaps(z, x) || overlaps(z, gate) || overlaps(z, up)) return fail(false, ": z must not share memory with x, gate or up");
+  const std::vector<Part> parts{{static_cast<const uint16_t*>(gate.data), static_cast<float*>(z.data), n},
+                                {static_cast<const uint16_t*>(up.data), nullptr, n}};
+  if (!gemm(static_cast<const float*>(x.data), parts, m, k, xParts, roundOutput, true))
+    return fail(true, ": out of memory for the split of x (2 bytes per element and part)");
+  return nullptr;
+}
 #endif
 
 // The last five arguments of attendDecode and attendChunk (heads, kvHeads, headDim, scaling, window) into `shape`;
@@ -2339,6 +2400,9 @@ NAPI_MODULE_INIT() {
   napi_value gemmFn;
   napi_create_function(env, "gemmBf16Parts", NAPI_AUTO_LENGTH, GemmBf16Parts, nullptr, &gemmFn);
   napi_set_named_property(env, exports, "gemmBf16Parts", gemmFn);
+  napi_value gatedFn;
+  napi_create_function(env, "gemmGatedGelu", NAPI_AUTO_LENGTH, GemmGatedGelu, nullptr, &gatedFn);
+  napi_set_named_property(env, exports, "gemmGatedGelu", gatedFn);
 #endif
   return exports;
 }

@@ -14,6 +14,8 @@ import {
   dotBf16Parts,
   fmaF32,
   gemmBf16Parts,
+  gemmGatedGelu,
+  gatedGelu,
   jsKernels,
   kernelInfo,
   matmulBf16,
@@ -673,6 +675,75 @@ describe.runIf(amx)('gemmBf16Parts (AMX)', () => {
     expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 2, false)).toThrow(/xParts must be 1 or 3/);
     expect(() => addon.gemmBf16Parts(new Float32Array(6), [w], [out], 2, 3, 1, 'yes')).toThrow(/roundOutput/);
     expect(Array.from(out)).toEqual([7, 7, 7, 7]);
+  });
+});
+
+describe.runIf(amx)('gemmGatedGelu (AMX: the MLP’s gate and up products with its gated GELU)', () => {
+  /** gemmGatedGelu into a fresh z (NaN, so a missed element shows). */
+  function fused(
+    x: Float32Array,
+    gate: Uint16Array,
+    up: Uint16Array,
+    m: number,
+    k: number,
+    xParts: XParts,
+    round: boolean,
+  ) {
+    const z = new Float32Array((m * gate.length) / k).fill(NaN);
+    gemmGatedGelu(x, gate, up, z, m, k, xParts, round);
+    return z;
+  }
+
+  it('gives bit for bit gemmBf16Parts of gate and up, then gatedGelu: partial blocks and superblocks, both splits', () => {
+    for (const [m, n, k, xParts, round] of [
+      [1, 16, 64, 1, true],
+      [7, 40, 70, 1, true],
+      [97, 33, 1153, 1, true],
+      [200, 50, 300, 1, false],
+      [40, 17, 96, 3, false],
+    ] as [number, number, number, XParts, boolean][]) {
+      const { x, w: gate } = operands(m, n, k, m + n + k);
+      const { w: up } = operands(1, n, k, 7 * n + k);
+      const [g, u] = [new Float32Array(m * n), new Float32Array(m * n)];
+      gemmBf16Parts(x, [gate, up], [g, u], m, k, xParts, round);
+      const z = new Float32Array(m * n);
+      gatedGelu(g, u, z);
+      expect(bits(fused(x, gate, up, m, k, xParts, round)), `m=${m} n=${n} k=${k}`).toEqual(bits(z));
+    }
+  });
+
+  it('gives each row bitwise what that row alone gives', () => {
+    const [m, n, k] = [130, 50, 1152];
+    const { x, w: gate } = operands(m, n, k, 11);
+    const { w: up } = operands(1, n, k, 12);
+    const all = fused(x, gate, up, m, k, 1, true);
+    for (const r of [0, 95, 96, 129]) {
+      const alone = fused(x.slice(r * k, (r + 1) * k), gate, up, 1, k, 1, true);
+      expect(bits(all.subarray(r * n, (r + 1) * n))).toEqual(bits(alone));
+    }
+  });
+
+  it('rejects bad arguments with a clear error and writes nothing, in the wrapper and in the addon', () => {
+    const z = new Float32Array(4).fill(7);
+    const w = new Uint16Array(6);
+    const x = new Float32Array(6);
+    expect(() => gemmGatedGelu(new Float32Array(4), w, w, z, 2, 3)).toThrow(/gemmGatedGelu: x.length 4 ≠ m·k/);
+    expect(() => gemmGatedGelu(x, w, new Uint16Array(3), z, 2, 3)).toThrow(/up must be a Uint16Array as long as gate/);
+    expect(() => gemmGatedGelu(x, w, w, new Float32Array(6), 2, 3)).toThrow(/out.length 6 ≠ m·n/);
+    expect(() => gemmGatedGelu(x, w, w, z, 2, 3, 2 as XParts)).toThrow(/xParts must be 1 or 3/);
+    const addon = nativeKernels() as KernelImpl & {
+      gemmGatedGelu: (...args: unknown[]) => void;
+    };
+    expect(() => addon.gemmGatedGelu(x, w, w, z, 2, 3, 1)).toThrow(/gemmGatedGelu takes 8 arguments/);
+    expect(() => addon.gemmGatedGelu(x, w, new Uint16Array(3), z, 2, 3, 1, false)).toThrow(/gate and up must both/);
+    expect(() => addon.gemmGatedGelu(x, w, w, new Float32Array(5), 2, 3, 1, false)).toThrow(/z.length must be m·n/);
+    expect(() => addon.gemmGatedGelu(x, w, w, z, 2, 3, 2, false)).toThrow(/xParts must be 1 or 3/);
+    expect(() => addon.gemmGatedGelu(x, w, w, z, 2, 3, 1, 'yes')).toThrow(/roundOutput/);
+    const shared = new Float32Array(10);
+    expect(() => addon.gemmGatedGelu(shared.subarray(0, 6), w, w, shared.subarray(2, 6), 2, 3, 1, false)).toThrow(
+      /share memory/,
+    );
+    expect(Array.from(z)).toEqual([7, 7, 7, 7]);
   });
 });
 
