@@ -980,38 +980,6 @@ void splitColumnTile(const float* x, size_t k, size_t rows, size_t ct, size_t P,
   }
 }
 
-// C tiles 2 … 1 + T of 16 W rows (A at `a`, `strideBytes` between rows) against a superblock's first T column tiles.
-// `next`, if given, is the next block's 16 rows of W (contiguous, 16 · tilesK lines): a line of it is fetched into L2
-// with each 64 bytes of A this block multiplies, so that the next block's A loads do not wait on memory.
-template <int T>
-void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size_t tilesK, float* c, const char* next) {
-  _tile_zero(2);
-  if constexpr (T > 1) _tile_zero(3);
-  if constexpr (T > 2) _tile_zero(4);
-  if constexpr (T > 3) _tile_zero(5);
-  if constexpr (T > 4) _tile_zero(6);
-  if constexpr (T > 5) _tile_zero(7);
-  for (size_t kb = 0; kb < tilesK; kb++) {
-    if (next)
-      for (size_t line = 0; line < 16; line++) _mm_prefetch(next + (kb * 16 + line) * 64, _MM_HINT_T1);
-    _tile_loadd(0, a + kb * 32, strideBytes);
-    // _tile_dpbf16ps takes register numbers as literals.
-    _tile_loadd(1, b + (0 * tilesK + kb) * kTileElements, 64);
-    _tile_dpbf16ps(2, 0, 1);
-    if constexpr (T > 1) { _tile_loadd(1, b + (1 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
-    if constexpr (T > 2) { _tile_loadd(1, b + (2 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
-    if constexpr (T > 3) { _tile_loadd(1, b + (3 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
-    if constexpr (T > 4) { _tile_loadd(1, b + (4 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(6, 0, 1); }
-    if constexpr (T > 5) { _tile_loadd(1, b + (5 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(7, 0, 1); }
-  }
-  _tile_stored(2, c, 64);
-  if constexpr (T > 1) _tile_stored(3, c + 256, 64);
-  if constexpr (T > 2) _tile_stored(4, c + 512, 64);
-  if constexpr (T > 3) _tile_stored(5, c + 768, 64);
-  if constexpr (T > 4) _tile_stored(6, c + 1024, 64);
-  if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
-}
-
 // roundBf16Bits on 16 lanes (the same bits).
 inline __m512 roundBf16x16(__m512 x) {
   const __m512i bits = _mm512_castps_si512(x);
@@ -1060,6 +1028,72 @@ void storeRows(const float* c, const float* up, size_t tiles, size_t rows, size_
   }
 }
 
+// A block's storeRows with x in one part, one column tile (16 rows of x) a step, the steps taken between the next
+// block's tile products (tileProducts): the tile unit runs while the vector units transpose, round and store. The
+// next block's C goes to the other of two buffers. Column tiles of three parts split rows between them, so float32
+// precision's blocks are stored whole.
+struct Epilogue {
+  const float* c = nullptr;
+  const float* up = nullptr;
+  size_t tiles = 0, done = 0, rows = 0;
+  float* out = nullptr;
+  size_t n = 0, valid = 0;
+  bool round = false;
+
+  void step() {
+    const size_t t = done++, r0 = t * 16, r1 = std::min(rows, r0 + 16);
+    __m512 columns[16], upColumns[16];
+    transposeTiles(c + t * 256, 1, columns);
+    if (up) transposeTiles(up + t * 256, 1, upColumns);
+    const __mmask16 mask = valid >= 16 ? 0xffff : static_cast<__mmask16>((1u << valid) - 1);
+    for (size_t r = r0; r < r1; r++) {
+      __m512 v = rowOutput(columns, r - r0, 1, round);
+      if (up) v = geluTimes16(v, rowOutput(upColumns, r - r0, 1, round));
+      _mm512_mask_storeu_ps(out + r * n, mask, v);
+    }
+  }
+  void finish() {
+    while (done < tiles) step();
+  }
+};
+
+// C tiles 2 … 1 + T of 16 W rows (A at `a`, `strideBytes` between rows) against a superblock's first T column tiles.
+// `next`, if given, is the next block's 16 rows of W (contiguous, 16 · tilesK lines): a line of it is fetched into L2
+// with each 64 bytes of A this block multiplies, so that the next block's A loads do not wait on memory. `e`, if
+// given, is the previous block's epilogue: its steps are spread over the k loop, and it is finished at the end.
+template <int T>
+void tileProducts(const uint16_t* a, size_t strideBytes, const uint16_t* b, size_t tilesK, float* c, const char* next,
+                  Epilogue* e) {
+  _tile_zero(2);
+  if constexpr (T > 1) _tile_zero(3);
+  if constexpr (T > 2) _tile_zero(4);
+  if constexpr (T > 3) _tile_zero(5);
+  if constexpr (T > 4) _tile_zero(6);
+  if constexpr (T > 5) _tile_zero(7);
+  for (size_t kb = 0; kb < tilesK; kb++) {
+    if (e && e->done < e->tiles && kb * e->tiles >= e->done * tilesK) e->step();
+    if (next)
+      for (size_t line = 0; line < 16; line++) _mm_prefetch(next + (kb * 16 + line) * 64, _MM_HINT_T1);
+    _tile_loadd(0, a + kb * 32, strideBytes);
+    // _tile_dpbf16ps takes register numbers as literals.
+    _tile_loadd(1, b + (0 * tilesK + kb) * kTileElements, 64);
+    _tile_dpbf16ps(2, 0, 1);
+    if constexpr (T > 1) { _tile_loadd(1, b + (1 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
+    if constexpr (T > 2) { _tile_loadd(1, b + (2 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
+    if constexpr (T > 3) { _tile_loadd(1, b + (3 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
+    if constexpr (T > 4) { _tile_loadd(1, b + (4 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(6, 0, 1); }
+    if constexpr (T > 5) { _tile_loadd(1, b + (5 * tilesK + kb) * kTileElements, 64); _tile_dpbf16ps(7, 0, 1); }
+  }
+  if (e)
+    while (e->done < e->tiles) e->step();
+  _tile_stored(2, c, 64);
+  if constexpr (T > 1) _tile_stored(3, c + 256, 64);
+  if constexpr (T > 2) _tile_stored(4, c + 512, 64);
+  if constexpr (T > 3) _tile_stored(5, c + 768, 64);
+  if constexpr (T > 4) _tile_stored(6, c + 1024, 64);
+  if constexpr (T > 5) _tile_stored(7, c + 1280, 64);
+}
+
 // outs[p] [m × n_p] = x · Wᵀ for every part, on AMX, x in P = 1 or 3 BF16 parts. `gated` (two parts of one shape:
 // gate_proj and up_proj) writes instead z = gelu_tanh(gate) · up into the first part's out, each block of both
 // products multiplied in one work item, so neither [m × n] product is written out and read back. False, with nothing
@@ -1097,10 +1131,12 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
   std::atomic<size_t> next{0};
   pool->run(pool->threads() - 1, [&] {
     configureTiles();
-    alignas(64) float c[kColumnTiles * 256], up[kColumnTiles * 256];
+    alignas(64) float cs[2][kColumnTiles * 256], ups[2][kColumnTiles * 256];  // this block's C and the previous one's
+    int current = 0;
+    Epilogue previous;
     std::vector<uint16_t> padded;  // 16 W rows with k padded to whole tiles, for a last partial block or k % 32 ≠ 0
-    // C tiles of the 16 W rows of `part` from j0 (`valid` of them) against superblock s.
-    auto multiply = [&](const Part& part, size_t j0, size_t valid, size_t s, float* out) {
+    // C tiles of the 16 W rows of `part` from j0 (`valid` of them) against superblock s, finishing `e` meanwhile.
+    auto multiply = [&](const Part& part, size_t j0, size_t valid, size_t s, float* out, Epilogue* e) {
       const uint16_t* a = part.w + j0 * k;
       size_t stride = k * 2;
       if (valid < 16 || paddedK != k) {
@@ -1115,12 +1151,12 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
           stride == k * 2 && k <= kPrefetchK && j0 + 32 <= part.n ? reinterpret_cast<const char*>(a + 16 * k) : nullptr;
       const uint16_t* bs = b.get() + s * superblockElements;
       switch (columnTiles(s)) {
-        case 1: tileProducts<1>(a, stride, bs, tilesK, out, ahead); break;
-        case 2: tileProducts<2>(a, stride, bs, tilesK, out, ahead); break;
-        case 3: tileProducts<3>(a, stride, bs, tilesK, out, ahead); break;
-        case 4: tileProducts<4>(a, stride, bs, tilesK, out, ahead); break;
-        case 5: tileProducts<5>(a, stride, bs, tilesK, out, ahead); break;
-        default: tileProducts<6>(a, stride, bs, tilesK, out, ahead); break;
+        case 1: tileProducts<1>(a, stride, bs, tilesK, out, ahead, e); break;
+        case 2: tileProducts<2>(a, stride, bs, tilesK, out, ahead, e); break;
+        case 3: tileProducts<3>(a, stride, bs, tilesK, out, ahead, e); break;
+        case 4: tileProducts<4>(a, stride, bs, tilesK, out, ahead, e); break;
+        case 5: tileProducts<5>(a, stride, bs, tilesK, out, ahead, e); break;
+        default: tileProducts<6>(a, stride, bs, tilesK, out, ahead, e); break;
       }
     };
     for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < superblocks * runs;) {
@@ -1131,11 +1167,17 @@ bool gemm(const float* x, const std::vector<Part>& parts, size_t m, size_t k, si
         while (block >= firstBlock[p + 1]) p++;
         const Part& part = parts[p];
         const size_t j0 = (block - firstBlock[p]) * 16, valid = std::min<size_t>(16, part.n - j0);
-        multiply(part, j0, valid, s, c);
-        if (gated) multiply(parts[1], j0, valid, s, up);
-        storeRows(c, gated ? up : nullptr, columnTiles(s), rows, P, part.out + m0 * part.n + j0, part.n, valid,
-                  roundOutput);
+        float *c = cs[current], *up = gated ? ups[current] : nullptr, *out = part.out + m0 * part.n + j0;
+        multiply(part, j0, valid, s, c, &previous);
+        if (gated) multiply(parts[1], j0, valid, s, up, nullptr);
+        if (P == 1) {
+          previous = Epilogue{c, up, columnTiles(s), 0, rows, out, part.n, valid, roundOutput};
+          current ^= 1;
+        } else {
+          storeRows(c, up, columnTiles(s), rows, P, out, part.n, valid, roundOutput);
+        }
       }
+      previous.finish();
     }
     _tile_release();
   });
