@@ -18,6 +18,8 @@ import {
   gatedGelu,
   normRope,
   residualNorm as kernelResidualNorm,
+  roundBf16,
+  type AttentionPath,
   type DecodeAttentionShape,
 } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
@@ -74,8 +76,13 @@ export type LayerContext = {
   scale: (name: string) => ort.Tensor;
   /** Where the norms between sublayers and the GELU run. */
   pointwise: Pointwise;
-  /** The residual stream is rounded to BF16 after every add (bf16 precision; the graphs were built to match). */
-  roundResidual: boolean;
+  /**
+   * bf16 precision: the residual stream is rounded to BF16 after every add, the queries and keys after RoPE and
+   * attention's probabilities before the values (the graphs were built to match).
+   */
+  bf16: boolean;
+  /** Where a prefill chunk's attention scores are taken on the CPU (attendChunk): FMAs, or AMX in bf16 precision. */
+  attentionPath: AttentionPath;
 };
 
 export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerContext): Promise<Residual> {
@@ -149,7 +156,7 @@ async function decodeAttention(
       const past = cache.past(layer);
       return { pastKey: past.key, pastValue: past.value, slots: cache.heldPositions(type), position };
     }),
-    attentionShape(c.config, type),
+    attentionShape(c, type),
   );
   const width = nKV * D;
   rows.forEach(({ cache, position }, r) =>
@@ -180,6 +187,11 @@ async function queriesAndKeys(
     const [cosRows, sinRows] = [cos.data as Float32Array, sin.data as Float32Array];
     normRope(queries, c.scale(n.q_norm).data as Float32Array, cosRows, sinRows, nH, eps);
     normRope(keys, c.scale(n.k_norm).data as Float32Array, cosRows, sinRows, nKV, eps);
+    if (c.bf16) {
+      // HF's queries and keys are BF16 tensors after RoPE.
+      roundBf16(queries);
+      roundBf16(keys);
+    }
     return [queries, keys];
   }
   const out = await c.graphs.normRope.run({
@@ -255,19 +267,24 @@ async function chunkAttention(
   const context = c.buffers.take('group attention', T * nH * D);
   const past = cache.past(layer);
   const slots = cache.heldPositions(type);
-  attendChunk(queries, keys, v, context, { ...past, slots }, chunk.positions, attentionShape(c.config, type));
+  const shape = attentionShape(c, type);
+  attendChunk(queries, keys, v, context, { ...past, slots }, chunk.positions, shape, c.attentionPath);
   cache.storeTokens(layer, keys, v, chunk.start, T);
   return context;
 }
 
-/** What the attention kernels take of a layer of `type`: its heads, scaling and sliding window (0: full). */
-function attentionShape(config: Gemma3TextConfig, type: LayerType): DecodeAttentionShape {
+/**
+ * What the attention kernels take of a layer of `type`: its heads, scaling and sliding window (0: full), and in bf16
+ * precision the probabilities rounded to BF16.
+ */
+function attentionShape({ config, bf16 }: LayerContext, type: LayerType): DecodeAttentionShape {
   return {
     heads: config.num_attention_heads,
     kvHeads: config.num_key_value_heads,
     headDim: config.head_dim,
     scaling: attentionScaling(config),
     window: type === 'sliding_attention' ? config.sliding_window : 0,
+    bf16Probabilities: bf16,
   };
 }
 
@@ -303,7 +320,7 @@ async function residualNorm(
     // The next sublayer's projections read x before the next norm writes it again.
     const x = c.buffers.take('normed', h.length);
     const scale = (name: string) => c.scale(name).data as Float32Array;
-    kernelResidualNorm(h, a, scale(post), scale(next), x, c.config.rms_norm_eps, c.roundResidual);
+    kernelResidualNorm(h, a, scale(post), scale(next), x, c.config.rms_norm_eps, c.bf16);
     return { h, x };
   }
   const H = c.config.hidden_size;

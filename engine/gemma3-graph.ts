@@ -71,9 +71,7 @@ export function buildResidualNormGraph(config: Gemma3TextConfig, { roundResidual
   const h = g.input('h', F, ['M', H]);
   const a = g.input('a', F, ['M', H]);
   const sum = g.one('Add', [h, rmsNorm(g, a, g.input('post', F, [H]), config.rms_norm_eps)]);
-  const hOut = roundResidual
-    ? g.one('Cast', [g.one('Cast', [sum], { to: { i: DataType.BFLOAT16 } })], { to: { i: F } })
-    : sum;
+  const hOut = roundResidual ? roundToBf16(g, sum) : sum;
   g.output('h_out', hOut, F, ['M', H]);
   g.output('y', rmsNorm(g, hOut, g.input('next', F, [H]), config.rms_norm_eps), F, ['M', H]);
   return g.toBytes('gemma3_residual_norm', OPSET);
@@ -145,9 +143,10 @@ export function buildPositionsGraph(config: Gemma3TextConfig): Uint8Array {
  * Outputs context [B,T,nH·D], present_key / present_value [B,nKV,T,D] (the chunk's keys after norm and RoPE, and
  *         values, for the cache).
  * The cache and the chunk's own keys are scored apart and their scores joined, so the cache is read where it lies
- * (a Concat of keys and values would copy the whole cache at every decode step).
+ * (a Concat of keys and values would copy the whole cache at every decode step). With `bf16` (bf16 precision) the
+ * queries and keys are rounded to BF16 after RoPE and the probabilities before the values, as HF's BF16 run has them.
  */
-export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): Uint8Array {
+export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType, { bf16 = false } = {}): Uint8Array {
   const g = new GraphBuilder();
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, rms_norm_eps: eps } = config;
   const q = g.input('q', F, ['B', 'T', nH * D]);
@@ -164,8 +163,8 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   const split = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'split')]);
   const merge = (x: string, heads: number) => g.one('Reshape', [x, g.constInt64([0, 0, heads * D], [3], 'merge')]);
   const toHeads = (x: string) => g.one('Transpose', [x], { perm: { ints: [0, 2, 1, 3] } }); // [B,T,h,D] → [B,h,T,D]
-  const queries = toHeads(split(normRope(g, q, qNorm, nH, cos, sin, D, eps), nH)); // [B,nH,T,D]
-  const keys = toHeads(split(normRope(g, k, kNorm, nKV, cos, sin, D, eps), nKV)); // [B,nKV,T,D]
+  const queries = toHeads(split(normRope(g, q, qNorm, nH, cos, sin, D, eps, bf16), nH)); // [B,nH,T,D]
+  const keys = toHeads(split(normRope(g, k, kNorm, nKV, cos, sin, D, eps, bf16), nKV)); // [B,nKV,T,D]
   const values = toHeads(split(v, nKV));
   g.output('present_key', keys, F, ['B', nKV, 'T', D]);
   g.output('present_value', values, F, ['B', nKV, 'T', D]);
@@ -176,7 +175,8 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
   const scores = g.one('Concat', [g.matMulTransB(grouped, pastKey, scaling), g.matMulTransB(grouped, keys, scaling)], {
     axis: { i: -1 },
   });
-  const probs = g.one('Softmax', [g.one('Add', [scores, mask])], { axis: { i: -1 } });
+  const softmax = g.one('Softmax', [g.one('Add', [scores, mask])], { axis: { i: -1 } });
+  const probs = bf16 ? roundToBf16(g, softmax) : softmax;
   const slotsOf = (x: string) => g.one('Shape', [x], { start: { i: 2 }, end: { i: 3 } });
   const sizes = g.one('Concat', [slotsOf(pastKey), slotsOf(keys)], { axis: { i: 0 } }); // [P, T]
   const [probsPast, probsChunk] = g.op('Split', [probs, sizes], { axis: { i: -1 } }, { outputs: 2 });
@@ -188,7 +188,7 @@ export function buildAttentionGraph(config: Gemma3TextConfig, type: LayerType): 
 
 /**
  * q_norm or k_norm per head, then apply_rotary_pos_emb (rotate_half over the full head_dim): x [B,T,heads·D] →
- * [B,T,heads·D].
+ * [B,T,heads·D]; rounded to BF16 when `round` (bf16 precision, where HF's queries and keys are BF16 tensors).
  */
 function normRope(
   g: GraphBuilder,
@@ -199,10 +199,17 @@ function normRope(
   sin: string,
   D: number,
   eps: number,
+  round: boolean,
 ) {
   const split = g.one('Reshape', [x, g.constInt64([0, 0, heads, D], [4], 'split')]);
   const merged = g.one('Reshape', [rmsNorm(g, split, scale, eps), g.constInt64([0, 0, heads * D], [3], 'merge')]);
-  return g.one('RotaryEmbedding', [merged, cos, sin], { num_heads: { i: heads } });
+  const rotated = g.one('RotaryEmbedding', [merged, cos, sin], { num_heads: { i: heads } });
+  return round ? roundToBf16(g, rotated) : rotated;
+}
+
+/** x rounded to the nearest BF16 (ties to even) and back to float32: a Cast there and back. */
+function roundToBf16(g: GraphBuilder, x: string): string {
+  return g.one('Cast', [g.one('Cast', [x], { to: { i: DataType.BFLOAT16 } })], { to: { i: F } });
 }
 
 /**
@@ -210,13 +217,14 @@ function normRope(
  * q_norm / k_norm per head and RoPE. Inputs q [R,1,nH·D], k [R,1,nKV·D], q_norm / k_norm [D] (1 + w each), cos / sin
  * [R,1,D/2]; outputs queries [R,1,nH·D] and keys [R,1,nKV·D].
  */
-export function buildNormRopeGraph(config: Gemma3TextConfig): Uint8Array {
+export function buildNormRopeGraph(config: Gemma3TextConfig, { bf16 = false } = {}): Uint8Array {
   const g = new GraphBuilder();
   const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D, rms_norm_eps: eps } = config;
   const cos = g.input('cos', F, ['R', 1, D / 2]);
   const sin = g.input('sin', F, ['R', 1, D / 2]);
-  const queries = normRope(g, g.input('q', F, ['R', 1, nH * D]), g.input('q_norm', F, [D]), nH, cos, sin, D, eps);
-  const keys = normRope(g, g.input('k', F, ['R', 1, nKV * D]), g.input('k_norm', F, [D]), nKV, cos, sin, D, eps);
+  const [q, k] = [g.input('q', F, ['R', 1, nH * D]), g.input('k', F, ['R', 1, nKV * D])];
+  const queries = normRope(g, q, g.input('q_norm', F, [D]), nH, cos, sin, D, eps, bf16);
+  const keys = normRope(g, k, g.input('k_norm', F, [D]), nKV, cos, sin, D, eps, bf16);
   g.output('queries', queries, F, ['R', 1, nH * D]);
   g.output('keys', keys, F, ['R', 1, nKV * D]);
   return g.toBytes('gemma3_norm_rope', OPSET);

@@ -34,16 +34,20 @@ export class Graphs {
   static async create(config: Gemma3TextConfig, settings: EngineSettings): Promise<Graphs> {
     const options = graphSessionOptions(settings);
     const create = (model: Uint8Array) => ort.InferenceSession.create(model, options);
+    // bf16 precision rounds the residual stream after each add, the queries and keys after their norms and RoPE, and
+    // attention's probabilities.
+    const bf16 = settings.precision === 'bf16';
     const attention: Partial<Record<LayerType, ort.InferenceSession>> = {};
-    for (const type of new Set(config.layer_types)) attention[type] = await create(buildAttentionGraph(config, type));
+    for (const type of new Set(config.layer_types))
+      attention[type] = await create(buildAttentionGraph(config, type, { bf16 }));
     return new Graphs(
       options,
       await create(buildPositionsGraph(config)),
       await create(buildNormGraph(config)),
-      await create(buildResidualNormGraph(config, { roundResidual: settings.precision === 'bf16' })),
+      await create(buildResidualNormGraph(config, { roundResidual: bf16 })),
       await create(buildGatedGeluGraph(config)),
       attention,
-      await create(buildNormRopeGraph(config)),
+      await create(buildNormRopeGraph(config, { bf16 })),
     );
   }
 

@@ -12,6 +12,7 @@ export {
   DEFAULT_PRECISION,
   ENGINE_PROCESS_FLAGS,
   PRECISIONS,
+  attentionPathFor,
   checkPrecision,
   defaultThreads,
   type EngineSettings,

@@ -45,6 +45,7 @@ export type KernelImpl = {
     headDim: number,
     scaling: number,
     window: number,
+    bf16Probabilities: boolean,
   ): void;
   /** attendChunk's work, arguments flattened as the addon takes them (see attendChunk below). */
   attendChunk(
@@ -61,6 +62,8 @@ export type KernelImpl = {
     headDim: number,
     scaling: number,
     window: number,
+    bf16Probabilities: boolean,
+    onAmx: boolean,
   ): void;
   /** residualNorm's work (see residualNorm below). */
   residualNorm(
@@ -302,6 +305,7 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
   D,
   scaling,
   window,
+  bf16Probabilities,
 ) => {
   const f = Math.fround;
   const rep = heads / kvHeads;
@@ -335,7 +339,7 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
       out.fill(0, q, q + D);
       for (let s = 0; s <= S; s++) {
         if (!visible(s)) continue;
-        const p = f(scores[s]! / sum);
+        const p = bf16Probabilities ? roundBf16Scalar(f(scores[s]! / sum)) : f(scores[s]! / sum);
         const [v, vo] = value(s);
         for (let d = 0; d < D; d++) out[q + d] = fmaF32(p, v[vo + d]!, out[q + d]!);
       }
@@ -357,7 +361,10 @@ const attendChunkJs: KernelImpl['attendChunk'] = (
   D,
   scaling,
   window,
+  bf16Probabilities,
+  onAmx,
 ) => {
+  if (onAmx) throw new Error('attendChunk: the fallback has no AMX (its path is the FMAs)');
   const f = Math.fround;
   const [S, T, rep] = [slots.length, positions.length, heads / kvHeads];
   const position = (j: number) => (j < S ? slots[j]! : positions[j - S]!);
@@ -392,7 +399,7 @@ const attendChunkJs: KernelImpl['attendChunk'] = (
       out.fill(0, q, q + D);
       for (let j = 0; j <= S + t; j++) {
         if (!visible(j)) continue;
-        const pj = f(scores[j]! / sum);
+        const pj = bf16Probabilities ? roundBf16Scalar(f(scores[j]! / sum)) : f(scores[j]! / sum);
         const [, v, o] = at(j);
         for (let d = 0; d < D; d++) out[q + d] = fmaF32(pj, v[o + d]!, out[q + d]!);
       }
@@ -481,6 +488,16 @@ export function roundBf16Bits(bits: number): number {
   const b = bits >>> 0;
   const rounded = (b & 0x7fffffff) > 0x7f800000 ? b | 0x00400000 : b + 0x7fff + ((b >>> 16) & 1);
   return (rounded & 0xffff0000) >>> 0;
+}
+
+const scalarBits = new Uint32Array(1);
+const scalarFloat = new Float32Array(scalarBits.buffer);
+
+/** One float32 rounded to the nearest BF16 (roundBf16Bits). */
+function roundBf16Scalar(x: number): number {
+  scalarFloat[0] = x;
+  scalarBits[0] = roundBf16Bits(scalarBits[0]!);
+  return scalarFloat[0]!;
 }
 
 function roundBf16Js(x: Float32Array): void {
@@ -772,10 +789,21 @@ export type DecodeAttentionRow = {
 };
 
 /** The attention's shape: heads, KV heads, head_dim, the score scaling, and the sliding window (0: full attention). */
-export type DecodeAttentionShape = { heads: number; kvHeads: number; headDim: number; scaling: number; window: number };
+export type DecodeAttentionShape = {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  scaling: number;
+  window: number;
+  /** Each probability rounded to BF16 before it weighs the values (bf16 precision, as HF's BF16 attention casts them). */
+  bf16Probabilities?: boolean;
+};
 
 /** The attention shape both attention kernels take: dimensions ≥ 1, GQA heads, a finite scaling, a window ≥ 0. */
-function checkAttentionShape(kernel: string, { heads, kvHeads, headDim, scaling, window }: DecodeAttentionShape): void {
+function checkAttentionShape(
+  kernel: string,
+  { heads, kvHeads, headDim, scaling, window, bf16Probabilities }: DecodeAttentionShape,
+): void {
   for (const [name, value] of [
     ['heads', heads],
     ['kvHeads', kvHeads],
@@ -786,6 +814,8 @@ function checkAttentionShape(kernel: string, { heads, kvHeads, headDim, scaling,
   if (!Number.isFinite(scaling)) throw new RangeError(`${kernel}: scaling must be finite, got ${scaling}`);
   if (!Number.isInteger(window) || window < 0 || window >= 2 ** 31)
     throw new RangeError(`${kernel}: window must be an integer ≥ 0, got ${window}`);
+  if (bf16Probabilities !== undefined && typeof bf16Probabilities !== 'boolean')
+    throw new TypeError(`${kernel}: bf16Probabilities must be a boolean`);
 }
 
 /**
@@ -848,11 +878,15 @@ export function attendDecode(
     D,
     Math.fround(scaling),
     window,
+    shape.bf16Probabilities === true,
   );
 }
 
 /** The cache a chunk's queries see besides its own keys: one sequence's past slots, as KvCache.past and heldPositions. */
 export type ChunkPast = { key: Float32Array; value: Float32Array; slots: Int32Array };
+
+/** Where attendChunk takes its two products: float32 fused multiply-adds (every build), or the tile unit in BF16. */
+export type AttentionPath = 'fma' | 'amx';
 
 /**
  * A one-sequence chunk's attention (a prefill): T queries [T × heads × D] at `positions` (≥ 0) over the S past slots
@@ -861,6 +895,13 @@ export type ChunkPast = { key: Float32Array; value: Float32Array; slots: Int32Ar
  * query t when 0 ≤ p_j ≤ p_t and, on a sliding layer, p_t − p_j < window; GQA without repeating keys. Each score is a
  * dot product summed over head_dim in order with fused multiply-adds (engine/native/kernels.cc gives every step); the
  * fallback equals the addon bit for bit, and both the attention graph within float32 rounding.
+ *
+ * With `path` 'amx' (bf16 precision where the CPU has AMX, with shape.bf16Probabilities; the addon only) both
+ * products run on the tile unit: the scores over the queries and keys rounded to BF16, the softmax as above, the BF16
+ * probabilities against the values rounded to BF16. Every product is exact and the float32 sums go in the tile unit's
+ * order (the values' a tile of 32 keys at a time from each source's first key: the cache's slot 0, the chunk's first
+ * token), so the result is within float32 rounding of the FMAs' (not bit for bit), and each query's still depends on
+ * its own keys alone.
  */
 export function attendChunk(
   queries: Float32Array,
@@ -870,6 +911,7 @@ export function attendChunk(
   past: ChunkPast,
   positions: Int32Array,
   shape: DecodeAttentionShape,
+  path: AttentionPath = 'fma',
   impl = selection().impl,
 ): void {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
@@ -895,7 +937,22 @@ export function attendChunk(
     throw new RangeError(`attendChunk: past.key and past.value must hold kvHeads·S·D = ${size} floats`);
   if ([queries, keys, values, past.key, past.value].some((input) => !disjoint(out, input)))
     throw new TypeError('attendChunk: out must not share memory with the inputs');
-  const args = [heads, kvHeads, D, Math.fround(scaling), window] as const;
+  if (path !== 'fma' && path !== 'amx') throw new RangeError(`attendChunk: path must be 'fma' or 'amx', got ${path}`);
+  if (path === 'amx') {
+    if (!selection().addon?.amx) throw new Error(`attendChunk: AMX not available here (${amxAbsence()})`);
+    if (D % 16 !== 0) throw new RangeError(`attendChunk: AMX needs headDim a multiple of 16, got ${D}`);
+    if (shape.bf16Probabilities !== true)
+      throw new RangeError('attendChunk: AMX needs bf16Probabilities (the tile unit takes the probabilities as BF16)');
+  }
+  const args = [
+    heads,
+    kvHeads,
+    D,
+    Math.fround(scaling),
+    window,
+    shape.bf16Probabilities === true,
+    path === 'amx',
+  ] as const;
   impl.attendChunk(queries, keys, values, out, past.key, past.value, past.slots, positions, ...args);
 }
 

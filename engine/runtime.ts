@@ -32,7 +32,7 @@ import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors } from './names.ts';
 import type { Projector } from './projector.ts';
 import { RoundingProjector } from './rounding-projector.ts';
-import { resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
+import { attentionPathFor, resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
 import { cachedSpeedCurve, speedKey } from './speed-cache.ts';
 import { Gemma3TextModel } from './text-model.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
@@ -104,6 +104,7 @@ export class Gemma3Engine {
     const model = new Gemma3TextModel(checkpoint.config, graphs, projector, {
       pointwise: settings.device === 'cpu' ? 'kernel' : 'graph',
       precision: settings.precision,
+      attentionPath: attentionPathFor(settings, checkpoint.config.head_dim),
     });
     const head = new TiedHead(checkpoint.config, projector, graphs);
     return new Gemma3Engine(checkpoint, settings, source, graphs, projector, device, model, head);

@@ -21,7 +21,7 @@ import { embedScale } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { KvCache } from './kv-cache.ts';
 import { embedTokensName, layerTensorNames } from './names.ts';
-import { roundBf16 } from './kernels.ts';
+import { roundBf16, type AttentionPath } from './kernels.ts';
 import type { Projector } from './projector.ts';
 import type { Precision } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
@@ -37,7 +37,7 @@ export class Gemma3TextModel {
     readonly config: Gemma3TextConfig,
     private readonly graphs: Graphs,
     private readonly projector: Projector,
-    private readonly arithmetic: { pointwise: Pointwise; precision: Precision },
+    private readonly arithmetic: { pointwise: Pointwise; precision: Precision; attentionPath: AttentionPath },
   ) {}
 
   /**
@@ -119,7 +119,8 @@ export class Gemma3TextModel {
       firstChunkPastSlots: this.projector.firstChunkPastSlots,
       scale,
       pointwise: this.arithmetic.pointwise,
-      roundResidual: this.arithmetic.precision === 'bf16',
+      bf16: this.arithmetic.precision === 'bf16',
+      attentionPath: this.arithmetic.attentionPath,
     };
     const h = this.embed(weights, chunk);
     const first = layerTensorNames(c.tensor_prefix, 0).input_layernorm;

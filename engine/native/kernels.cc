@@ -1369,8 +1369,23 @@ struct DecodeRow {
 struct DecodeShape {
   size_t heads, kvHeads, D;
   float scaling;
-  int32_t window;  // 0: full attention
+  int32_t window;           // 0: full attention
+  bool bf16Probabilities;   // each p = e / sum rounded to BF16 before it weighs the values (bf16 precision)
 };
+
+// The nearest BF16 of a float32 (ties to even), as float32 bits; a NaN stays NaN (its quiet bit set).
+inline uint32_t roundBf16Bits(uint32_t bits) {
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  return nan ? (bits | 0x00400000u) & 0xffff0000u : (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+}
+
+inline float roundBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits = roundBf16Bits(bits);
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
 
 // The dot product of the matmul's order over D floats (both operands float32).
 inline float dot8(const float* a, const float* b, size_t D) {
@@ -1411,7 +1426,7 @@ void attendHead(const float* q, const float* pastKey, const float* pastValue, co
   for (size_t d = 0; d < D; d++) context[d] = 0.0f;
   for (size_t s = 0; s <= S; s++) {
     if (s < S && !visible(row.slots[s])) continue;
-    const float p = scores[s] / sum;
+    const float p = shape.bf16Probabilities ? roundBf16(scores[s] / sum) : scores[s] / sum;
     const float* v = s < S ? pastValue + s * D : value;
     for (size_t d = 0; d < D; d++) context[d] = std::fma(p, v[d], context[d]);
   }
@@ -1462,12 +1477,6 @@ void normRope(float* x, size_t rows, size_t heads, size_t D, const float* scale,
         head[i + half] = y[i + half] * c[i] + y[i] * s[i];
       }
     }
-}
-
-// The nearest BF16 of a float32 (ties to even), as float32 bits; a NaN stays NaN (its quiet bit set).
-inline uint32_t roundBf16Bits(uint32_t bits) {
-  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  return nan ? (bits | 0x00400000u) & 0xffff0000u : (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
 }
 
 void roundBf16(float* x, size_t count) {
@@ -1634,9 +1643,17 @@ void gatedGelu(const float* gate, const float* up, float* z, size_t n) {
 // Per query head, in key order (past slots, then the chunk): score_j = (Σ_d q[d]·k_j[d], a fused multiply-add per d
 // from d = 0) · scaling; e_j = e^(score_j − max) as expClamped computes it for the GELU (float steps, not a library's
 // exp: the fallback repeats them bit for bit); sum = Σ e_j in float in key order; out[d] = Σ (e_j / sum)·v_j[d], a
-// fused multiply-add per key. The fallback takes the same steps. With AVX-512 the scores of 16
-// keys are the lanes of one register (keys transposed into blocks of 16 once per call), each lane summing over d in
-// order: the same bits.
+// fused multiply-add per key. The fallback takes the same steps. With AVX-512 the scores of 16 keys are the lanes of
+// one register (keys transposed into blocks of 16 once per call), each lane summing over d in order: the same bits.
+//
+// `bf16Probabilities` (bf16 precision) rounds each p_j to BF16 before it weighs the values, as HF's BF16 attention
+// casts its probabilities. `onAmx` (bf16 precision, where the CPU has AMX) takes both products on the tile unit
+// instead, 16 queries of a head at a time: the scores from the queries and keys rounded to BF16 (tileScores), the
+// softmax as above, then the BF16 probabilities against the values rounded to BF16 (tileValues). Every product is
+// exact and the float32 sums go in the tile unit's order: within float32 rounding of the FMAs' sums, not bit for bit.
+// The values' key tiles of 32 start at each source's first key (the cache's slot 0, the chunk's first token), so a
+// key's place in its tile does not depend on how many slots the cache has. No fallback repeats the tile unit's sums:
+// this path is the addon's alone, as gemmBf16Parts is.
 struct ChunkKeys {
   const float* pastKey;    // [nKV, S, D]
   const float* pastValue;  // [nKV, S, D]
@@ -1706,7 +1723,89 @@ void headValues(const float* const* p, const std::vector<uint32_t>& keys, size_t
 }
 #endif
 
-void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& shape, float* out) {
+#if IWI_AMX
+// 32 floats from x[d0] (those before D) rounded to BF16 in order, zeros past D: a tile row of 16 pairs.
+inline __m512i bf16Row(const float* x, size_t d0, size_t D) {
+  const __mmask16 lo = d0 + 16 <= D ? 0xffff : static_cast<__mmask16>((1u << (D - d0)) - 1);
+  const __mmask16 hi = d0 + 32 <= D ? 0xffff : d0 + 16 >= D ? 0 : static_cast<__mmask16>((1u << (D - d0 - 16)) - 1);
+  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + d0 + 16), _mm512_maskz_loadu_ps(lo, x + d0));
+}
+
+// Blocks of 16 keys as the tile unit's B operand, one tile per 32 d (D padded with zeros): tile kb's row p holds
+// d = 32·kb + 2p and 2p + 1 of the block's 16 keys, rounded to BF16 (bf16 precision's keys are BF16 values already).
+// Keys past `count` are zeros.
+void keyTiles(const float* const* keys, size_t count, size_t D, uint16_t* tiles) {
+  for (size_t kb = 0; kb < (D + 31) / 32; kb++) {
+    __m512i columns[16], pairs[16];
+    for (size_t l = 0; l < 16; l++) columns[l] = l < count ? bf16Row(keys[l], kb * 32, D) : _mm512_setzero_si512();
+    transpose16(columns, pairs);
+    for (int p = 0; p < 16; p++) _mm512_storeu_si512(tiles + kb * kTileElements + p * 32, pairs[p]);
+  }
+}
+
+// The scores of 16 queries (`a`: [16][Dp] BF16, Dp = D padded to 32) against NB consecutive key blocks (`b`: their
+// tiles, keyTiles' layout) into rows `stride` floats apart, block i's 16 scores at column 16·i: one tile sequence
+// over d per block.
+template <int NB>
+void tileScores(const uint16_t* a, const uint16_t* b, size_t Dp, float* scores, size_t stride) {
+  const size_t tilesD = Dp / 32;
+  _tile_zero(2);
+  if constexpr (NB > 1) _tile_zero(3);
+  if constexpr (NB > 2) _tile_zero(4);
+  if constexpr (NB > 3) _tile_zero(5);
+  for (size_t kb = 0; kb < tilesD; kb++) {
+    _tile_loadd(0, a + kb * 32, Dp * 2);
+    _tile_loadd(1, b + (0 * tilesD + kb) * kTileElements, 64);
+    _tile_dpbf16ps(2, 0, 1);
+    if constexpr (NB > 1) { _tile_loadd(1, b + (1 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
+    if constexpr (NB > 2) { _tile_loadd(1, b + (2 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
+    if constexpr (NB > 3) { _tile_loadd(1, b + (3 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
+  }
+  _tile_stored(2, scores, stride * 4);
+  if constexpr (NB > 1) _tile_stored(3, scores + 16, stride * 4);
+  if constexpr (NB > 2) _tile_stored(4, scores + 32, stride * 4);
+  if constexpr (NB > 3) _tile_stored(5, scores + 48, stride * 4);
+}
+
+// Up to 32 values of keys j0 … j0 + count − 1 (`values[l]`, from d0) as one B tile's rows: row p holds d0 … d0 + 15 of
+// keys 2p and 2p + 1, each value rounded to BF16. Missing keys are zeros.
+void valueTile(const float* const* values, size_t count, size_t d0, uint16_t* tile) {
+  for (size_t p = 0; p < 16; p++) {
+    auto half = [&](size_t l) {
+      if (l >= count) return _mm512_setzero_si512();
+      return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(values[l] + d0)));
+    };
+    _mm512_storeu_si512(tile + p * 32, _mm512_or_si512(half(2 * p), _mm512_slli_epi32(half(2 * p + 1), 16)));
+  }
+}
+
+// NB tiles of 16 queries × 16 d: Σ over the key tiles kts[0 … nk) of P·V, P's A tiles in `p` ([16][pStride] BF16, key
+// tile kt from column 32·kt) and V's B tiles at v + kt · vStride + i · kTileElements (valueTile's), stored in `out`
+// (rows `outStride` floats apart, tile i from column 16·i).
+template <int NB>
+void tileValues(const uint16_t* p, size_t pStride, const uint32_t* kts, size_t nk, const uint16_t* v, size_t vStride,
+                float* out, size_t outStride) {
+  _tile_zero(2);
+  if constexpr (NB > 1) _tile_zero(3);
+  if constexpr (NB > 2) _tile_zero(4);
+  if constexpr (NB > 3) _tile_zero(5);
+  for (size_t i = 0; i < nk; i++) {
+    const uint16_t* b = v + kts[i] * vStride;
+    _tile_loadd(0, p + kts[i] * 32, pStride * 2);
+    _tile_loadd(1, b, 64);
+    _tile_dpbf16ps(2, 0, 1);
+    if constexpr (NB > 1) { _tile_loadd(1, b + 1 * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
+    if constexpr (NB > 2) { _tile_loadd(1, b + 2 * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
+    if constexpr (NB > 3) { _tile_loadd(1, b + 3 * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
+  }
+  _tile_stored(2, out, outStride * 4);
+  if constexpr (NB > 1) _tile_stored(3, out + 16, outStride * 4);
+  if constexpr (NB > 2) _tile_stored(4, out + 32, outStride * 4);
+  if constexpr (NB > 3) _tile_stored(5, out + 48, outStride * 4);
+}
+#endif
+
+void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& shape, bool onAmx, float* out) {
   const size_t D = shape.D, nKV = shape.kvHeads, rep = shape.heads / nKV, n = c.S + c.T, blocks = (n + 15) / 16;
   auto position = [&](size_t j) { return j < c.S ? c.slots[j] : c.positions[j - c.S]; };
   auto key = [&](size_t g, size_t j) { return j < c.S ? c.pastKey + (g * c.S + j) * D : c.keys + ((j - c.S) * nKV + g) * D; };
@@ -1720,53 +1819,250 @@ void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& sh
   // Keys before the first seen block are never visible (a fresh cache's slots): the passes below start there.
   const size_t begin = 16 * static_cast<size_t>(std::find(seen.begin(), seen.end(), 1) - seen.begin());
 #if IWI_AVX512
-  // keysT[g][block][d][16]: block b's keys, lane l = key 16b + l (zeros past n).
-  std::vector<float> keysT(nKV * blocks * D * 16, 0.0f);
+  // The keys once per call, blocks of 16 in the layout the scores read: on the tile unit, keyTiles' BF16 tiles
+  // (keysB[g][block]); with FMAs, transposed (keysT[g][block][d][16], lane l = key 16b + l; zeros past n).
+  const size_t blockFloats = D * 16;
+  std::vector<float> keysT(onAmx ? 0 : nKV * blocks * blockFloats, 0.0f);
+#if IWI_AMX
+  // On the tile unit the values too, in key tiles of 32 counted from each source's start (the past's slot 0, the
+  // chunk's first token), so that where a key lies in its tile does not depend on how many slots the cache has:
+  // valuesB[g][key tile][D / 16 B tiles]. Past key tiles holding no attended slot are skipped.
+  const size_t Dp = (D + 31) / 32 * 32, blockTiles = Dp / 32 * kTileElements, valueTiles = D / 16 * kTileElements;
+  const size_t pastTiles = (c.S + 31) / 32, keyTileCount = pastTiles + (c.T + 31) / 32;
+  std::vector<uint16_t> keysB(onAmx ? nKV * blocks * blockTiles : 0);
+  std::vector<uint16_t> valuesB(onAmx ? nKV * keyTileCount * valueTiles : 0);
+  auto keyTileRange = [&](size_t kt) {  // [first, end) of key tile kt in the keys' order (past slots, then the chunk)
+    const size_t first = kt < pastTiles ? 32 * kt : c.S + 32 * (kt - pastTiles);
+    return std::make_pair(first, std::min(first + 32, kt < pastTiles ? c.S : n));
+  };
+  std::vector<uint32_t> seenPastTiles;
+  for (size_t kt = 0; onAmx && kt < pastTiles; kt++)
+    for (size_t j = 32 * kt; j < std::min(32 * kt + 32, c.S); j++)
+      if (c.slots[j] >= 0) {
+        seenPastTiles.push_back(static_cast<uint32_t>(kt));
+        break;
+      }
+  const size_t buildItems = nKV * blocks + (onAmx ? nKV * keyTileCount : 0);
+#else
+  const size_t buildItems = nKV * blocks;
+#endif
   std::atomic<size_t> nextBlock{0};
-  pool->run(static_cast<int>(std::min<size_t>(nKV * blocks, static_cast<size_t>(pool->threads()))) - 1, [&] {
-    for (size_t item; (item = nextBlock.fetch_add(1, std::memory_order_relaxed)) < nKV * blocks;) {
-      const size_t g = item / blocks, b = item % blocks;
-      float* block = keysT.data() + item * D * 16;
-      for (size_t l = 0; l < 16 && 16 * b + l < n; l++) {
+  pool->run(static_cast<int>(std::min<size_t>(buildItems, static_cast<size_t>(pool->threads()))) - 1, [&] {
+    for (size_t item; (item = nextBlock.fetch_add(1, std::memory_order_relaxed)) < buildItems;) {
+#if IWI_AMX
+      if (item >= nKV * blocks) {
+        const size_t g = (item - nKV * blocks) / keyTileCount, kt = (item - nKV * blocks) % keyTileCount;
+        const auto [first, last] = keyTileRange(kt);
+        const float* v[32];
+        for (size_t l = 0; l < last - first; l++) v[l] = value(g, first + l);
+        uint16_t* tiles = valuesB.data() + (g * keyTileCount + kt) * valueTiles;
+        for (size_t d0 = 0; d0 < D; d0 += 16) valueTile(v, last - first, d0, tiles + d0 / 16 * kTileElements);
+        continue;
+      }
+#endif
+      const size_t g = item / blocks, b = item % blocks, count = std::min<size_t>(16, n - 16 * b);
+#if IWI_AMX
+      if (onAmx) {
+        const float* k[16];
+        for (size_t l = 0; l < count; l++) k[l] = key(g, 16 * b + l);
+        keyTiles(k, count, D, keysB.data() + item * blockTiles);
+        continue;
+      }
+#endif
+      float* block = keysT.data() + item * blockFloats;
+      for (size_t l = 0; l < count; l++) {
         const float* k = key(g, 16 * b + l);
         for (size_t d = 0; d < D; d++) block[d * 16 + l] = k[d];
       }
     }
   });
 #endif
+  auto visibleTo = [&](int32_t p, size_t j) {
+    const int32_t k = position(j);
+    return k >= 0 && k <= p && (shape.window == 0 || p - k < shape.window);
+  };
+#if IWI_AVX512
+  // visibleTo(p, j … j + 15).
+  auto visible16 = [&](int32_t p, size_t j) {
+    const __m512i k = _mm512_loadu_si512(keyPositions.data() + j), pv = _mm512_set1_epi32(p);
+    __mmask16 m = _mm512_cmpge_epi32_mask(k, _mm512_setzero_si512()) & _mm512_cmple_epi32_mask(k, pv);
+    if (shape.window != 0) m &= _mm512_cmplt_epi32_mask(_mm512_sub_epi32(pv, k), _mm512_set1_epi32(shape.window));
+    return m;
+  };
+#endif
+  // Keys begin … end(t) − 1 hold every key query t sees (the chunk's keys after t are never visible).
+  auto endOf = [&](size_t t) { return std::min(n, ((c.S + t) / 16 + 1) * 16); };
+  // Query t's softmax over the visible keys, rows[r] holding head r's raw scores: their max, e^(score · scaling −
+  // max) (expClamped, the GELU's e^t; 0 where not visible), the sum of the e's in key order, then p = e / sum in
+  // place.
+  auto softmax = [&](size_t t, float* const* rows) {
+    const int32_t p = c.positions[t];
+    const size_t end = endOf(t);
+    for (size_t r = 0; r < rep; r++) {
+      float* row = rows[r];
+      float max = -INFINITY;
+      size_t j = begin;
+#if IWI_AVX512
+      __m512 maxV = _mm512_set1_ps(-INFINITY);
+      for (; j + 16 <= end; j += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(shape.scaling));
+        _mm512_storeu_ps(row + j, v);
+        maxV = _mm512_mask_mov_ps(maxV, visible16(p, j) & _mm512_cmp_ps_mask(v, maxV, _CMP_GT_OQ), v);
+      }
+      max = _mm512_reduce_max_ps(maxV);
+#endif
+      for (size_t i = j; i < end; i++)
+        if (visibleTo(p, i)) {
+          row[i] *= shape.scaling;
+          if (max < row[i]) max = row[i];
+        }
+      j = begin;
+#if IWI_AVX512
+      for (; j + 16 <= end; j += 16) {
+        const __m512 x = Avx512Lanes::clamp(_mm512_sub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(max)),
+                                            kGelu.tMin, kGelu.tMax);
+        _mm512_storeu_ps(row + j, _mm512_maskz_mov_ps(visible16(p, j), expClamped<Avx512Lanes>(x)));
+      }
+#endif
+      for (size_t i = j; i < end; i++)
+        row[i] = visibleTo(p, i) ? expClamped<ScalarLanes>(ScalarLanes::clamp(row[i] - max, kGelu.tMin, kGelu.tMax))
+                                 : 0.0f;
+      float sum = 0.0f;
+      for (size_t i = begin; i < end; i++) sum += row[i];
+      for (size_t i = begin; i < end; i++) row[i] /= sum;
+      if (shape.bf16Probabilities) roundBf16(row + begin, end - begin);
+    }
+  };
+  // Query t's output for KV head g from its heads' probabilities rows[r]: Σ p_j·v_j over the visible keys in order,
+  // a fused multiply-add per key.
+  auto mixValues = [&](size_t t, size_t g, float* const* rows, std::vector<uint32_t>& seenKeys) {
+    const int32_t p = c.positions[t];
+    std::vector<float*> o(rep);
+    for (size_t r = 0; r < rep; r++) o[r] = out + (t * shape.heads + g * rep + r) * D;
+    auto valueOf = [&](size_t j) { return value(g, j); };
+    seenKeys.clear();
+    for (size_t j = begin, end = endOf(t); j < end; j++)
+      if (visibleTo(p, j)) seenKeys.push_back(static_cast<uint32_t>(j));
+    size_t r = 0;
+#if IWI_AVX512
+    if (D % 64 == 0)
+      for (; r < rep;) {
+        const size_t R = std::min<size_t>(4, rep - r);
+        if (R == 4) headValues<4>(rows + r, seenKeys, D, valueOf, o.data() + r);
+        else if (R == 3) headValues<3>(rows + r, seenKeys, D, valueOf, o.data() + r);
+        else if (R == 2) headValues<2>(rows + r, seenKeys, D, valueOf, o.data() + r);
+        else headValues<1>(rows + r, seenKeys, D, valueOf, o.data() + r);
+        r += R;
+      }
+#endif
+    for (; r < rep; r++) {
+      for (size_t d = 0; d < D; d++) o[r][d] = 0.0f;
+      for (const uint32_t j : seenKeys) {
+        const float* v = value(g, j);
+        for (size_t d = 0; d < D; d++) o[r][d] = std::fma(rows[r][j], v[d], o[r][d]);
+      }
+    }
+  };
+#if IWI_AMX
+  if (onAmx) {
+    // Items of 16 queries and a KV head. Per head: the 16 query rows in BF16 (A tiles) against the key blocks up to the
+    // last query's, 4 blocks at a time (a query's scores past its own keys are computed and never read); each query's
+    // softmax; then the 16 rows of probabilities in BF16 (A tiles) against the value tiles, 64 d at a time.
+    const size_t queryBlocks = (c.T + 15) / 16, items = queryBlocks * nKV, stride = blocks * 16;
+    std::atomic<size_t> next{0};
+    pool->run(static_cast<int>(std::min<size_t>(items, static_cast<size_t>(pool->threads()))) - 1, [&] {
+      configureTiles();
+      std::vector<uint16_t> a(16 * Dp);
+      std::vector<float> scores(rep * 16 * stride);
+      std::vector<float*> rows(rep);
+      const size_t pStride = keyTileCount * 32;
+      std::vector<uint16_t> pa(16 * pStride);  // a head's 16 rows of probabilities, BF16, by key tile
+      std::vector<float> o(16 * D);             // a head's 16 output rows
+      std::vector<uint32_t> kts;
+      for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+        const size_t t0 = item / nKV * 16, g = item % nKV, count = std::min<size_t>(16, c.T - t0);
+        const size_t lastBlock = (c.S + t0 + count - 1) / 16;
+        for (size_t r = 0; r < rep; r++) {
+          for (size_t i = 0; i < 16; i++)
+            for (size_t d = 0; d < Dp; d += 32) {
+              const float* q = queries + ((t0 + i) * shape.heads + g * rep + r) * D;
+              _mm512_storeu_si512(a.data() + i * Dp + d, i < count ? bf16Row(q, d, D) : _mm512_setzero_si512());
+            }
+          keepStores(a.data());
+          float* head = scores.data() + r * 16 * stride;
+          const uint16_t* b = keysB.data() + g * blocks * blockTiles;
+          for (size_t kb = begin / 16; kb <= lastBlock; kb += 4) {
+            const size_t nb = std::min<size_t>(4, lastBlock + 1 - kb);
+            const uint16_t* tiles = b + kb * blockTiles;
+            if (nb == 4) tileScores<4>(a.data(), tiles, Dp, head + kb * 16, stride);
+            else if (nb == 3) tileScores<3>(a.data(), tiles, Dp, head + kb * 16, stride);
+            else if (nb == 2) tileScores<2>(a.data(), tiles, Dp, head + kb * 16, stride);
+            else tileScores<1>(a.data(), tiles, Dp, head + kb * 16, stride);
+          }
+        }
+        keepStores(scores.data());
+        for (size_t i = 0; i < count; i++) {
+          for (size_t r = 0; r < rep; r++) rows[r] = scores.data() + (r * 16 + i) * stride;
+          softmax(t0 + i, rows.data());
+        }
+        // The key tiles any of the 16 queries sees: the attended past tiles, then the chunk's up to the last query.
+        kts.assign(seenPastTiles.begin(), seenPastTiles.end());
+        for (size_t kt = pastTiles; kt <= pastTiles + (t0 + count - 1) / 32; kt++)
+          kts.push_back(static_cast<uint32_t>(kt));
+        for (size_t r = 0; r < rep; r++) {
+          // Head r's probabilities as A tiles, rounded to BF16: query i's p_j for its keys begin … end(i) − 1, zeros
+          // elsewhere (and for rows past the chunk).
+          for (size_t i = 0; i < 16; i++) {
+            const float* row = scores.data() + (r * 16 + i) * stride;
+            const size_t end = i < count ? endOf(t0 + i) : 0;
+            for (const uint32_t kt : kts) {
+              const auto [first, last] = keyTileRange(kt);
+              const size_t from = std::max(first, begin), to = std::min(last, end);
+              const uint32_t live =
+                  to > from ? static_cast<uint32_t>(((uint64_t{1} << (to - from)) - 1) << (from - first)) : 0;
+              const __m512 lo = _mm512_maskz_loadu_ps(static_cast<__mmask16>(live), row + first);
+              const __m512 hi = _mm512_maskz_loadu_ps(static_cast<__mmask16>(live >> 16), row + first + 16);
+              _mm512_storeu_si512(pa.data() + i * pStride + kt * 32, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            }
+          }
+          keepStores(pa.data());
+          const uint16_t* v = valuesB.data() + g * keyTileCount * valueTiles;
+          for (size_t d0 = 0; d0 < D; d0 += 64) {
+            const size_t nb = std::min<size_t>(4, (D - d0) / 16);
+            const uint16_t* vd = v + d0 / 16 * kTileElements;
+            float* od = o.data() + d0;
+            if (nb == 4) tileValues<4>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
+            else if (nb == 3) tileValues<3>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
+            else if (nb == 2) tileValues<2>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
+            else tileValues<1>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
+          }
+          keepStores(o.data());
+          for (size_t i = 0; i < count; i++)
+            std::memcpy(out + ((t0 + i) * shape.heads + g * rep + r) * D, o.data() + i * D, D * sizeof(float));
+        }
+      }
+      _tile_release();
+    });
+    return;
+  }
+#endif
   const size_t items = c.T * nKV;
   std::atomic<size_t> next{0};
   pool->run(static_cast<int>(std::min<size_t>(items, static_cast<size_t>(pool->threads()))) - 1, [&] {
     std::vector<float> scores(rep * blocks * 16);
+    std::vector<float*> rows(rep);
     std::vector<uint32_t> seenKeys;  // the item's visible keys, in order
     for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const size_t t = item / nKV, g = item % nKV;
-      const int32_t p = c.positions[t];
-      auto visible = [&](size_t j) {
-        const int32_t k = position(j);
-        return k >= 0 && k <= p && (shape.window == 0 || p - k < shape.window);
-      };
-#if IWI_AVX512
-      // visible() of keys j … j + 15.
-      auto visible16 = [&](size_t j) {
-        const __m512i k = _mm512_loadu_si512(keyPositions.data() + j), pv = _mm512_set1_epi32(p);
-        __mmask16 m = _mm512_cmpge_epi32_mask(k, _mm512_setzero_si512()) & _mm512_cmple_epi32_mask(k, pv);
-        if (shape.window != 0) m &= _mm512_cmplt_epi32_mask(_mm512_sub_epi32(pv, k), _mm512_set1_epi32(shape.window));
-        return m;
-      };
-#endif
       const size_t last = (c.S + t) / 16;  // the chunk's keys after t are never visible
-      const size_t end = std::min(n, (last + 1) * 16);
       std::vector<const float*> q(rep);
-      std::vector<float*> rows(rep), o(rep);
       for (size_t r = 0; r < rep; r++) {
         q[r] = queries + (t * shape.heads + g * rep + r) * D;
         rows[r] = scores.data() + r * blocks * 16;
-        o[r] = out + (t * shape.heads + g * rep + r) * D;
       }
       // Every head's scores; the R heads of a step share each key block.
 #if IWI_AVX512
-      const float* base = keysT.data() + g * blocks * D * 16;
+      const float* base = keysT.data() + g * blocks * blockFloats;
       for (size_t r = 0; r < rep;) {
         const size_t R = std::min<size_t>(4, rep - r);
         if (R == 4) headScores<4>(q.data() + r, base, seen, last, D, rows.data() + r);
@@ -1787,64 +2083,8 @@ void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& sh
           }
         }
 #endif
-      // Each head's softmax over the visible keys: their max, e^(score − max) (expClamped, the GELU's e^t; 0 where
-      // not visible), the sum of the e's in key order, then p = e / sum in place.
-      for (size_t r = 0; r < rep; r++) {
-        float* row = rows[r];
-        float max = -INFINITY;
-        size_t j = begin;
-#if IWI_AVX512
-        __m512 maxV = _mm512_set1_ps(-INFINITY);
-        for (; j + 16 <= end; j += 16) {
-          const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(shape.scaling));
-          _mm512_storeu_ps(row + j, v);
-          maxV = _mm512_mask_mov_ps(maxV, visible16(j) & _mm512_cmp_ps_mask(v, maxV, _CMP_GT_OQ), v);
-        }
-        max = _mm512_reduce_max_ps(maxV);
-#endif
-        for (size_t i = j; i < end; i++)
-          if (visible(i)) {
-            row[i] *= shape.scaling;
-            if (max < row[i]) max = row[i];
-          }
-        j = begin;
-#if IWI_AVX512
-        for (; j + 16 <= end; j += 16) {
-          const __m512 x = Avx512Lanes::clamp(_mm512_sub_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(max)),
-                                              kGelu.tMin, kGelu.tMax);
-          _mm512_storeu_ps(row + j, _mm512_maskz_mov_ps(visible16(j), expClamped<Avx512Lanes>(x)));
-        }
-#endif
-        for (size_t i = j; i < end; i++)
-          row[i] = visible(i) ? expClamped<ScalarLanes>(ScalarLanes::clamp(row[i] - max, kGelu.tMin, kGelu.tMax)) : 0.0f;
-        float sum = 0.0f;
-        for (size_t i = begin; i < end; i++) sum += row[i];
-        for (size_t i = begin; i < end; i++) row[i] /= sum;
-      }
-      // Each head's output: Σ p_j·v_j over the visible keys in order.
-      auto valueOf = [&](size_t j) { return value(g, j); };
-      seenKeys.clear();
-      for (size_t j = begin; j < end; j++)
-        if (visible(j)) seenKeys.push_back(static_cast<uint32_t>(j));
-      size_t r = 0;
-#if IWI_AVX512
-      if (D % 64 == 0)
-        for (; r < rep;) {
-          const size_t R = std::min<size_t>(4, rep - r);
-          if (R == 4) headValues<4>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
-          else if (R == 3) headValues<3>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
-          else if (R == 2) headValues<2>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
-          else headValues<1>(rows.data() + r, seenKeys, D, valueOf, o.data() + r);
-          r += R;
-        }
-#endif
-      for (; r < rep; r++) {
-        for (size_t d = 0; d < D; d++) o[r][d] = 0.0f;
-        for (const uint32_t j : seenKeys) {
-          const float* v = value(g, j);
-          for (size_t d = 0; d < D; d++) o[r][d] = std::fma(rows[r][j], v[d], o[r][d]);
-        }
-      }
+      softmax(t, rows.data());
+      mixValues(t, g, rows.data(), seenKeys);
     }
   });
 }
@@ -2069,8 +2309,8 @@ napi_value GemmGatedGelu(napi_env env, napi_callback_info info) {
 }
 #endif
 
-// The last five arguments of attendDecode and attendChunk (heads, kvHeads, headDim, scaling, window) into `shape`;
-// what is wrong with them, or nullptr.
+// The shape arguments of attendDecode and attendChunk (heads, kvHeads, headDim, scaling, window, bf16Probabilities)
+// into `shape`; what is wrong with them, or nullptr.
 const char* attentionShape(napi_env env, const napi_value* argv, DecodeShape& shape) {
   double scaling, window;
   if (!dimension(env, argv[0], shape.heads) || !dimension(env, argv[1], shape.kvHeads) ||
@@ -2080,22 +2320,24 @@ const char* attentionShape(napi_env env, const napi_value* argv, DecodeShape& sh
       napi_get_value_double(env, argv[4], &window) != napi_ok || !(window >= 0 && window < 2147483648.0) ||
       std::floor(window) != window)
     return ": scaling must be a finite number and window an integer ≥ 0";
+  if (napi_get_value_bool(env, argv[5], &shape.bf16Probabilities) != napi_ok)
+    return ": bf16Probabilities must be a boolean";
   shape.scaling = static_cast<float>(scaling);
   shape.window = static_cast<int32_t>(window);
   return nullptr;
 }
 
 // attendDecode(queries, keys, values, out, pastKeys, pastValues, slots, positions, heads, kvHeads, headDim, scaling,
-// window): R = positions.length rows; queries and out [R × heads × D], keys and values [R × kvHeads × D]; per row r
+// window, bf16Probabilities): R = positions.length rows; queries and out [R × heads × D], keys and values [R × kvHeads × D]; per row r
 // pastKeys[r] and pastValues[r] [kvHeads × S_r × D] with S_r = slots[r].length.
 napi_value AttendDecode(napi_env env, napi_callback_info info) {
   auto fail = [&](bool range, const char* what) {
     return throwError(env, range, (std::string("attendDecode") + what).c_str());
   };
-  size_t argc = 13;
-  napi_value argv[13];
+  size_t argc = 14;
+  napi_value argv[14];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 13) return fail(false, " takes 13 arguments");
+  if (argc != 14) return fail(false, " takes 14 arguments");
   View queries, keys, values, out, positions;
   if (!typedArray(env, argv[0], napi_float32_array, queries) || !typedArray(env, argv[1], napi_float32_array, keys) ||
       !typedArray(env, argv[2], napi_float32_array, values) || !typedArray(env, argv[3], napi_float32_array, out))
@@ -2140,16 +2382,19 @@ napi_value AttendDecode(napi_env env, napi_callback_info info) {
 }
 
 // attendChunk(queries, keys, values, out, pastKey, pastValue, slots, positions, heads, kvHeads, headDim, scaling,
-// window): T = positions.length queries; queries and out [T × heads × D], keys and values [T × kvHeads × D], pastKey
-// and pastValue [kvHeads × S × D] with S = slots.length.
+// window, bf16Probabilities, onAmx): T = positions.length queries; queries and out [T × heads × D], keys and values
+// [T × kvHeads × D], pastKey and pastValue [kvHeads × S × D] with S = slots.length.
 napi_value AttendChunk(napi_env env, napi_callback_info info) {
   auto fail = [&](bool range, const char* what) {
     return throwError(env, range, (std::string("attendChunk") + what).c_str());
   };
-  size_t argc = 13;
-  napi_value argv[13];
+  size_t argc = 15;
+  napi_value argv[15];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc != 13) return fail(false, " takes 13 arguments");
+  if (argc != 15) return fail(false, " takes 15 arguments");
+  bool onAmx = false;
+  if (napi_get_value_bool(env, argv[14], &onAmx) != napi_ok) return fail(false, ": onAmx must be a boolean");
+  if (onAmx && !(IWI_AMX && amxReady)) return fail(false, ": onAmx needs AMX, built in and granted by the OS");
   View queries, keys, values, out, pastKey, pastValue, slots, positions;
   if (!typedArray(env, argv[0], napi_float32_array, queries) || !typedArray(env, argv[1], napi_float32_array, keys) ||
       !typedArray(env, argv[2], napi_float32_array, values) || !typedArray(env, argv[3], napi_float32_array, out) ||
@@ -2172,7 +2417,10 @@ napi_value AttendChunk(napi_env env, napi_callback_info info) {
   const ChunkKeys chunk{static_cast<const float*>(pastKey.data), static_cast<const float*>(pastValue.data),
                         static_cast<const int32_t*>(slots.data), S, static_cast<const float*>(keys.data),
                         static_cast<const float*>(values.data), static_cast<const int32_t*>(positions.data), T};
-  attendChunk(static_cast<const float*>(queries.data), chunk, shape, static_cast<float*>(out.data));
+  if (onAmx && shape.D % 16 != 0) return fail(true, ": onAmx needs headDim a multiple of 16");
+  if (onAmx && !shape.bf16Probabilities)
+    return fail(false, ": onAmx needs bf16Probabilities (the tile unit takes the probabilities as BF16)");
+  attendChunk(static_cast<const float*>(queries.data), chunk, shape, onAmx, static_cast<float*>(out.data));
   return nullptr;
 }
 

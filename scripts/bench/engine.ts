@@ -11,6 +11,7 @@
 // that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The prefill takes the prefill GEMM
 // of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
 import {
+  attentionPathFor,
   checkDevice,
   checkPrecision,
   DEFAULT_PRECISION,
@@ -201,6 +202,8 @@ export async function main(argv: string[]): Promise<void> {
       // Which GEMM prompts of gemm_min_tokens or more take (IWIBENCH_PREFILL_GEMM=onnxruntime measures the other).
       gemm: device === 'cpu' ? engine.settings.prefillGemm : device,
       gemm_min_tokens: engine.settings.gemmMinTokens,
+      // Where the chunk's attention ran (attendChunk's path; the device runs its graph).
+      attention: device === 'cpu' ? attentionPathFor(engine.settings, c.head_dim) : device,
       prompt_tokens: T,
       ...figures.prefill,
     },

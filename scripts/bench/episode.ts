@@ -93,11 +93,12 @@ export function generationFlop(params: { decoder: number; head: number }, output
  * The product path an evaluation process takes on this machine (it resolves the same settings): AMX's tile unit
  * where the addon has it (unless IWIBENCH_PREFILL_GEMM=onnxruntime), else the BF16 kernel of the addon's build.
  */
-export function productPath(): string {
+export function productPath(precision: Precision): string {
   const info = kernelInfo();
   if (!info.native) return `the JavaScript fallback (${info.reason})`;
   const amx = info.amx && process.env.IWIBENCH_PREFILL_GEMM !== 'onnxruntime';
-  return amx ? 'amx (every product)' : `kernel ${info.isa} (long prompts through onnxruntime's GEMM)`;
+  if (amx) return precision === 'bf16' ? 'amx (every product, and prefill attention)' : 'amx (every product)';
+  return `kernel ${info.isa} (long prompts through onnxruntime's GEMM)`;
 }
 
 type Measured = { run: EvaluationRun; generated: number; seconds: number; peakRss: number };
@@ -196,7 +197,7 @@ export async function main(argv: string[]): Promise<void> {
     episode: { family: flags.family, seed: flags.seed, items: items.length, of: all.length, weights: 'pristine' },
     // What computed every figure below: the arithmetic and the product path the evaluation processes took.
     precision: flags.precision,
-    product_path: productPath(),
+    product_path: productPath(flags.precision),
     params,
     bf16_bytes_per_step: bytesPerStep,
     runs,

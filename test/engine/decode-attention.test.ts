@@ -1,10 +1,12 @@
 // Decode attention (engine/kernels.ts attendDecode): rows of one new token, each over its own cache, against a
-// double-precision reference of Gemma3Attention's masked softmax; each row bitwise the same alone as among others and
-// with any thread count; the addon equal to the fallback; bad arguments refused before anything is written.
+// double-precision reference of Gemma3Attention's masked softmax (and with BF16 probabilities, bf16 precision's); each
+// row bitwise the same alone as among others and with any thread count; the addon equal to the fallback; bad
+// arguments refused before anything is written.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   attendDecode,
   jsKernels,
+  roundBf16,
   nativeKernels,
   setKernelThreads,
   type DecodeAttentionRow,
@@ -44,7 +46,14 @@ function attend(c: Case, impl: KernelImpl, shape = SHAPE): Float32Array {
   return out;
 }
 
-/** softmax(q·k · scaling over the visible keys) · v in doubles, for every row and head. */
+/** p rounded to float32, then to BF16. */
+function bf16(p: number): number {
+  const one = Float32Array.of(p);
+  roundBf16(one, jsKernels);
+  return one[0]!;
+}
+
+/** softmax(q·k · scaling over the visible keys) · v in doubles, for every row and head (bf16Probabilities: rounded). */
 function reference(c: Case, shape = SHAPE): Float64Array {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
   const out = new Float64Array(c.queries.length);
@@ -72,7 +81,8 @@ function reference(c: Case, shape = SHAPE): Float64Array {
       const e = scores.map((s) => Math.exp(s - max));
       const sum = e.reduce((a, b) => a + b, 0);
       values.forEach(([v, o], i) => {
-        for (let d = 0; d < D; d++) out[q + d] += (e[i]! / sum) * v[o + d]!;
+        const p = shape.bf16Probabilities ? bf16(e[i]! / sum) : e[i]! / sum;
+        for (let d = 0; d < D; d++) out[q + d] += p * v[o + d]!;
       });
     }
   });
@@ -111,6 +121,15 @@ for (const [name, impl] of impls) {
       // The window hides keys the full layer sees: the outputs differ.
       const c = makeCase(9, 3);
       expect(bits(attend(c, impl(), { ...SHAPE, window: 4 }))).not.toEqual(bits(attend(c, impl())));
+    });
+
+    it('with BF16 probabilities (bf16 precision): near the reference that rounds them too, and not the float32 result', () => {
+      const rounded = { ...SHAPE, bf16Probabilities: true };
+      const c = makeCase(9, 3, rounded);
+      const out = attend(c, impl(), rounded);
+      // A probability computed in float32 may land on the other side of a BF16 boundary: half a BF16 step, 2⁻⁹.
+      expect(maxError(out, reference(c, rounded))).toBeLessThan(2 ** -9);
+      expect(bits(out)).not.toEqual(bits(attend(c, impl())));
     });
 
     it('gives every row bitwise what it gives alone, with 1, 2 and 3 threads', () => {
@@ -162,7 +181,8 @@ describe.skipIf(nativeOff)('attendDecode: the addon', () => {
       [16, 4],
     ] as const) {
       const c = makeCase(R, seed);
-      for (const shape of [SHAPE, { ...SHAPE, window: 3 }, { ...SHAPE, headDim: 256, kvHeads: 1 }]) {
+      const shapes = [SHAPE, { ...SHAPE, window: 3 }, { ...SHAPE, headDim: 256, kvHeads: 1 }];
+      for (const shape of [...shapes, { ...SHAPE, bf16Probabilities: true }]) {
         const d = shape.headDim === SHAPE.headDim ? c : makeCase(R, seed, shape);
         expect(bits(attend(d, nativeKernels()!, shape))).toEqual(bits(attend(d, jsKernels, shape)));
       }
@@ -173,11 +193,12 @@ describe.skipIf(nativeOff)('attendDecode: the addon', () => {
     const args = [c.queries, c.keys, c.values, out, c.rows.map((r) => r.pastKey), c.rows.map((r) => r.pastValue)];
     const positions = Int32Array.from(c.rows, (r) => r.position);
     const slots = c.rows.map((r) => r.slots);
-    expect(() => raw(...args, slots.slice(1), positions, 4, 2, 20, 0.25, 0)).toThrow(/arrays of R entries/);
-    expect(() => raw(...args, slots, positions, 4, 3, 20, 0.25, 0)).toThrow(/multiple of kvHeads/);
-    expect(() => raw(...args, slots, positions, 4, 2, 20, 0.25)).toThrow(/13 arguments/);
+    expect(() => raw(...args, slots.slice(1), positions, 4, 2, 20, 0.25, 0, false)).toThrow(/arrays of R entries/);
+    expect(() => raw(...args, slots, positions, 4, 3, 20, 0.25, 0, false)).toThrow(/multiple of kvHeads/);
+    expect(() => raw(...args, slots, positions, 4, 2, 20, 0.25, 0)).toThrow(/14 arguments/);
+    expect(() => raw(...args, slots, positions, 4, 2, 20, 0.25, 0, 1)).toThrow(/bf16Probabilities must be a boolean/);
     expect(() =>
-      raw(c.queries, c.keys, c.values, c.queries, ...args.slice(4), slots, positions, 4, 2, 20, 0.25, 0),
+      raw(c.queries, c.keys, c.values, c.queries, ...args.slice(4), slots, positions, 4, 2, 20, 0.25, 0, false),
     ).toThrow(/share memory/);
     expect(Array.from(new Set(out))).toEqual([42]);
   });

@@ -330,22 +330,34 @@ describe('normRope (q_norm / k_norm and RoPE)', () => {
     }
   });
 
-  it('agrees with the norm_rope graph the device path runs, within float32 rounding, and rotates: |y| is kept', async () => {
+  it('agrees with the norm_rope graph the device path runs, within float32 rounding (bf16: rounded), and rotates: |y| is kept', async () => {
     const config = parseGemma3Config(presetConfig('gemma-3-1b-shape'));
     const { num_attention_heads: nH, num_key_value_heads: nKV, head_dim: D } = config;
     const R = 5;
     const q = ropeCase(R, nH, D, 21);
     const k = { ...ropeCase(R, nKV, D, 22), cos: q.cos, sin: q.sin, scale: ropeCase(1, 1, D, 23).scale };
-    const session = await ort.InferenceSession.create(buildNormRopeGraph(config), cpuSessionOptions(1));
-    const graph = await session.run({
-      q: tensor(q.x, [R, 1, nH * D]),
-      k: tensor(k.x, [R, 1, nKV * D]),
-      q_norm: tensor(q.scale, [D]),
-      k_norm: tensor(k.scale, [D]),
-      cos: tensor(q.cos, [R, 1, D / 2]),
-      sin: tensor(q.sin, [R, 1, D / 2]),
-    });
-    await session.release();
+    const run = async (bf16: boolean) => {
+      const graph = buildNormRopeGraph(config, { bf16 });
+      const session = await ort.InferenceSession.create(graph, cpuSessionOptions(1));
+      const out = await session.run({
+        q: tensor(q.x, [R, 1, nH * D]),
+        k: tensor(k.x, [R, 1, nKV * D]),
+        q_norm: tensor(q.scale, [D]),
+        k_norm: tensor(k.scale, [D]),
+        cos: tensor(q.cos, [R, 1, D / 2]),
+        sin: tensor(q.sin, [R, 1, D / 2]),
+      });
+      await session.release();
+      return out;
+    };
+    const graph = await run(false);
+    // bf16 precision's graph: the same queries and keys, rounded to BF16.
+    const rounded = await run(true);
+    for (const name of ['queries', 'keys']) {
+      const want = (graph[name]!.data as Float32Array).slice();
+      roundBf16(want, jsKernels);
+      expect(sameBits(rounded[name]!.data as Float32Array, want)).toBe(true);
+    }
     const [queries, keys] = [ropeRun(q, nH), ropeRun(k, nKV)];
     expect(relativeError(queries, graph.queries!.data as Float32Array)).toBeLessThan(1e-6);
     expect(relativeError(keys, graph.keys!.data as Float32Array)).toBeLessThan(1e-6);
