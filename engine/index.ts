@@ -9,6 +9,7 @@ export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
 export { PROBE_ROWS, chooseBatchLimit, type SpeedPoint } from './batch-limit.ts';
 export {
+  ARITHMETIC,
   DEFAULT_PRECISION,
   ENGINE_PROCESS_FLAGS,
   PRECISIONS,

@@ -25,6 +25,12 @@ export type Precision = 'bf16' | 'float32';
 export const PRECISIONS: readonly Precision[] = ['bf16', 'float32'];
 export const DEFAULT_PRECISION: Precision = 'bf16';
 
+/**
+ * Each precision's arithmetic, named for caches of its outputs: a new name whenever the arithmetic changes. bf16/2
+ * (2026-12-04): attention's queries, keys and probabilities rounded to BF16 as well.
+ */
+export const ARITHMETIC: Readonly<Record<Precision, string>> = { float32: 'float32', bf16: 'bf16/2' };
+
 /** `value` as a precision; throws ENGINE_SETTING_INVALID naming `name` if it is none. */
 export function checkPrecision(value: unknown, name = 'precision'): Precision {
   if (!PRECISIONS.includes(value as Precision))

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_PRECISION, type Device, type Precision } from '../engine/index.ts';
+import { ARITHMETIC, DEFAULT_PRECISION, type Device, type Precision } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
   evaluationTarget,
@@ -178,10 +178,10 @@ export class Evaluator {
           this.model.id,
           this.model.revision,
           items,
-          // A device's and a precision's outputs are their own; the CPU's float32 key is the one it had before either
-          // existed (its cache stays valid).
+          // A device's and a precision's outputs are their own (bf16's by its arithmetic's name, which changes with
+          // it); the CPU's float32 key is the one it had before either existed (its cache stays valid).
           ...(this.device !== 'cpu' ? [this.device] : []),
-          ...(this.precision !== 'float32' ? [this.precision] : []),
+          ...(this.precision !== 'float32' ? [ARITHMETIC[this.precision]] : []),
         ]),
       )
       .digest('hex');
