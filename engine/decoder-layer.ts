@@ -81,7 +81,7 @@ export type LayerContext = {
    * attention's probabilities before the values (the graphs were built to match).
    */
   bf16: boolean;
-  /** Where a prefill chunk's attention scores are taken on the CPU (attendChunk): FMAs, or AMX in bf16 precision. */
+  /** Where a prefill chunk's attention runs on the CPU (attendChunk): FMAs, or AMX's tile unit in bf16 precision. */
   attentionPath: AttentionPath;
 };
 

@@ -899,9 +899,9 @@ export type AttentionPath = 'fma' | 'amx';
  * With `path` 'amx' (bf16 precision where the CPU has AMX, with shape.bf16Probabilities; the addon only) both
  * products run on the tile unit: the scores over the queries and keys rounded to BF16, the softmax as above, the BF16
  * probabilities against the values rounded to BF16. Every product is exact and the float32 sums go in the tile unit's
- * order (the values' a tile of 32 keys at a time from each source's first key: the cache's slot 0, the chunk's first
- * token), so the result is within float32 rounding of the FMAs' (not bit for bit), and each query's still depends on
- * its own keys alone.
+ * order (over the values a tile of 32 keys at a time, counted from each source's first key: the cache's slot 0, the
+ * chunk's first token), so the result is within float32 rounding of the FMAs' (not bit for bit), and each query's
+ * still depends on its own keys alone.
  */
 export function attendChunk(
   queries: Float32Array,
