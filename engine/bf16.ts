@@ -2,6 +2,8 @@
 // which is what PyTorch's `tensor.to(torch.bfloat16)` does.
 import { roundBf16Bits, widenBf16 } from './kernels.ts';
 
+export { roundToBf16 } from './kernels.ts';
+
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
@@ -31,12 +33,6 @@ export function f32ToBf16Bits(value: number): number {
 export function f32ToBf16(values: ArrayLike<number>, out = new Uint16Array(values.length)): Uint16Array {
   for (let i = 0; i < values.length; i++) out[i] = f32ToBf16Bits(values[i]!);
   return out;
-}
-
-/** The float32 value that a number becomes after rounding to BF16. */
-export function roundToBf16(value: number): number {
-  u32[0] = f32ToBf16Bits(value) << 16;
-  return f32[0]!;
 }
 
 /** Decode IEEE half-precision bits to float32 values. */

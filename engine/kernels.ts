@@ -339,7 +339,7 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
       out.fill(0, q, q + D);
       for (let s = 0; s <= S; s++) {
         if (!visible(s)) continue;
-        const p = bf16Probabilities ? roundBf16Scalar(f(scores[s]! / sum)) : f(scores[s]! / sum);
+        const p = bf16Probabilities ? roundToBf16(scores[s]! / sum) : f(scores[s]! / sum);
         const [v, vo] = value(s);
         for (let d = 0; d < D; d++) out[q + d] = fmaF32(p, v[vo + d]!, out[q + d]!);
       }
@@ -399,7 +399,7 @@ const attendChunkJs: KernelImpl['attendChunk'] = (
       out.fill(0, q, q + D);
       for (let j = 0; j <= S + t; j++) {
         if (!visible(j)) continue;
-        const pj = bf16Probabilities ? roundBf16Scalar(f(scores[j]! / sum)) : f(scores[j]! / sum);
+        const pj = bf16Probabilities ? roundToBf16(scores[j]! / sum) : f(scores[j]! / sum);
         const [, v, o] = at(j);
         for (let d = 0; d < D; d++) out[q + d] = fmaF32(pj, v[o + d]!, out[q + d]!);
       }
@@ -493,9 +493,9 @@ export function roundBf16Bits(bits: number): number {
 const scalarBits = new Uint32Array(1);
 const scalarFloat = new Float32Array(scalarBits.buffer);
 
-/** One float32 rounded to the nearest BF16 (roundBf16Bits). */
-function roundBf16Scalar(x: number): number {
-  scalarFloat[0] = x;
+/** The float32 value that a number becomes after rounding to BF16 (roundBf16Bits; bf16.ts offers it too). */
+export function roundToBf16(value: number): number {
+  scalarFloat[0] = value;
   scalarBits[0] = roundBf16Bits(scalarBits[0]!);
   return scalarFloat[0]!;
 }

@@ -1648,8 +1648,8 @@ void gatedGelu(const float* gate, const float* up, float* z, size_t n) {
 //
 // `bf16Probabilities` (bf16 precision) rounds each p_j to BF16 before it weighs the values, as HF's BF16 attention
 // casts its probabilities. `onAmx` (bf16 precision, where the CPU has AMX) takes both products on the tile unit
-// instead, 16 queries of a head at a time: the scores from the queries and keys rounded to BF16 (tileScores), the
-// softmax as above, then the BF16 probabilities against the values rounded to BF16 (tileValues). Every product is
+// instead, 16 queries of a head at a time: the scores from the queries and keys rounded to BF16, the softmax as
+// above, then the BF16 probabilities against the values rounded to BF16 (both in tileSums). Every product is
 // exact and the float32 sums go in the tile unit's order: within float32 rounding of the FMAs' sums, not bit for bit.
 // The values' key tiles of 32 start at each source's first key (the cache's slot 0, the chunk's first token), so a
 // key's place in its tile does not depend on how many slots the cache has. No fallback repeats the tile unit's sums:
@@ -1743,30 +1743,6 @@ void keyTiles(const float* const* keys, size_t count, size_t D, uint16_t* tiles)
   }
 }
 
-// The scores of 16 queries (`a`: [16][Dp] BF16, Dp = D padded to 32) against NB consecutive key blocks (`b`: their
-// tiles, keyTiles' layout) into rows `stride` floats apart, block i's 16 scores at column 16·i: one tile sequence
-// over d per block.
-template <int NB>
-void tileScores(const uint16_t* a, const uint16_t* b, size_t Dp, float* scores, size_t stride) {
-  const size_t tilesD = Dp / 32;
-  _tile_zero(2);
-  if constexpr (NB > 1) _tile_zero(3);
-  if constexpr (NB > 2) _tile_zero(4);
-  if constexpr (NB > 3) _tile_zero(5);
-  for (size_t kb = 0; kb < tilesD; kb++) {
-    _tile_loadd(0, a + kb * 32, Dp * 2);
-    _tile_loadd(1, b + (0 * tilesD + kb) * kTileElements, 64);
-    _tile_dpbf16ps(2, 0, 1);
-    if constexpr (NB > 1) { _tile_loadd(1, b + (1 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
-    if constexpr (NB > 2) { _tile_loadd(1, b + (2 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
-    if constexpr (NB > 3) { _tile_loadd(1, b + (3 * tilesD + kb) * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
-  }
-  _tile_stored(2, scores, stride * 4);
-  if constexpr (NB > 1) _tile_stored(3, scores + 16, stride * 4);
-  if constexpr (NB > 2) _tile_stored(4, scores + 32, stride * 4);
-  if constexpr (NB > 3) _tile_stored(5, scores + 48, stride * 4);
-}
-
 // Up to 32 values of keys j0 … j0 + count − 1 (`values[l]`, from d0) as one B tile's rows: row p holds d0 … d0 + 15 of
 // keys 2p and 2p + 1, each value rounded to BF16. Missing keys are zeros.
 void valueTile(const float* const* values, size_t count, size_t d0, uint16_t* tile) {
@@ -1779,29 +1755,36 @@ void valueTile(const float* const* values, size_t count, size_t d0, uint16_t* ti
   }
 }
 
-// NB tiles of 16 queries × 16 d: Σ over the key tiles kts[0 … nk) of P·V, P's A tiles in `p` ([16][pStride] BF16, key
-// tile kt from column 32·kt) and V's B tiles at v + kt · vStride + i · kTileElements (valueTile's), stored in `out`
-// (rows `outStride` floats apart, tile i from column 16·i).
-template <int NB>
-void tileValues(const uint16_t* p, size_t pStride, const uint32_t* kts, size_t nk, const uint16_t* v, size_t vStride,
-                float* out, size_t outStride) {
+// NB C tiles (registers 2 …) of 16 rows × 16 columns: Σ over `steps` of A(step) · B(step, i), A's tiles at aAt(step)
+// (rows `aStride` bytes apart), B's at bAt(step, i) (valueTile's or keyTiles' layout), stored at out + 16·i (rows
+// `outStride` floats apart). One tile sequence per C tile: each sum in the same order whatever NB is.
+template <int NB, class AAt, class BAt>
+void tileSums(size_t steps, AAt aAt, size_t aStride, BAt bAt, float* out, size_t outStride) {
   _tile_zero(2);
   if constexpr (NB > 1) _tile_zero(3);
   if constexpr (NB > 2) _tile_zero(4);
   if constexpr (NB > 3) _tile_zero(5);
-  for (size_t i = 0; i < nk; i++) {
-    const uint16_t* b = v + kts[i] * vStride;
-    _tile_loadd(0, p + kts[i] * 32, pStride * 2);
-    _tile_loadd(1, b, 64);
+  for (size_t step = 0; step < steps; step++) {
+    _tile_loadd(0, aAt(step), aStride);
+    _tile_loadd(1, bAt(step, 0), 64);
     _tile_dpbf16ps(2, 0, 1);
-    if constexpr (NB > 1) { _tile_loadd(1, b + 1 * kTileElements, 64); _tile_dpbf16ps(3, 0, 1); }
-    if constexpr (NB > 2) { _tile_loadd(1, b + 2 * kTileElements, 64); _tile_dpbf16ps(4, 0, 1); }
-    if constexpr (NB > 3) { _tile_loadd(1, b + 3 * kTileElements, 64); _tile_dpbf16ps(5, 0, 1); }
+    if constexpr (NB > 1) { _tile_loadd(1, bAt(step, 1), 64); _tile_dpbf16ps(3, 0, 1); }
+    if constexpr (NB > 2) { _tile_loadd(1, bAt(step, 2), 64); _tile_dpbf16ps(4, 0, 1); }
+    if constexpr (NB > 3) { _tile_loadd(1, bAt(step, 3), 64); _tile_dpbf16ps(5, 0, 1); }
   }
   _tile_stored(2, out, outStride * 4);
   if constexpr (NB > 1) _tile_stored(3, out + 16, outStride * 4);
   if constexpr (NB > 2) _tile_stored(4, out + 32, outStride * 4);
   if constexpr (NB > 3) _tile_stored(5, out + 48, outStride * 4);
+}
+
+// tileSums with nb (1 … 4) C tiles chosen at run time.
+template <class AAt, class BAt>
+void tileSums(size_t nb, size_t steps, AAt aAt, size_t aStride, BAt bAt, float* out, size_t outStride) {
+  if (nb == 4) tileSums<4>(steps, aAt, aStride, bAt, out, outStride);
+  else if (nb == 3) tileSums<3>(steps, aAt, aStride, bAt, out, outStride);
+  else if (nb == 2) tileSums<2>(steps, aAt, aStride, bAt, out, outStride);
+  else tileSums<1>(steps, aAt, aStride, bAt, out, outStride);
 }
 #endif
 
@@ -1991,13 +1974,12 @@ void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& sh
           keepStores(a.data());
           float* head = scores.data() + r * 16 * stride;
           const uint16_t* b = keysB.data() + g * blocks * blockTiles;
+          // Up to 4 key blocks at a time, each summed over d a tile of 32 at a time.
           for (size_t kb = begin / 16; kb <= lastBlock; kb += 4) {
+            const auto queryTile = [&](size_t t) { return a.data() + t * 32; };
+            const auto keyTile = [&](size_t t, int i) { return b + (kb + i) * blockTiles + t * kTileElements; };
             const size_t nb = std::min<size_t>(4, lastBlock + 1 - kb);
-            const uint16_t* tiles = b + kb * blockTiles;
-            if (nb == 4) tileScores<4>(a.data(), tiles, Dp, head + kb * 16, stride);
-            else if (nb == 3) tileScores<3>(a.data(), tiles, Dp, head + kb * 16, stride);
-            else if (nb == 2) tileScores<2>(a.data(), tiles, Dp, head + kb * 16, stride);
-            else tileScores<1>(a.data(), tiles, Dp, head + kb * 16, stride);
+            tileSums(nb, Dp / 32, queryTile, Dp * 2, keyTile, head + kb * 16, stride);
           }
         }
         keepStores(scores.data());
@@ -2027,14 +2009,14 @@ void attendChunk(const float* queries, const ChunkKeys& c, const DecodeShape& sh
           }
           keepStores(pa.data());
           const uint16_t* v = valuesB.data() + g * keyTileCount * valueTiles;
+          // Up to 64 d at a time, each summed over the key tiles kts in order.
           for (size_t d0 = 0; d0 < D; d0 += 64) {
+            const auto probabilityTile = [&](size_t step) { return pa.data() + kts[step] * 32; };
+            const auto valueTileAt = [&](size_t step, int i) {
+              return v + kts[step] * valueTiles + (d0 / 16 + i) * kTileElements;
+            };
             const size_t nb = std::min<size_t>(4, (D - d0) / 16);
-            const uint16_t* vd = v + d0 / 16 * kTileElements;
-            float* od = o.data() + d0;
-            if (nb == 4) tileValues<4>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
-            else if (nb == 3) tileValues<3>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
-            else if (nb == 2) tileValues<2>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
-            else tileValues<1>(pa.data(), pStride, kts.data(), kts.size(), vd, valueTiles, od, D);
+            tileSums(nb, kts.size(), probabilityTile, pStride * 2, valueTileAt, o.data() + d0, D);
           }
           keepStores(o.data());
           for (size_t i = 0; i < count; i++)
@@ -2328,8 +2310,8 @@ const char* attentionShape(napi_env env, const napi_value* argv, DecodeShape& sh
 }
 
 // attendDecode(queries, keys, values, out, pastKeys, pastValues, slots, positions, heads, kvHeads, headDim, scaling,
-// window, bf16Probabilities): R = positions.length rows; queries and out [R × heads × D], keys and values [R × kvHeads × D]; per row r
-// pastKeys[r] and pastValues[r] [kvHeads × S_r × D] with S_r = slots[r].length.
+// window, bf16Probabilities): R = positions.length rows; queries and out [R × heads × D], keys and values
+// [R × kvHeads × D]; per row r pastKeys[r] and pastValues[r] [kvHeads × S_r × D] with S_r = slots[r].length.
 napi_value AttendDecode(napi_env env, napi_callback_info info) {
   auto fail = [&](bool range, const char* what) {
     return throwError(env, range, (std::string("attendDecode") + what).c_str());

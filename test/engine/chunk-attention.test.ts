@@ -10,6 +10,7 @@ import {
   jsKernels,
   kernelInfo,
   roundBf16,
+  roundToBf16,
   nativeKernels,
   setKernelThreads,
   type AttentionPath,
@@ -54,12 +55,7 @@ function attend(c: Case, shape: DecodeAttentionShape, impl?: KernelImpl, path?: 
  */
 function reference(c: Case, shape: DecodeAttentionShape): Float64Array {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
-  const weight = (p: number) => {
-    if (!shape.bf16Probabilities) return p;
-    const one = Float32Array.of(p);
-    roundBf16(one, jsKernels);
-    return one[0]!;
-  };
+  const weight = (p: number) => (shape.bf16Probabilities ? roundToBf16(p) : p);
   const out = new Float64Array(c.queries.length);
   const S = c.past.slots.length;
   c.positions.forEach((p, t) => {

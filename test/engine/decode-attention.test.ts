@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   attendDecode,
   jsKernels,
-  roundBf16,
+  roundToBf16,
   nativeKernels,
   setKernelThreads,
   type DecodeAttentionRow,
@@ -46,13 +46,6 @@ function attend(c: Case, impl: KernelImpl, shape = SHAPE): Float32Array {
   return out;
 }
 
-/** p rounded to float32, then to BF16. */
-function bf16(p: number): number {
-  const one = Float32Array.of(p);
-  roundBf16(one, jsKernels);
-  return one[0]!;
-}
-
 /** softmax(q·k · scaling over the visible keys) · v in doubles, for every row and head (bf16Probabilities: rounded). */
 function reference(c: Case, shape = SHAPE): Float64Array {
   const { heads, kvHeads, headDim: D, scaling, window } = shape;
@@ -81,7 +74,7 @@ function reference(c: Case, shape = SHAPE): Float64Array {
       const e = scores.map((s) => Math.exp(s - max));
       const sum = e.reduce((a, b) => a + b, 0);
       values.forEach(([v, o], i) => {
-        const p = shape.bf16Probabilities ? bf16(e[i]! / sum) : e[i]! / sum;
+        const p = shape.bf16Probabilities ? roundToBf16(e[i]! / sum) : e[i]! / sum;
         for (let d = 0; d < D; d++) out[q + d] += p * v[o + d]!;
       });
     }
