@@ -36,7 +36,7 @@ export const ERROR_CODES = {
   ENGINE_INPUT_INVALID:
     'an engine call is malformed: an empty sequence, a token id outside the vocabulary, or a batch, token count, position range, layer or top-k out of range',
   ENGINE_SETTING_INVALID:
-    'an engine setting (an option, --device or IWIBENCH_PREFILL_GEMM) names no valid value, or one this machine does not have',
+    'an engine setting (an option, --device or IWIBENCH_ISA) names no valid value, or one this machine does not have',
   // Patches (service/weights/patch.ts, export.ts)
   PATCH_INVALID: 'a patch folder is malformed, truncated, edited or of an unknown format or op',
   PATCH_BASE_MISMATCH: 'a patch was made for another model, revision or base tensor content',

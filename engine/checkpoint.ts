@@ -1,7 +1,8 @@
 // A pinned Gemma 3 checkpoint on disk: config.json, tokenizer files and (sharded) safetensors.
 // Accepts a plain folder or the Hugging Face cache layout models--org--name/snapshots/<revision>/ (files linked into
 // blobs/, refs/main naming a revision, several revisions side by side).
-// Nothing is downloaded; every tensor the text decoder needs is checked for presence, shape and dtype at open.
+// Nothing is downloaded here (hub/fetch.ts fetches into the cache; the commands call it first); every tensor the text
+// decoder needs is checked for presence, shape and dtype at open.
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
 import { bf16ToF32, f16ToF32 } from './bf16.ts';
 import { SafetensorsFile, SafetensorsError, numel, type TensorInfo } from './safetensors.ts';
 import { expectedTextTensors, tiedAliases } from './names.ts';
+import { snapshotStatus } from './hub/files.ts';
 
 export class CheckpointError extends Error {
   constructor(message: string) {
@@ -35,9 +37,13 @@ export const PINNED_REVISIONS: Readonly<Record<string, string>> = {
   'google/gemma-3-4b-it': '093f9f388b31de276ce2de164bdc2081324b9767',
 };
 
-/** Where huggingface_hub keeps its cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
+/**
+ * Where huggingface_hub keeps its cache: $HF_HUB_CACHE (or its older name $HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub,
+ * else ~/.cache/huggingface/hub.
+ */
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  if (env.HUGGINGFACE_HUB_CACHE) return env.HUGGINGFACE_HUB_CACHE;
   if (env.HF_HOME) return path.join(env.HF_HOME, 'hub');
   return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface', 'hub');
 }
@@ -58,7 +64,7 @@ export function resolveCheckpointDir(location: CheckpointLocation): {
     const repoDir = path.join(cacheDir, `models--${modelId.replaceAll('/', '--')}`);
     if (!existsSync(repoDir)) {
       throw new CheckpointError(
-        `${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; pass --cache-dir or --model-dir)`,
+        `${modelId} is not in the Hugging Face cache ${cacheDir} (no ${path.basename(repoDir)}/; fetch it with ${downloadCommand(modelId, location.revision)}, or pass --cache-dir or --model-dir)`,
       );
     }
     return { ...snapshot(repoDir, modelId, location), modelId };
@@ -69,6 +75,11 @@ export function resolveCheckpointDir(location: CheckpointLocation): {
     return { ...snapshot(modelDir, id, location), modelId: id };
   }
   return { dir: modelDir, revision: location.revision };
+}
+
+/** The command that fetches a checkpoint into the cache (scripts/download.ts). */
+function downloadCommand(modelId: string | undefined, revision: string | undefined): string {
+  return `npx iwibench download --model ${modelId ?? 'ID'}${revision ? ` --revision ${revision}` : ''}`;
 }
 
 /** `models--google--gemma-3-1b-it` → `google/gemma-3-1b-it`. */
@@ -98,12 +109,20 @@ function snapshot(
   const refFile = path.join(repoDir, 'refs', revision);
   if (!/^[0-9a-f]{40}$/.test(revision) && refs.includes(revision)) revision = readFileSync(refFile, 'utf8').trim();
   const dir = path.join(snapshots, revision);
-  if (!existsSync(dir)) throw new CheckpointError(`revision ${revision} is not in ${repoDir}/snapshots (${present()})`);
+  if (!existsSync(dir))
+    throw new CheckpointError(
+      `revision ${revision} is not in ${repoDir}/snapshots (${present()}); fetch it with ${downloadCommand(modelId, location.revision)}`,
+    );
   if (pinned && revision !== pinned && !location.allowUnpinnedRevision) {
     throw new CheckpointError(
       `${modelId} is pinned at revision ${pinned}; ${revision} is refused unless --allow-unpinned-revision is given`,
     );
   }
+  const { complete, missing } = snapshotStatus(dir);
+  if (!complete)
+    throw new CheckpointError(
+      `${dir} is incomplete (an interrupted download?): missing ${missing.join(', ')}; ${downloadCommand(modelId, location.revision)} completes it`,
+    );
   return { dir, revision };
 }
 

@@ -1,20 +1,14 @@
-// One chunk of a left-padded batch, as the forward pass takes it, and the row bookkeeping around it: which sequences
-// prefill through the GEMM, their rows gathered and scattered back, the last row of each sequence.
+// One chunk of a left-padded batch, as the forward pass takes it, and the last row of each sequence.
 import { PAD_ID } from './tokenizer.ts';
 
 /**
  * T padded times from `start` of a left-padded batch of B sequences: ids [B·T] (PAD_ID in padding) and positions
- * (−1 in padding). `gemm[b]`: sequence b's rows take the prefill GEMM (by its own length); never in a decode step.
+ * (−1 in padding).
  */
-export type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number; gemm: boolean[] };
-
-/** Which sequences of a call prefill through the GEMM: each by its own length alone, never by the batch's. */
-export function gemmSequences(lengths: number[], minTokens: number): boolean[] {
-  return lengths.map((length) => length >= minTokens);
-}
+export type Chunk = { ids: Int32Array; positions: Int32Array; start: number; T: number };
 
 /** T padded times from `start` of a left-padded batch: ids (PAD_ID in padding) and positions (−1 in padding). */
-export function paddedChunk(prompts: number[][], pads: number[], start: number, T: number, gemm: boolean[]): Chunk {
+export function paddedChunk(prompts: number[][], pads: number[], start: number, T: number): Chunk {
   const B = prompts.length;
   const ids = new Int32Array(B * T);
   const positions = new Int32Array(B * T);
@@ -25,7 +19,7 @@ export function paddedChunk(prompts: number[][], pads: number[], start: number, 
       positions[b * T + t] = real >= 0 ? real : -1;
     }
   }
-  return { ids, positions, start, T, gemm };
+  return { ids, positions, start, T };
 }
 
 /** Key positions [B, 1 + T]: a never-attended slot (−1), then each sequence's chunk positions. */
@@ -36,29 +30,6 @@ export function withNeverSlot(positions: Int32Array, B: number, T: number): Int3
     out.set(positions.subarray(b * T, (b + 1) * T), b * (1 + T) + 1);
   }
   return out;
-}
-
-/** The rows [b·T, (b + 1)·T) of the sequences b with chunk.gemm[b] === gemm, back to back. */
-export function gatherSequences(x: Float32Array, chunk: Chunk, width: number, gemm: boolean): Float32Array {
-  const block = chunk.T * width;
-  const picked = chunk.gemm.flatMap((g, b) => (g === gemm ? [b] : []));
-  const out = new Float32Array(picked.length * block);
-  picked.forEach((b, i) => out.set(x.subarray(b * block, (b + 1) * block), i * block));
-  return out;
-}
-
-/** The inverse of gatherSequences: rows of the picked sequences back to their places in `out`. */
-export function scatterSequences(
-  rows: Float32Array,
-  out: Float32Array,
-  chunk: Chunk,
-  width: number,
-  gemm: boolean,
-): void {
-  const block = chunk.T * width;
-  chunk.gemm
-    .flatMap((g, b) => (g === gemm ? [b] : []))
-    .forEach((b, i) => out.set(rows.subarray(i * block, (i + 1) * block), b * block));
 }
 
 /** The rows of the last time of each sequence in a [B·T, H] block. */

@@ -19,7 +19,6 @@ import {
   normRope,
   residualNorm as kernelResidualNorm,
   roundBf16,
-  type AttentionPath,
   type DecodeAttentionShape,
 } from './kernels.ts';
 import type { KvCache } from './kv-cache.ts';
@@ -81,8 +80,6 @@ export type LayerContext = {
    * attention's probabilities before the values (the graphs were built to match).
    */
   bf16: boolean;
-  /** Where a prefill chunk's attention runs on the CPU (attendChunk): FMAs, or AMX's tile unit in bf16 precision. */
-  attentionPath: AttentionPath;
 };
 
 export async function decoderLayer(layer: number, { h, x }: Residual, c: LayerContext): Promise<Residual> {
@@ -268,7 +265,7 @@ async function chunkAttention(
   const past = cache.past(layer);
   const slots = cache.heldPositions(type);
   const shape = attentionShape(c, type);
-  attendChunk(queries, keys, v, context, { ...past, slots }, chunk.positions, shape, c.attentionPath);
+  attendChunk(queries, keys, v, context, { ...past, slots }, chunk.positions, shape);
   cache.storeTokens(layer, keys, v, chunk.start, T);
   return context;
 }

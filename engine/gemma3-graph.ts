@@ -231,18 +231,6 @@ export function buildNormRopeGraph(config: Gemma3TextConfig, { bf16 = false } = 
 }
 
 /**
- * `linear`: y [M,N] = x [M,K] · wᵀ for w [N,K] as stored (a Linear weight), in onnxruntime's GEMM (MLAS): prefill's
- * projections, on a float32 tile the engine widens from the BF16 weight (runtime.ts says why).
- */
-export function buildLinearGraph(): Uint8Array {
-  const g = new GraphBuilder();
-  const x = g.input('x', F, ['M', 'K']);
-  const w = g.input('w', F, ['N', 'K']);
-  g.output('y', g.matMulTransB(x, w), F, ['M', 'N']);
-  return g.toBytes('gemma3_linear', OPSET);
-}
-
-/**
  * `head_partial`: per-row reductions of one vocabulary block of logits, so that log-softmax and top-k over the
  * whole vocabulary can be merged from blocks without holding [rows, vocab]. Inputs logits [R,Vb], target [R] i32 (an
  * index into the block, clamped by the caller), k [1] i64. Outputs max [R], sum_exp [R] = Σ exp(logit − max), target_logit [R],

@@ -6,12 +6,12 @@
 // reads only its own cache, of the length it has alone, so every sequence's tokens and logits are bitwise what it
 // gives alone. The call's products go to buffers it keeps from step to step (call-buffers.ts).
 import { CallBuffers } from './call-buffers.ts';
-import { gemmSequences, lastRows, paddedChunk, type Chunk } from './chunk.ts';
+import { lastRows, paddedChunk, type Chunk } from './chunk.ts';
 import { between, type CallControl } from './control.ts';
 import type { TiedHead } from './head.ts';
 import { argmaxRows } from './kernels.ts';
 import { KvCache } from './kv-cache.ts';
-import { decodesOnGemm, type EngineSettings } from './settings.ts';
+import type { EngineSettings } from './settings.ts';
 import type { Gemma3TextModel } from './text-model.ts';
 import { STOP_IDS } from './tokenizer.ts';
 import type { WeightSource } from './weight-source.ts';
@@ -130,7 +130,7 @@ export async function greedyGenerate(
     // One decode step for every live row, each at its own time in its own cache.
     const final = await model.forwardRows(
       weights,
-      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row, parts.settings) })),
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
       options,
       call.buffers,
     );
@@ -146,22 +146,20 @@ export async function greedyGenerate(
 
 /**
  * The sequences of `taken` in packs prefilled together: in order, prompts of one chunk packed while their rows fit in
- * one chunk and they take the same product path (the kernel below gemmMinTokens, else the prefill GEMM); every
- * longer prompt a pack of its own.
+ * one chunk; every longer prompt a pack of its own.
  */
 export function prefillPacks(
   taken: number[],
   sequences: GenerateSequence[],
-  settings: Pick<EngineSettings, 'gemmMinTokens' | 'chunkRows'>,
+  settings: Pick<EngineSettings, 'chunkRows'>,
 ): number[][] {
   const length = (index: number) => sequences[index]!.ids.length;
-  const gemm = (index: number) => gemmSequences([length(index)], settings.gemmMinTokens)[0];
   const out: number[][] = [];
   let rows = 0;
   for (const index of taken) {
     const T = length(index);
     const last = out.at(-1);
-    if (last && gemm(index) === gemm(last[0]!) && rows + T <= settings.chunkRows) {
+    if (last && rows + T <= settings.chunkRows) {
       last.push(index);
       rows += T;
     } else {
@@ -187,14 +185,14 @@ async function prefillPack(
     const { cache, logits } = await prefill(parts, weights, sequences[pack[0]!]!, control);
     return { caches: [cache], logits };
   }
-  const { model, head, settings, buffers } = parts;
+  const { model, head, buffers } = parts;
   const H = model.config.hidden_size;
   const rows = pack.map((index) => {
     const { ids, maxNewTokens } = sequences[index]!;
     const cache = new KvCache(model.config, 1, ids.length + maxNewTokens);
     return {
       cache,
-      chunk: paddedChunk([ids], [0], 0, ids.length, gemmSequences([ids.length], settings.gemmMinTokens)),
+      chunk: paddedChunk([ids], [0], 0, ids.length),
     };
   });
   await between(control);
@@ -217,25 +215,23 @@ async function prefill(
 ): Promise<{ cache: KvCache; logits: Float32Array }> {
   const T = ids.length;
   const cache = new KvCache(model.config, 1, T + maxNewTokens);
-  const gemm = gemmSequences([T], settings.gemmMinTokens);
   let last: Float32Array = new Float32Array(0);
   for (let start = 0; start < T; start += settings.chunkRows) {
     await between(control);
-    const chunk = paddedChunk([ids], [0], start, Math.min(settings.chunkRows, T - start), gemm);
+    const chunk = paddedChunk([ids], [0], start, Math.min(settings.chunkRows, T - start));
     const { final } = await model.forward(weights, cache, chunk, control, buffers);
     if (start + chunk.T === T) last = lastRows(final, 1, chunk.T, model.config.hidden_size);
   }
   return { cache, logits: await head.logits(weights, last, 1, buffers) };
 }
 
-/** A row's decode step: its token at its own position (no padding: time = position), on decodesOnGemm's path. */
-function decodeChunk(row: Row, settings: EngineSettings): Chunk {
+/** A row's decode step: its token at its own position (no padding: time = position). */
+function decodeChunk(row: Row): Chunk {
   return {
     ids: Int32Array.of(row.token),
     positions: Int32Array.of(row.time),
     start: row.time,
     T: 1,
-    gemm: [decodesOnGemm(settings)],
   };
 }
 
@@ -265,7 +261,7 @@ export async function decodeSpeed(
     if (step === 1) started = performance.now();
     const final = await parts.model.forwardRows(
       weights,
-      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row, parts.settings) })),
+      live.map((row) => ({ cache: row.cache, chunk: decodeChunk(row) })),
       {},
       call.buffers,
     );

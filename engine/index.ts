@@ -9,22 +9,26 @@ export type { CallControl } from './control.ts';
 export { MAX_BATCH } from './batch.ts';
 export { PROBE_ROWS, chooseBatchLimit, type SpeedPoint } from './batch-limit.ts';
 export {
-  ARITHMETIC,
   DEFAULT_PRECISION,
   ENGINE_PROCESS_FLAGS,
   PRECISIONS,
-  attentionPathFor,
   checkPrecision,
   defaultThreads,
   type EngineSettings,
   type Precision,
 } from './settings.ts';
+export { CPU_ARITHMETIC, arithmeticName } from './arithmetic.ts';
 export { callMemoryBytes, continuousMemoryBytes, textWeightBytes } from './memory.ts';
-export { DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
+export { CUDA_INSTALL, DEVICES, checkDevice, prepareDevice, type Device } from './device.ts';
 export { EngineHost } from './engine-host.ts';
 
 // The checkpoint: config, tensor names, tokenizer, weights
 export { Checkpoint, PINNED_REVISIONS, type CheckpointLocation } from './checkpoint.ts';
+// Fetching a checkpoint from the Hugging Face Hub into its cache (hub/)
+export { bytesText, fetchCheckpoint, type FetchEvent, type FetchOptions, type FetchResult } from './hub/fetch.ts';
+export { HubError, type HubErrorKind } from './hub/errors.ts';
+export { hubSettings, type HubSettings } from './hub/settings.ts';
+export { repoFolder, snapshotStatus } from './hub/files.ts';
 export { parseGemma3Config, type Gemma3TextConfig } from './config.ts';
 export {
   TENSOR_KINDS,
@@ -40,7 +44,14 @@ export {
 } from './names.ts';
 export { Tokenizer, gemma3TokenizerDir } from './tokenizer.ts';
 export { checkpointSource, copyBf16, overlaySource, readBf16, type WeightSource } from './weight-source.ts';
-export { GENERATION_CONFIG, PRESETS, makeTinyCheckpoint, type Preset } from './tiny-checkpoint.ts';
+export {
+  GENERATION_CONFIG,
+  PRESETS,
+  makeTinyCheckpoint,
+  presetConfig,
+  presetShapes,
+  type Preset,
+} from './tiny-checkpoint.ts';
 
 // Formats: BF16, safetensors, .npy, ONNX graphs
 export { bf16ToF32, bf16Value, f32ToBf16, f32ToBf16Bits } from './bf16.ts';
@@ -57,20 +68,21 @@ export { DataType, GraphBuilder } from './onnx-builder.ts';
 
 // The BF16 kernels (the benchmarks time them against their references)
 export {
+  ISAS,
   adviseHugePages,
-  dotBf16Parts,
-  gemmBf16Parts,
   jsKernels,
   kernelInfo,
   matmulBf16,
   matmulBf16Parts,
   nativeKernels,
   peakRate,
+  products,
   readBandwidth,
   roundBf16,
   setKernelThreads,
+  useIsa,
   widenBf16,
-  type DotPath,
+  type Isa,
   type KernelImpl,
   type KernelInfo,
   type PeakKind,

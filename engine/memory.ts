@@ -1,8 +1,9 @@
 // What an engine holds and what one call adds to it: the figures the memory gate (taskset/memory-gate.ts) and the
 // evaluator's admission use, checked against measured peaks in test/engine/memory.test.ts.
+import os from 'node:os';
 import type { Gemma3TextConfig, LayerType } from './config.ts';
 import { BLOCK_ELEMENTS } from './head.ts';
-import { expectedTextTensors, largestDecoderMatrix } from './names.ts';
+import { expectedTextTensors } from './names.ts';
 import { CHUNK_ROWS } from './settings.ts';
 
 /** Bytes of the weights an engine holds: every text tensor in BF16. */
@@ -14,7 +15,7 @@ export function textWeightBytes(config: Gemma3TextConfig): number {
 
 /**
  * The most memory one call adds (docs/engine.md, "Memory per call"): its KV cache, one chunk's activations (the projections'
- * inputs and outputs, attention scores, masks and probabilities over the cache), the prefill GEMM's scratch and one
+ * inputs and outputs, attention scores, masks and probabilities over the cache), the products' scratch and one
  * head block.
  */
 export function callMemoryBytes(
@@ -39,11 +40,11 @@ export function callMemoryBytes(
   // Scores of the cache and of the chunk, joined, masked, softmax and its two parts; the masks of both layer types.
   const attention = 4 * B * nH * T * S * 7;
   const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
-  // The prefill GEMM's scratch, either one's: onnxruntime's float32 weight tile, or AMX's three BF16 parts of the
-  // widest input, in superblocks of 32 rows × 6 tiles of 1 KiB per 32 columns (engine/native/kernels.cc, gemm).
-  const amxParts = Math.ceil(M / 32) * 6 * Math.ceil(Math.max(H, I, nH * D) / 32) * 1024;
-  const gemm = Math.max(4 * largestDecoderMatrix(config), amxParts);
-  const chunk = rows + attention + head + gemm;
+  // The products' scratch (engine/native/products.h): x once, float32, its k padded to whole blocks of 32 (AMX's BF16
+  // tiles of it take half that), and per pool thread a panel of 256 k × 32 outputs and the accumulators of its rows.
+  const widest = Math.ceil(Math.max(H, I, nH * D) / 32) * 32;
+  const products = 4 * M * widest + os.availableParallelism() * (4 * 256 * 32 + 4 * M * 32);
+  const chunk = rows + attention + head + products;
   return { cache, chunk, total: cache + chunk };
 }
 

@@ -108,16 +108,3 @@ export function kindOf(name: string): TensorKind {
   if (name.includes('.mlp.')) return 'mlp';
   return 'other';
 }
-
-/** [N, K] of the decoder matrices (q, k, v, o, gate, up, down: every layer's are layer 0's). */
-export function decoderMatrixShapes(config: Gemma3TextConfig): [number, number][] {
-  const shapes = expectedTextTensors(config);
-  const n = layerTensorNames(config.tensor_prefix, 0);
-  const names = [n.q_proj, n.k_proj, n.v_proj, n.o_proj, n.gate_proj, n.up_proj, n.down_proj];
-  return names.map((name) => shapes.get(name) as [number, number]);
-}
-
-/** Elements of the largest decoder matrix (the size of onnxruntime's prefill tile). */
-export function largestDecoderMatrix(config: Gemma3TextConfig): number {
-  return Math.max(...decoderMatrixShapes(config).map(([n, k]) => n * k));
-}

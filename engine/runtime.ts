@@ -12,7 +12,7 @@ import { IwiError } from '../core/errors.ts';
 import { MAX_BATCH } from './batch.ts';
 import { CallBuffers } from './call-buffers.ts';
 import type { Checkpoint } from './checkpoint.ts';
-import { gemmSequences, paddedChunk } from './chunk.ts';
+import { paddedChunk } from './chunk.ts';
 import type { Gemma3TextConfig } from './config.ts';
 import { between, type CallControl } from './control.ts';
 import { CpuProjector } from './cpu-projector.ts';
@@ -32,7 +32,7 @@ import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors } from './names.ts';
 import type { Projector } from './projector.ts';
 import { RoundingProjector } from './rounding-projector.ts';
-import { attentionPathFor, resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
+import { resolveSettings, type EngineOptionsSettings, type EngineSettings } from './settings.ts';
 import { cachedSpeedCurve, speedKey } from './speed-cache.ts';
 import { Gemma3TextModel } from './text-model.ts';
 import { checkpointSource, type WeightSource } from './weight-source.ts';
@@ -104,7 +104,6 @@ export class Gemma3Engine {
     const model = new Gemma3TextModel(checkpoint.config, graphs, projector, {
       pointwise: settings.device === 'cpu' ? 'kernel' : 'graph',
       precision: settings.precision,
-      attentionPath: attentionPathFor(settings, checkpoint.config.head_dim),
     });
     const head = new TiedHead(checkpoint.config, projector, graphs);
     return new Gemma3Engine(checkpoint, settings, source, graphs, projector, device, model, head);
@@ -185,10 +184,9 @@ export class Gemma3Engine {
       const cache = new KvCache(this.config, 1, T);
       const buffers = new CallBuffers();
       const result = new Float32Array(T * V);
-      const gemm = gemmSequences([T], this.settings.gemmMinTokens);
       for (let start = 0; start < T; start += chunkTokens) {
         await between(options);
-        const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start), gemm);
+        const chunk = paddedChunk([ids], [0], start, Math.min(chunkTokens, T - start));
         const { final } = await this.model.forward(weights, cache, chunk, options, buffers);
         result.set(await this.head.logits(weights, final, chunk.T, buffers), start * V);
       }
@@ -248,10 +246,9 @@ export class Gemma3Engine {
     const hidden: Record<number, Float32Array[]> = Object.fromEntries(layers.map((layer) => [layer, []]));
     const cache = new KvCache(this.config, 1, request.end);
     const buffers = new CallBuffers();
-    const gemm = gemmSequences([request.end], this.settings.gemmMinTokens);
     for (let start = 0; start < request.end; start += chunkRows) {
       await between(options);
-      const chunk = paddedChunk([request.ids], [0], start, Math.min(chunkRows, request.end - start), gemm);
+      const chunk = paddedChunk([request.ids], [0], start, Math.min(chunkRows, request.end - start));
       const from = Math.max(request.start, start) - start; // rows of this chunk inside [start, end)
       const to = chunk.T;
       const { final, layerRows } = await this.model.forward(weights, cache, chunk, options, buffers, {

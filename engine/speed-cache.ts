@@ -17,6 +17,7 @@ import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { PROBE_MAX_STEPS, PROBE_ROWS, PROBE_SECONDS, type SpeedPoint } from './batch-limit.ts';
 import type { Gemma3TextConfig } from './config.ts';
+import { arithmeticName } from './arithmetic.ts';
 import { kernelInfo } from './kernels.ts';
 import type { EngineSettings } from './settings.ts';
 
@@ -34,10 +35,14 @@ export function speedCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 const ENGINE_DIR = path.dirname(fileURLToPath(import.meta.url));
 let ownCode: string | undefined;
 
-/** SHA-256 of the engine's code in `dir`: its TypeScript files and the kernel's source (native/kernels.cc). */
+/** SHA-256 of the engine's code in `dir`: its TypeScript files and the kernels' sources (native/*.cc and *.h). */
 export function engineCodeDigest(dir: string): string {
   const hash = createHash('sha256');
-  const files = [...readdirSync(dir).filter((name) => name.endsWith('.ts')), 'native/kernels.cc'].sort();
+  const native = existsSync(path.join(dir, 'native')) ? readdirSync(path.join(dir, 'native')) : [];
+  const files = [
+    ...readdirSync(dir).filter((name) => name.endsWith('.ts')),
+    ...native.filter((name) => /\.(cc|h)$/.test(name)).map((name) => `native/${name}`),
+  ].sort();
   for (const file of files) hash.update(`${file}\0`).update(readFileSync(path.join(dir, file)));
   return hash.digest('hex');
 }
@@ -53,6 +58,7 @@ export function speedKey(config: Gemma3TextConfig, settings: EngineSettings): Re
     cpu: os.cpus()[0]?.model ?? 'unknown',
     cpus: os.availableParallelism(),
     kernel: kernelInfo(),
+    arithmetic: arithmeticName(settings.precision, settings.device),
     settings,
     config,
     probe: { rows: PROBE_ROWS, seconds: PROBE_SECONDS, max_steps: PROBE_MAX_STEPS },

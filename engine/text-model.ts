@@ -21,7 +21,8 @@ import { embedScale } from './gemma3-graph.ts';
 import { tensor, type Graphs } from './graphs.ts';
 import type { KvCache } from './kv-cache.ts';
 import { embedTokensName, layerTensorNames } from './names.ts';
-import { roundBf16, type AttentionPath } from './kernels.ts';
+import { rmsNorm, roundBf16 } from './kernels.ts';
+import { RopeTables } from './rope.ts';
 import type { Projector } from './projector.ts';
 import type { Precision } from './settings.ts';
 import type { WeightSource } from './weight-source.ts';
@@ -33,12 +34,17 @@ const SLICE_ROWS = 64;
 export type Collect = { layers: number[]; from: number; to: number };
 
 export class Gemma3TextModel {
+  /** RoPE's tables on the CPU path (the positions graph's on a device). */
+  private readonly rope: RopeTables;
+
   constructor(
     readonly config: Gemma3TextConfig,
     private readonly graphs: Graphs,
     private readonly projector: Projector,
-    private readonly arithmetic: { pointwise: Pointwise; precision: Precision; attentionPath: AttentionPath },
-  ) {}
+    private readonly arithmetic: { pointwise: Pointwise; precision: Precision },
+  ) {
+    this.rope = new RopeTables(config);
+  }
 
   /**
    * The final-normed hidden states [B·T, H] of a chunk and, for `collect`, the residual streams it asks for. The
@@ -58,8 +64,8 @@ export class Gemma3TextModel {
 
   /**
    * Chunks of several sequences that each keep their own cache, in one pass: the final-normed hidden states [Σ rows,
-   * H], each sequence's rows in turn, as forward's. Their projections share calls (every chunk on one path: the
-   * kernel, or the prefill GEMM, whose rows are as independent), their norms and GELU one call or graph run; each has
+   * H], each sequence's rows in turn, as forward's. Their projections share calls (a row's products depend on that
+   * row alone), their norms and GELU one call or graph run; each has
    * its own attention, exactly as that sequence alone: a decode step (one token each, after its prefill) in one
    * attendDecode call, prefill chunks one graph run each.
    */
@@ -69,21 +75,18 @@ export class Gemma3TextModel {
     control: CallControl,
     buffers: CallBuffers,
   ): Promise<Float32Array> {
-    const gemm = rows[0]!.chunk.gemm[0]!;
-    if (rows.some(({ cache, chunk }) => cache.batch !== 1 || chunk.gemm.length !== 1 || chunk.gemm[0] !== gemm))
-      throw new Error('forwardRows takes chunks of one sequence each, all on one product path');
-    // One block of rows for the projector and the norms (all on one path: no gather by sequence); attention reads
-    // each row group's own chunk.
+    if (rows.some(({ cache }) => cache.batch !== 1)) throw new Error('forwardRows takes chunks of one sequence each');
+    // One block of rows for the projector and the norms; attention reads each row group's own chunk.
     const ids = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.ids]));
     const positions = Int32Array.from(rows.flatMap(({ chunk }) => [...chunk.positions]));
-    const merged: Chunk = { ids, positions, start: 0, T: ids.length, gemm: [gemm] };
+    const merged: Chunk = { ids, positions, start: 0, T: ids.length };
     if (!rows.every(({ chunk }) => chunk.T === 1 && chunk.start > 0)) {
       return (await this.run(weights, merged, { groups: rows }, control, buffers, { layers: [], from: 0, to: 0 }))
         .final;
     }
     const decode: DecodeRows = {
       rows: rows.map(({ cache }, r) => ({ cache, position: merged.positions[r]! })),
-      rope: await this.rope(merged.positions),
+      rope: await this.decodeRope(merged.positions),
     };
     const { final } = await this.run(weights, merged, { decode }, control, buffers, { layers: [], from: 0, to: 0 });
     for (const { cache, chunk } of rows) cache.advance(chunk.positions, chunk.start, 1);
@@ -120,12 +123,10 @@ export class Gemma3TextModel {
       scale,
       pointwise: this.arithmetic.pointwise,
       bf16: this.arithmetic.precision === 'bf16',
-      attentionPath: this.arithmetic.attentionPath,
     };
     const h = this.embed(weights, chunk);
     const first = layerTensorNames(c.tensor_prefix, 0).input_layernorm;
-    const { y } = await this.graphs.norm.run({ x: tensor(h, [M, H]), scale: scale(first) });
-    let residual: Residual = { h, x: y!.data as Float32Array };
+    let residual: Residual = { h, x: await this.firstNorm(h, scale(first), M) };
     const layerRows = new Map<number, Float32Array>();
     for (let layer = 0; layer < c.num_hidden_layers; layer++) {
       residual = await decoderLayer(layer, residual, context);
@@ -135,6 +136,17 @@ export class Gemma3TextModel {
     }
     for (const group of groups) group.cache.advance(group.chunk.positions, group.chunk.start, group.chunk.T);
     return { final: residual.x, layerRows };
+  }
+
+  /** The first layer's input norm: the kernel's on the CPU, the norm graph on a device. */
+  private async firstNorm(h: Float32Array, scale: ort.Tensor, M: number): Promise<Float32Array> {
+    if (this.arithmetic.pointwise === 'kernel') {
+      const y = new Float32Array(h.length);
+      rmsNorm(h, scale.data as Float32Array, y, this.config.rms_norm_eps);
+      return y;
+    }
+    const { y } = await this.graphs.norm.run({ x: tensor(h, [M, this.config.hidden_size]), scale });
+    return y!.data as Float32Array;
   }
 
   /**
@@ -158,8 +170,24 @@ export class Gemma3TextModel {
     return h;
   }
 
+  /**
+   * cos_<type> / sin_<type> at `positions` ([rows, D/2] values): RoPE's tables of the CPU path (rope.ts), which needs
+   * no masks (its attention kernels test each key's position).
+   */
+  private cpuRope(positions: Int32Array): ort.InferenceSession.OnnxValueMapType {
+    const out: Record<string, ort.Tensor> = {};
+    for (const type of new Set(this.config.layer_types)) {
+      const { cos, sin } = this.rope.tables(type, positions);
+      const dims = [positions.length, this.config.head_dim / 2];
+      out[`cos_${type}`] = tensor(cos, dims);
+      out[`sin_${type}`] = tensor(sin, dims);
+    }
+    return out;
+  }
+
   /** cos_<type> / sin_<type> [R, 1, D/2] for a decode step's rows at `positions` (the masks it also makes go unused). */
-  private rope(positions: Int32Array): Promise<ort.InferenceSession.OnnxValueMapType> {
+  private async decodeRope(positions: Int32Array): Promise<ort.InferenceSession.OnnxValueMapType> {
+    if (this.arithmetic.pointwise === 'kernel') return this.cpuRope(positions);
     const column = tensor(positions, [positions.length, 1]);
     const feeds: Record<string, ort.Tensor> = { rope_positions: column, query_positions: column };
     for (const type of new Set(this.config.layer_types)) feeds[`key_positions_${type}`] = column;
@@ -170,7 +198,8 @@ export class Gemma3TextModel {
    * RoPE angles and masks, shared by every layer of a type. A call's first chunk finds its cache empty: it attends to
    * its own keys only (and the projector's never-attended past slots, position −1), and the cache is not scored.
    */
-  private positions(cache: KvCache, chunk: Chunk): Promise<ort.InferenceSession.OnnxValueMapType> {
+  private async positions(cache: KvCache, chunk: Chunk): Promise<ort.InferenceSession.OnnxValueMapType> {
+    if (this.arithmetic.pointwise === 'kernel') return this.cpuRope(chunk.positions);
     const B = cache.batch;
     const { T } = chunk;
     const feeds: Record<string, ort.Tensor> = {

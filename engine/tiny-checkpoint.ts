@@ -240,6 +240,17 @@ function stdFor(name: string, shape: number[], hidden: number): number {
   return 1 / Math.sqrt(shape[shape.length - 1]!);
 }
 
+/** A preset's tensors: the text decoder's, and the vision tower's and projector's of the 4B layout (else none). */
+export function presetShapes(preset: Preset): { shapes: Map<string, number[]>; vision: Map<string, number[]> } {
+  const raw = presetConfig(preset);
+  const config = parseGemma3Config(raw);
+  const vision =
+    config.architecture === 'Gemma3ForConditionalGeneration'
+      ? visionTensors(raw, config.hidden_size)
+      : new Map<string, number[]>();
+  return { shapes: expectedTextTensors(config), vision };
+}
+
 export type MakeTinyOptions = { out: string; preset: Preset; seed: number };
 
 /** Writes the checkpoint folder atomically (a temp folder renamed at the end). Returns the folder. */
@@ -248,11 +259,7 @@ export function makeTinyCheckpoint({ out, preset, seed }: MakeTinyOptions): stri
   if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative integer, got ${seed}`);
   const raw = presetConfig(preset);
   const config = parseGemma3Config(raw);
-  const shapes = expectedTextTensors(config);
-  const vision =
-    config.architecture === 'Gemma3ForConditionalGeneration'
-      ? visionTensors(raw, config.hidden_size)
-      : new Map<string, number[]>();
+  const { shapes, vision } = presetShapes(preset);
 
   writeFolderAtomic(out, (temp) => {
     const random = makeRandom(seed);

@@ -186,7 +186,7 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
 <dt>Target forward tokens</dt><dd>${num(res?.forward_tokens)} (run_target sequences ${num(res?.run_target_sequence_evaluations)}, inspect_target sequences ${num(res?.inspect_target_sequence_evaluations)})</dd>
 <dt>Editor tokens</dt><dd>${usage ? `${num(usage.input_tokens + usage.output_tokens)} = input ${num(usage.input_tokens)} (cached ${num(usage.cached_input_tokens)}) + output ${num(usage.output_tokens)} (reasoning ${num(usage.reasoning_tokens)}), ${num(usage.requests)} requests` : 'not recorded'}</dd>
 <dt>Editor wall time</dt><dd>${typeof ej?.duration_ms === 'number' ? `${num(ej.duration_ms / 1000, 1)} s` : 'not recorded'}</dd>
-<dt>Evaluation</dt><dd>pristine ${num(results.evaluation.pristine_seconds, 1)} s, patched ${num(results.evaluation.edited_seconds, 1)} s, ${num(results.evaluation.forward_tokens)} forward tokens (fresh processes, ${esc(results.evaluation.precision ?? 'float32')} precision on ${esc(results.evaluation.device ?? 'cpu')})</dd>
+<dt>Evaluation</dt><dd>pristine ${num(results.evaluation.pristine_seconds, 1)} s, patched ${num(results.evaluation.edited_seconds, 1)} s, ${num(results.evaluation.forward_tokens)} forward tokens (fresh processes, ${esc(results.evaluation.precision ?? 'float32')} precision on ${esc(results.evaluation.device ?? 'cpu')}; arithmetic ${esc(results.evaluation.arithmetic ?? 'unnamed')}${results.evaluation.kernel ? `, ${esc(results.evaluation.kernel)} path` : ''})</dd>
 </dl>
 ${
   toolRows.length

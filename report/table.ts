@@ -37,6 +37,8 @@ export type AttemptRow = {
   forward_tokens: number | null;
   /** The arithmetic the patch was scored in (results of before the precision setting: float32). */
   precision: string;
+  /** Its name and version (engine/arithmetic.ts; empty for results of before the name). */
+  arithmetic: string;
   package_version: string;
   family_version: string;
   results_json: string;
@@ -69,6 +71,7 @@ export const ATTEMPT_COLUMNS = [
   'tool_calls',
   'forward_tokens',
   'precision',
+  'arithmetic',
   'package_version',
   'family_version',
   'results_json',
@@ -139,6 +142,7 @@ export function attemptRow(a: LabelledAttempt): AttemptRow {
     tool_calls: resources?.tool_calls ?? null,
     forward_tokens: resources?.forward_tokens ?? null,
     precision: a.results.evaluation?.precision ?? 'float32',
+    arithmetic: a.results.evaluation?.arithmetic ?? '',
     package_version: versions.package,
     family_version: versions.family_version,
     results_json: a.file,

@@ -15,7 +15,7 @@ import {
   batchLimitFromFlags,
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
-  locationFromFlags,
+  fetchedLocation,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
   precisionFromFlags,
@@ -56,8 +56,9 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const families = familyList(flags.families);
+  const location = await fetchedLocation(flags);
   const stopProgress = showEvaluationProgress('calibrate');
-  const evaluator = await ItemEvaluator.open(locationFromFlags(flags), {
+  const evaluator = await ItemEvaluator.open(location, {
     device: deviceFromFlags(flags),
     precision: precisionFromFlags(flags),
     batch: batchLimitFromFlags(flags),

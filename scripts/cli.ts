@@ -10,6 +10,14 @@ export const commands: Record<string, Command> = {
     summary: 'the main job end to end on the committed toy target: no GPU, key or download',
     load: () => import('./demo.ts'),
   },
+  download: {
+    summary: 'fetch a checkpoint into the Hugging Face cache (checked, resumable), without running anything',
+    load: () => import('./download.ts'),
+  },
+  env: {
+    summary: 'what a bug report needs and what this machine will run (versions, kernels, CUDA, cache, memory)',
+    load: () => import('./env.ts'),
+  },
   'make-tiny-checkpoint': {
     summary: 'write a seeded random Gemma 3 checkpoint folder',
     load: () => import('./make-tiny-checkpoint.ts'),

@@ -18,8 +18,11 @@ export type RedisHandle = {
   /** The server's process id (a test may SIGSTOP it). */
   pid: () => number;
   dir: string;
-  /** Stop it (SIGTERM: the append-only file is flushed) and start it again on the same port and data. */
-  restart: () => Promise<void>;
+  /**
+   * Stop it (SIGTERM: the append-only file is flushed) and start it again on the same port and data, `downMs` later
+   * (a restart that outlasts a lock, say).
+   */
+  restart: (downMs?: number) => Promise<void>;
   stop: () => Promise<void>;
 };
 
@@ -83,8 +86,9 @@ export async function startRedis(
     spare,
     pid: () => child.pid!,
     dir,
-    restart: async () => {
+    restart: async (downMs = 0) => {
       await stop();
+      await sleep(downMs);
       await launch();
     },
     stop,

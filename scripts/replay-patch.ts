@@ -135,6 +135,20 @@ export async function main(argv: string[]): Promise<void> {
     })
     .finally(stopProgress);
   const controls = results.items.filter((i) => i.kind === 'control');
+  // The repeated controls' outputs against the recorded ones: under one arithmetic they are the same bits (greedy
+  // tokens), so a difference there is the replay's inputs', never the machine's.
+  const recordedItems = new Map((original.items ?? []).map((item) => [item.id, item]));
+  const repeated = controls.filter((i) => repeatedIds.has(i.id) && recordedItems.has(i.id));
+  const reproduced = repeated.filter(
+    (i) =>
+      recordedItems.get(i.id)!.base.output === i.base.output &&
+      recordedItems.get(i.id)!.edited.output === i.edited.output,
+  ).length;
+  const arithmetic = {
+    recorded: original.evaluation?.arithmetic ?? null,
+    replay: results.evaluation.arithmetic!,
+    repeated_outputs_reproduced: `${reproduced}/${repeated.length}`,
+  };
   const replay = {
     original: resultsFile,
     family,
@@ -146,6 +160,7 @@ export async function main(argv: string[]): Promise<void> {
     new_controls: retention(controls.filter((i) => newIds.has(i.id) && !repeatedIds.has(i.id))),
     repeated_controls: retention(controls.filter((i) => repeatedIds.has(i.id))),
     original_reward: original.score.reward,
+    arithmetic,
   };
   const replayFile = path.join(outputDir, 'replay.json');
   writeJsonAtomic(replayFile, replay);
@@ -158,6 +173,16 @@ export async function main(argv: string[]): Promise<void> {
       `${scoreLine(results.score)}; recorded reward ${original.score.reward.toFixed(3)}`,
       controlsLine('new controls', replay.new_controls),
       controlsLine('repeated controls', replay.repeated_controls),
+      arithmeticLine(arithmetic),
     ],
   });
+}
+
+/** The recorded arithmetic and this run's, and whether the repeated controls reproduced their recorded outputs. */
+function arithmeticLine(a: { recorded: string | null; replay: string; repeated_outputs_reproduced: string }): string {
+  const same = a.recorded === a.replay;
+  const verdict = same
+    ? `the same arithmetic: the repeated controls reproduced ${a.repeated_outputs_reproduced} recorded outputs bit for bit`
+    : `${a.recorded === null ? 'the recorded arithmetic is unnamed (results of before its name)' : 'a different arithmetic'}: differences may be the arithmetic's, not the patch's (${a.repeated_outputs_reproduced} repeated outputs reproduced)`;
+  return `arithmetic: recorded ${a.recorded ?? 'unnamed'}, this run ${a.replay}; ${verdict}`;
 }

@@ -7,7 +7,7 @@ import { defineCommand, parseCommand } from './args.ts';
 import {
   TARGET_FLAG_DEFAULTS,
   TARGET_FLAG_HELP,
-  locationFromFlags,
+  fetchedLocation,
   TARGET_FLAG_CHOICES,
   deviceFromFlags,
   precisionFromFlags,
@@ -45,7 +45,7 @@ export const command = defineCommand({
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
   const { app, url, target } = await startService({
-    ...locationFromFlags(flags),
+    ...(await fetchedLocation(flags)),
     outputDir: flags['output-dir'],
     host: flags.host,
     port: flags.port,

@@ -1,4 +1,5 @@
-// Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot).
+// Flags that name the target checkpoint, and the service the editor commands talk to (run-prime, run-pilot). A target
+// named by id is fetched into the Hugging Face cache where it is missing (fetchedLocation), unless --offline.
 import path from 'node:path';
 import {
   Checkpoint,
@@ -7,12 +8,15 @@ import {
   type Device,
   DEVICES,
   PINNED_REVISIONS,
+  fetchCheckpoint,
+  hubSettings,
   PRECISIONS,
   type Precision,
   Tokenizer,
 } from '../engine/index.ts';
 import { AdminClient, type ServiceEnv } from '../taskset/index.ts';
 import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';
+import { showFetchProgress } from './download-progress.ts';
 
 export const TARGET_FLAG_DEFAULTS = {
   model: undefined as string | undefined,
@@ -20,17 +24,19 @@ export const TARGET_FLAG_DEFAULTS = {
   'cache-dir': undefined as string | undefined,
   revision: undefined as string | undefined,
   'allow-unpinned-revision': false,
+  offline: false,
   device: 'cpu',
   precision: DEFAULT_PRECISION as string,
 };
 
 const pinned = Object.keys(PINNED_REVISIONS).join(', ');
 export const TARGET_FLAG_HELP = {
-  model: `target id, looked up in the Hugging Face cache (pinned: ${pinned})`,
+  model: `target id in the Hugging Face cache, fetched into it where missing (HF_TOKEN for the gated Gemma ones; pinned: ${pinned})`,
   'model-dir': 'a checkpoint folder, instead of the cache (or a cache repo folder models--ORG--NAME)',
   'cache-dir': 'Hugging Face cache root; default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub',
   revision: "snapshot commit or ref name; default: a pinned id's pinned revision, else refs/main",
   'allow-unpinned-revision': 'accept a --revision of a pinned id other than the pinned one',
+  offline: 'never touch the network (as HF_HUB_OFFLINE=1): a --model missing from the cache is an error, not fetched',
   device:
     'where the projections run: cpu (the BF16 kernel), cuda or webgpu (onnxruntime GPU providers, unverified on a GPU), ort-cpu (the GPU path on the CPU)',
   precision:
@@ -62,6 +68,25 @@ export function locationFromFlags(flags: TargetFlags): CheckpointLocation {
   return flags['allow-unpinned-revision'] ? { ...location, allowUnpinnedRevision: true } : location;
 }
 
+/**
+ * locationFromFlags, with what a --model target lacks in the cache fetched first (engine/hub/: progress on stderr);
+ * offline (--offline or HF_HUB_OFFLINE), nothing is fetched and opening it gives the cache's own error.
+ */
+export async function fetchedLocation(flags: TargetFlags): Promise<CheckpointLocation> {
+  const location = locationFromFlags(flags);
+  const { modelId, modelDir, revision, cacheDir, allowUnpinnedRevision } = location;
+  if (modelDir || !modelId || flags.offline || hubSettings().offline) return location;
+  const display = showFetchProgress(modelId);
+  let completed = false;
+  try {
+    await fetchCheckpoint({ modelId, revision, cacheDir, allowUnpinnedRevision, onEvent: display.onEvent });
+    completed = true;
+  } finally {
+    display.stop(completed);
+  }
+  return location;
+}
+
 export function hasTargetFlags(flags: TargetFlags): boolean {
   return Boolean(flags['model-dir'] || flags.model);
 }
@@ -73,7 +98,7 @@ export function hasTargetFlags(flags: TargetFlags): boolean {
 export async function openTarget(
   flags: TargetFlags,
 ): Promise<{ location: CheckpointLocation; tokenizer: Tokenizer; modelId: string; revision: string }> {
-  const location = locationFromFlags(flags);
+  const location = await fetchedLocation(flags);
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
   const { modelId, revision } = checkpoint;

@@ -17,9 +17,12 @@ import {
   continuousMemoryBytes,
   ENGINE_PROCESS_FLAGS,
   type CheckpointLocation,
+  arithmeticName,
   checkpointSource,
   DEFAULT_PRECISION,
+  kernelInfo,
   type Device,
+  type Gemma3TextConfig,
   type Precision,
   Gemma3Engine,
   overlaySource,
@@ -65,6 +68,10 @@ export type EvaluationRun = {
   device: Device;
   /** The arithmetic the outputs were computed in (--precision). */
   precision: Precision;
+  /** That arithmetic's name and version (engine/arithmetic.ts): equal names, equal bits on any machine. */
+  arithmetic: string;
+  /** The kernel path that computed it (kernelInfo().isa, or the device): the speed's, never the bits'. */
+  kernel: string;
   outputs: Record<string, ItemOutput>;
   forward_tokens: number;
   seconds: number;
@@ -188,6 +195,8 @@ export async function evaluateItems(
     model: evaluator.model,
     device: options.device ?? 'cpu',
     precision: options.precision ?? DEFAULT_PRECISION,
+    arithmetic: arithmeticName(options.precision ?? DEFAULT_PRECISION, options.device ?? 'cpu'),
+    kernel: (options.device ?? 'cpu') === 'cpu' ? kernelInfo().isa : (options.device ?? 'cpu'),
     outputs,
     forward_tokens: forwardTokens,
     seconds: (Date.now() - started) / 1000,
@@ -221,6 +230,12 @@ export const MAX_EVALUATION_ROWS = PROBE_ROWS[PROBE_ROWS.length - 1]!;
 /** Prompt and new tokens a row is admitted for (the memory gate's figure per row). */
 const ROW_TOKENS = 1024;
 
+/** What one evaluation process of a target of this config holds at most with `rows` rows in flight. */
+export function evaluationProcessBytes(config: Gemma3TextConfig, rows: number): number {
+  const { perRow, fixed } = continuousMemoryBytes(config, { tokens: ROW_TOKENS });
+  return textWeightBytes(config) + RUNTIME_BYTES + fixed + rows * perRow;
+}
+
 /**
  * The target at `location` as evaluations record and admit it, read once: its model id and revision, and what one
  * evaluation process holds at most with `rows` rows in flight (its BF16 weights, the rows' caches and activations,
@@ -239,7 +254,7 @@ export function evaluationTarget(location: CheckpointLocation): {
   const { perRow, fixed } = continuousMemoryBytes(config, { tokens: ROW_TOKENS });
   return {
     model: { id: checkpoint.modelId, revision: checkpoint.revision },
-    processBytes: (rows) => textWeightBytes(config) + RUNTIME_BYTES + fixed + rows * perRow,
+    processBytes: (rows) => evaluationProcessBytes(config, rows),
     rowBytes: perRow,
     batchBytes: (rows) => fixed + rows * perRow,
   };

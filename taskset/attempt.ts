@@ -1,54 +1,26 @@
 // One attempt: an episode on the service, the editor driven through the harness until it submits, and the patch
 // evaluated in fresh processes. Everything lands in the attempt's folder; attempt.json, written last, marks it
 // complete, so an interrupted attempt is recognised and rerun from scratch.
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeJsonAtomic } from '../core/files.ts';
 import type { BudgetState } from '../service/api/index.ts';
-import { isRunning, type ProcessIdentity } from './file-lock.ts';
+import { endEvaluations, EpisodeLost, type AttemptStatus } from './attempt-folder.ts';
 import { RESOURCE_COUNTS, type Evaluator, type Resources, type ResultsFile } from './evaluation.ts';
 import { runEditor, type EditorConfig, type EditorRunResult, type EditorUsage } from './harness/index.ts';
-import { AdminClient } from './service-client.ts';
+import { AdminClient, ServiceError } from './service-client.ts';
 import type { ServiceEnv } from './service-client.ts';
 import type { Task } from './taskset.ts';
 
-export type AttemptStatus = {
-  status: 'complete';
-  id: string;
-  family: string;
-  seed: number;
-  editor: string;
-  reward: number;
-  stop_reason: string;
-  finished_at: string;
-};
-
-export function attemptId(family: string, seed: number, editorLabel: string, index: number): string {
-  return `${family}-s${seed}-${editorLabel.replace(/[^A-Za-z0-9._-]+/g, '_')}-a${index}`;
-}
-
-export function completedAttempt(dir: string): AttemptStatus | undefined {
-  const file = path.join(dir, 'attempt.json');
-  if (!existsSync(file)) return undefined;
-  const status = JSON.parse(readFileSync(file, 'utf8')) as AttemptStatus;
-  return status.status === 'complete' ? status : undefined;
-}
-
-/**
- * An interrupted attempt's folder: wait for evaluation processes it may have left running, then clear it. Each is
- * named by pid and start time (`<out>.pid`, evaluation.ts), so a pid since reused by another process is not waited
- * for; an older file holding a bare pid is waited for by pid alone.
- */
-export async function clearInterrupted(dir: string): Promise<void> {
-  if (!existsSync(dir)) return;
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.pid'))) {
-    const recorded = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as ProcessIdentity | number;
-    const identity = typeof recorded === 'number' ? { pid: recorded, start: null } : recorded;
-    while (Number.isInteger(identity.pid) && isRunning(identity)) await sleep(200);
-  }
-  rmSync(dir, { recursive: true, force: true });
-}
+export {
+  attemptId,
+  clearInterrupted,
+  completedAttempt,
+  endEvaluations,
+  EpisodeLost,
+  type AttemptStatus,
+} from './attempt-folder.ts';
 
 export type AttemptOptions = {
   task: Task;
@@ -103,9 +75,14 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
     );
   const renewer = lease ? setInterval(renew, (lease * 1000) / 3) : undefined;
   renewer?.unref();
-  // The episode is deleted when the attempt ends, however it ends (an aborted one at once).
+  // The episode is deleted when the attempt ends, however it ends (an aborted one at once). One the service has
+  // already deleted (its lease ran out after the submission: the patch is in this folder) is gone either way.
+  const notFound = (error: unknown) => error instanceof ServiceError && error.status === 404;
   let deleted: Promise<unknown> | undefined;
-  const deleteEpisode = () => (deleted ??= admin.deleteEpisode(editor.episodeId));
+  const deleteEpisode = () =>
+    (deleted ??= admin.deleteEpisode(editor.episodeId).catch((error: unknown) => {
+      if (!notFound(error)) throw error;
+    }));
   const onAbort = () => void deleteEpisode().catch(() => {});
   signal?.addEventListener('abort', onAbort, { once: true });
   let results: ResultsFile;
@@ -119,13 +96,22 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
     // it holds the patch id the service reported at submission.
     const patch = { dir: path.join(dir, 'patch'), id: run.submitted.patch.sha256 };
     cpSync(run.submitted.patch.dir, patch.dir, { recursive: true });
-    results = await options.evaluator.evaluate(task.subset(options.itemsPerKind), patch, {
+    const evaluating = options.evaluator.evaluate(task.subset(options.itemsPerKind), patch, {
       outputDir: dir,
       editor: { label: options.editorLabel, model: options.editor.model },
       resources: resourcesUsed(summary.budget.used, run.usage),
       args: { ...options.args, items_per_kind: options.itemsPerKind ?? null },
     });
+    results = await endedWithAbort(evaluating, dir, signal);
   } catch (error) {
+    // Nothing but its lease's end deletes an episode under its attempt (an abort deletes it, but is the abort's).
+    if (lease && !signal?.aborted && deleted === undefined) {
+      const gone = await admin.episode(editor.episodeId).then(() => false, notFound);
+      if (gone)
+        throw new EpisodeLost(
+          `the service deleted this attempt's episode: its lease (${lease} s) ran out while the attempt ran (${(error as Error).message})`,
+        );
+    }
     await deleteEpisode().catch(() => {}); // the attempt's own error is the one to report
     throw error;
   } finally {
@@ -146,6 +132,29 @@ export async function runAttempt(options: AttemptOptions): Promise<{ results: Re
   };
   writeJsonAtomic(path.join(dir, 'attempt.json'), status);
   return { results, run };
+}
+
+/**
+ * The evaluation's result; once `signal` aborts, every evaluation process the attempt's folder records is ended, and
+ * any it starts later (after the memory gate, or the pristine run's end) too, until the evaluation gives up.
+ */
+async function endedWithAbort<T>(evaluating: Promise<T>, dir: string, signal: AbortSignal | undefined): Promise<T> {
+  let settled = false;
+  const ending = async () => {
+    while (!settled) {
+      await endEvaluations(dir);
+      await sleep(100);
+    }
+  };
+  const onAbort = () => void ending();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  try {
+    return await evaluating;
+  } finally {
+    settled = true;
+    signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 /** What the editor spent: the service's counters of the episode, and the editor API's usage from the harness. */

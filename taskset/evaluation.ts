@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ARITHMETIC, DEFAULT_PRECISION, type Device, type Precision } from '../engine/index.ts';
+import { arithmeticName, DEFAULT_PRECISION, type Device, type Precision } from '../engine/index.ts';
 import {
   evaluateInFreshProcess,
   evaluationTarget,
@@ -74,8 +74,9 @@ export type ResultsFile = {
   resources: Resources | null;
   items: ItemResult[];
   /**
-   * The evaluation processes' time and work, and how they computed: the device and the precision (absent in results of
-   * before the precision setting, which computed in float32).
+   * The evaluation processes' time and work, and how they computed: the device, the precision and the arithmetic's name
+   * (absent in results of before each: float32, and an unnamed arithmetic), and the kernel path that computed (the
+   * speed's, never the bits').
    */
   evaluation: {
     pristine_seconds: number;
@@ -83,6 +84,8 @@ export type ResultsFile = {
     forward_tokens: number;
     device?: Device;
     precision?: Precision;
+    arithmetic?: string;
+    kernel?: string;
   };
   created_at: string;
 };
@@ -117,8 +120,9 @@ export class Evaluator {
     /** The batch limit each evaluation process is given (--max-batch, or the memory its rows may take). */
     readonly batch: BatchLimit,
     /**
-     * A folder of pristine runs keyed by model, revision and items: an episode evaluated again (another attempt or
-     * editor, a replay) reuses the pristine outputs of its first fresh-process evaluation instead of regenerating them.
+     * A folder of pristine runs keyed by model, revision, items, device, precision and arithmetic: an episode evaluated
+     * again (another attempt or editor, a replay) reuses the pristine outputs of its first fresh-process evaluation
+     * instead of regenerating them.
      */
     private readonly pristineCacheDir: string | undefined,
   ) {}
@@ -174,14 +178,15 @@ export class Evaluator {
     if (!this.pristineCacheDir) return this.run(items, file);
     const key = createHash('sha256')
       .update(
+        // What decides the outputs, as a queue attempt's id names it (taskset/queue/settings.ts): a cache entry of
+        // another arithmetic, or of before this key, is never reused.
         JSON.stringify([
           this.model.id,
           this.model.revision,
           items,
-          // A device's and a precision's outputs are their own (bf16's by its arithmetic's name, which changes with
-          // it); the CPU's float32 key is the one it had before either existed (its cache stays valid).
-          ...(this.device !== 'cpu' ? [this.device] : []),
-          ...(this.precision !== 'float32' ? [ARITHMETIC[this.precision]] : []),
+          this.device,
+          this.precision,
+          arithmeticName(this.precision, this.device),
         ]),
       )
       .digest('hex');
@@ -234,6 +239,9 @@ function buildResults(
   edited: EvaluationRun,
 ): ResultsFile {
   const { spec } = task;
+  // The score compares the two runs' outputs: a difference of arithmetic would count as the edit's.
+  if (base.arithmetic !== edited.arithmetic)
+    throw new Error(`the pristine run computed in ${base.arithmetic}, the edited one in ${edited.arithmetic}`);
   const text = (run: EvaluationRun) => Object.fromEntries(Object.entries(run.outputs).map(([id, o]) => [id, o.text]));
   const score = task.score(text(base), text(edited));
   const verdict = (item: Item, output: string) => {
@@ -281,6 +289,8 @@ function buildResults(
       forward_tokens: base.forward_tokens + (edited === base ? 0 : edited.forward_tokens),
       device: edited.device,
       precision: edited.precision,
+      arithmetic: edited.arithmetic,
+      kernel: edited.kernel,
     },
     created_at: new Date().toISOString(),
   };

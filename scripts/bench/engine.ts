@@ -8,10 +8,9 @@
 // figures N times in turn, each with its own references (`rounds`), and prints the medians: on a machine whose
 // neighbours come and go within minutes, one round can be another machine's. The JavaScript fallback kernel's
 // batch-1 rate is measured on a slice of one decoder matrix, and the decode time it implies (BF16 bytes per token ÷
-// that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The prefill takes the prefill GEMM
-// of this machine (AMX where the CPU has it); IWIBENCH_PREFILL_GEMM=onnxruntime measures onnxruntime's instead.
+// that rate) printed beside it: a whole fallback decode step at 1B takes seconds. The kernels take the widest path
+// this CPU runs; IWIBENCH_ISA=avx2 (or portable, avx512) measures a lower one.
 import {
-  attentionPathFor,
   checkDevice,
   checkPrecision,
   DEFAULT_PRECISION,
@@ -199,11 +198,6 @@ export async function main(argv: string[]): Promise<void> {
     bf16_bytes_per_token: bytesPerToken,
     load_seconds: loadSeconds,
     prefill: {
-      // Which GEMM prompts of gemm_min_tokens or more take (IWIBENCH_PREFILL_GEMM=onnxruntime measures the other).
-      gemm: device === 'cpu' ? engine.settings.prefillGemm : device,
-      gemm_min_tokens: engine.settings.gemmMinTokens,
-      // Where the chunk's attention ran (attendChunk's path; the device runs its graph).
-      attention: device === 'cpu' ? attentionPathFor(engine.settings, c.head_dim) : device,
       prompt_tokens: T,
       ...figures.prefill,
     },

@@ -90,15 +90,14 @@ export function generationFlop(params: { decoder: number; head: number }, output
 }
 
 /**
- * The product path an evaluation process takes on this machine (it resolves the same settings): AMX's tile unit
- * where the addon has it (unless IWIBENCH_PREFILL_GEMM=onnxruntime), else the BF16 kernel of the addon's build.
+ * The kernel path an evaluation process takes on this machine (it inherits IWIBENCH_ISA): the products' path in its
+ * precision, and the rest's. Every path gives the same bits; this says how fast.
  */
 export function productPath(precision: Precision): string {
   const info = kernelInfo();
   if (!info.native) return `the JavaScript fallback (${info.reason})`;
-  const amx = info.amx && process.env.IWIBENCH_PREFILL_GEMM !== 'onnxruntime';
-  if (amx) return precision === 'bf16' ? 'amx (every product, and prefill attention)' : 'amx (every product)';
-  return `kernel ${info.isa} (long prompts through onnxruntime's GEMM)`;
+  const products = precision === 'bf16' ? info.paths.productsBf16 : info.paths.productsFloat32;
+  return `products on ${products}, attention and pointwise on ${info.paths.attention}`;
 }
 
 type Measured = { run: EvaluationRun; generated: number; seconds: number; peakRss: number };

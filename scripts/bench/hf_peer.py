@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python peer of IWIBench's engine: Hugging Face transformers on PyTorch, bfloat16, on this CPU.
+"""The Python peer of IWIBench's engine: Hugging Face transformers on PyTorch, bfloat16 (or --dtype float32), on this CPU.
 
 Not part of the project: run by hand from a venv outside the repository (docs/benchmarks.md, "The Python peer").
 It loads Gemma3ForCausalLM in torch.bfloat16 from a checkpoint folder and prints one JSON line:
@@ -75,7 +75,7 @@ def header(mode: str, args: argparse.Namespace) -> dict:
         'transformers': transformers.__version__,
         'python': sys.version.split()[0],
         'torch_threads': torch.get_num_threads(),
-        'dtype': 'bfloat16',
+        'dtype': args.dtype,
         'aten_cpu_capability': torch.backends.cpu.get_cpu_capability(),
         'onednn': onednn_info(),
         'onednn_max_cpu_isa': os.environ.get('ONEDNN_MAX_CPU_ISA'),
@@ -138,7 +138,7 @@ def generate(model, prompts: list[list[int]], caps: list[int], processors=None) 
 def load(args: argparse.Namespace):
     start = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
-    model = Gemma3ForCausalLM.from_pretrained(args.model_dir, dtype=torch.bfloat16, attn_implementation=args.attn)
+    model = Gemma3ForCausalLM.from_pretrained(args.model_dir, dtype=getattr(torch, args.dtype), attn_implementation=args.attn)
     model.eval()
     # Greedy and the engine's stop ids, in place of the checkpoint's sampling settings (generation_config.json).
     model.generation_config = GenerationConfig(
@@ -243,6 +243,7 @@ def main() -> None:
     parser.add_argument('--decode-tokens', type=int, default=16, help='engine: new tokens a decode call (default 16)')
     parser.add_argument('--threads', type=int, default=len(os.sched_getaffinity(0)), help='default: the cores')
     parser.add_argument('--attn', default='sdpa', help='attn_implementation: sdpa (default) or eager')
+    parser.add_argument('--dtype', default='bfloat16', choices=['bfloat16', 'float32'], help='the model dtype (default bfloat16)')
     args = parser.parse_args()
     if args.mode == 'episode' and not args.items:
         parser.error('episode needs --items')

@@ -4,15 +4,13 @@
 // at m = 1 and 8, GB/s of BF16 weights read, the ratio to the read bandwidth measured in the same run with wide loads
 // on all threads (before each shape, and at start and end), GFLOP/s at m = 8; the JavaScript fallback's rates and
 // widenBf16's rate. The decode-step sums add every layer's calls and the head once: as the engine makes them, and
-// with one call per matrix. A layer's calls on every product path the machine has (the float32 kernel, the bf16
-// kernel as FMAs and on VDPBF16PS, AMX with x in three parts and in one), GFLOP/s at 1, 8, 16, 128 and 512 rows, each
+// with one call per matrix. A layer's calls on every product path the machine runs (portable, AVX2, AVX-512, AMX) in
+// both precisions, GFLOP/s at 1, 8, 16, 128 and 512 rows, each
 // against its instruction's peak measured in the same run (engine/kernels.ts peakRate), beside onnxruntime's float32
 // MatMul reference (`bench machine`) at start and end.
 import os from 'node:os';
 import {
   adviseHugePages,
-  dotBf16Parts,
-  gemmBf16Parts,
   jsKernels,
   type KernelImpl,
   kernelInfo,
@@ -21,8 +19,10 @@ import {
   nativeKernels,
   peakRate,
   type PeakKind,
+  products,
   readBandwidth,
   setKernelThreads,
+  useIsa,
   widenBf16,
 } from '../../engine/index.ts';
 import { parseFlags } from '../args.ts';
@@ -231,48 +231,32 @@ function fallbackRates(impl: KernelImpl, minMs: number): Record<string, unknown>
   return rates;
 }
 
-/** Every product path this machine has, by precision, with the instruction kind whose peak bounds it. */
+/**
+ * Every product path this machine runs, in both precisions (float32 on AMX is AVX-512's), with the instruction kind
+ * whose peak bounds it; each call takes its path first (useIsa), and the path in force is restored after.
+ */
 function productPaths(): { name: string; peak: PeakKind; run: typeof matmulBf16Parts }[] {
   const info = kernelInfo();
-  return [
-    { name: 'float32 kernel', peak: 'fma', run: matmulBf16Parts },
-    { name: 'bf16 kernel (fma)', peak: 'fma', run: (x, ws, outs, m, k) => dotBf16Parts(x, ws, outs, m, k, 'fma') },
-    ...(info.vdpbf16ps
-      ? [
-          {
-            name: 'bf16 kernel (vdpbf16ps)',
-            peak: 'vdpbf16ps' as const,
-            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
-              dotBf16Parts(x, ws, outs, m, k, 'vdpbf16ps'),
-          },
-        ]
-      : []),
-    ...(info.amx
-      ? [
-          {
-            name: 'float32 amx (x in 3 parts)',
-            peak: 'amx' as const,
-            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
-              gemmBf16Parts(x, ws, outs, m, k, 3),
-          },
-          {
-            name: 'bf16 amx (x in 1 part)',
-            peak: 'amx' as const,
-            run: (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) =>
-              gemmBf16Parts(x, ws, outs, m, k, 1),
-          },
-        ]
-      : []),
-  ];
+  const on =
+    (isa: string, bf16: boolean) =>
+    (x: Float32Array, ws: Uint16Array[], outs: Float32Array[], m: number, k: number) => {
+      useIsa(isa);
+      products(x, ws, outs, m, k, { bf16, roundOutput: bf16 });
+    };
+  return info.available.flatMap((isa) => [
+    ...(isa === 'amx' ? [] : [{ name: `float32 ${isa}`, peak: 'fma' as const, run: on(isa, false) }]),
+    { name: `bf16 ${isa}`, peak: isa === 'amx' ? ('amx' as const) : ('fma' as const), run: on(isa, true) },
+  ]);
 }
 
 /**
- * A layer's calls as the engine makes them (not the head), on every product path this machine has (the float32 and
- * bf16 kernels, VDPBF16PS, AMX with x in three parts and in one): GFLOP/s at 1, 8, 16, 128 and 512 rows, weights
+ * A layer's calls as the engine makes them (not the head), on every product path this machine runs, in both
+ * precisions: GFLOP/s at 1, 8, 16, 128 and 512 rows, weights
  * rotated as for decode, and each as a fraction of its instruction's peak measured in the same run (peakRate:
  * register to register on every thread, before and after; the better of the two).
  */
 function pathRates(shapes: Shape[], minMs: number) {
+  const inForce = kernelInfo().isa;
   const paths = productPaths();
   const peakKinds = [...new Set(paths.map((path) => path.peak))];
   const measurePeaks = () => Object.fromEntries(peakKinds.map((kind) => [kind, peakRate(kind) ?? 0]));
@@ -293,6 +277,7 @@ function pathRates(shapes: Shape[], minMs: number) {
       }
     }
   }
+  if (inForce !== 'javascript') useIsa(inForce);
   const peaksAfter = measurePeaks();
   const peaks = Object.fromEntries(peakKinds.map((kind) => [kind, Math.max(peaksBefore[kind]!, peaksAfter[kind]!)]));
   for (const [shape, rows, path, gflops, peak] of raw) {

@@ -60,5 +60,5 @@ export async function matMulPeak(n = 2048): Promise<{ gflopPerSecond: number; n:
 /** The loads readBandwidth makes: the addon's widest (its kernel's vectors, or 64-bit words), the fallback's 32-bit. */
 export function readLoads(info: KernelInfo): string {
   if (!info.native) return '32-bit (JavaScript)';
-  return info.vectorBits ? `${info.vectorBits}-bit` : '64-bit scalar';
+  return info.isa === 'portable' ? '64-bit scalar' : info.isa === 'avx2' ? '256-bit' : '512-bit';
 }

@@ -4,7 +4,13 @@ import { cleanFinished, parseDuration } from '../../taskset/index.ts';
 import { defineCommand, parseCommand } from '../args.ts';
 import { onQueue, QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
 
-const defaults = { ...QUEUE_FLAG_DEFAULTS, done: false, failed: false, 'older-than': '0s', json: false };
+const defaults = {
+  ...QUEUE_FLAG_DEFAULTS,
+  done: false,
+  failed: false,
+  'older-than': undefined as string | undefined,
+  json: false,
+};
 
 export const command = defineCommand({
   usage: 'pilot clean',
@@ -15,7 +21,7 @@ export const command = defineCommand({
     ...QUEUE_FLAG_HELP,
     done: 'remove completed jobs',
     failed: 'remove jobs failed for good',
-    'older-than': 'only jobs finished longer ago than this: 90m, 12h, 7d, …',
+    'older-than': 'only jobs finished longer ago than this: 90m, 12h, 7d, … (default: every one)',
     json: 'print the ids removed as JSON',
   },
   required: ['queue'],
@@ -25,7 +31,9 @@ export const command = defineCommand({
 
 export async function main(argv: string[]): Promise<void> {
   const { flags } = parseCommand(argv, command);
-  const olderThanMs = parseDuration(flags['older-than'], '--older-than');
+  // A date compared, not a timer: any length will do.
+  const olderThanMs =
+    flags['older-than'] === undefined ? 0 : parseDuration(flags['older-than'], '--older-than', Infinity);
   const which = flags.done ? 'done' : 'failed';
   const removed = await onQueue(flags, (c) => cleanFinished(c, which, olderThanMs));
   if (flags.json) process.stdout.write(JSON.stringify({ removed }) + '\n');

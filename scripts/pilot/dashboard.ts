@@ -1,8 +1,9 @@
 // npx iwibench pilot dashboard --queue URL [--port 8790] [--host 127.0.0.1] [--output-dir runs/pilot]
-// bull-board (the dashboard BullMQ users know) on the queue, live: jobs by state, their data, progress (a running
-// try's worker and phase), results and errors. A finished attempt links to its page, rendered from the attempt
-// folder as `report` renders it. On 127.0.0.1 by default; bound elsewhere it asks for a token (from the variable
-// --token-env names), given once as ?token=… and then kept in a cookie.
+// bull-board (the dashboard BullMQ users know) on the queue, live: each lane (one per arithmetic) with its jobs by
+// state, their data, progress (a running try's worker and phase), results and errors; a lane enqueued on later shows
+// up within seconds. A finished attempt links to its page, rendered from the attempt folder as `report` renders it. On
+// 127.0.0.1 by default; bound elsewhere it asks for a token (from the variable --token-env names), given once as
+// ?token=… and then kept in a cookie.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { timingSafeEqual } from 'node:crypto';
@@ -11,8 +12,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
 import { readAttemptFolder, renderAttemptPage } from '../../report/index.ts';
-import { attemptFolder, checkQueue, QUEUE_NAME, queueConnection, type ResultsFile } from '../../taskset/index.ts';
+import { attemptFolder, checkQueue, listLanes, queueConnection, type ResultsFile } from '../../taskset/index.ts';
 import { defineCommand, parseCommand } from '../args.ts';
 import { QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
 
@@ -43,6 +45,8 @@ export const command = defineCommand({
 
 const LOOPBACK = ['127.0.0.1', '::1', 'localhost'];
 const COOKIE = 'iwibench_dashboard';
+/** How often the lanes are looked up again. */
+const LANES_MS = 5000;
 
 export type Dashboard = { app: FastifyInstance; url: string; close: () => Promise<void> };
 
@@ -55,28 +59,45 @@ export async function startDashboard(options: {
 }): Promise<Dashboard> {
   if (!LOOPBACK.includes(options.host) && !options.token)
     throw new Error(`the dashboard on ${options.host} (beyond loopback) needs a token: --token-env VARIABLE`);
-  const queue = new Queue(QUEUE_NAME, { connection: options.connection });
-  queue.on('error', () => {});
+  const client = new Redis(options.connection);
+  client.on('error', () => {});
+  const queues = new Map<string, Queue>();
   const page = (id: string) => `/attempts/${encodeURIComponent(id)}`;
   const resultsOf = (id: string) => path.join(attemptFolder(options.outputDir, id), 'results.json');
-  const adapter = new BullMQAdapter(queue, {
-    readOnlyMode: true, // retry, clean, pause: the pilot commands, one definition each
-    externalJobUrl: (job) =>
-      job.finishedOn && existsSync(resultsOf(String(job.id)))
-        ? { displayText: 'attempt page', href: page(String(job.id)) }
-        : { href: '' },
-  });
-  // The job's data names its attempt page once it has one.
-  adapter.setFormatter('data', (data: Record<string, unknown>) =>
-    typeof data?.id === 'string' && existsSync(resultsOf(data.id)) ? { ...data, attempt_page: page(data.id) } : data,
-  );
+  const adapterOf = (lane: string) => {
+    const queue = new Queue(lane, { connection: options.connection });
+    queue.on('error', () => {});
+    queues.set(lane, queue);
+    const adapter = new BullMQAdapter(queue, {
+      readOnlyMode: true, // retry, clean, pause: the pilot commands, one definition each
+      externalJobUrl: (job) =>
+        job.finishedOn && existsSync(resultsOf(String(job.id)))
+          ? { displayText: 'attempt page', href: page(String(job.id)) }
+          : { href: '' },
+    });
+    // The job's data names its attempt page once it has one.
+    adapter.setFormatter('data', (data: Record<string, unknown>) =>
+      typeof data?.id === 'string' && existsSync(resultsOf(data.id)) ? { ...data, attempt_page: page(data.id) } : data,
+    );
+    return adapter;
+  };
   const server = new FastifyAdapter();
-  createBullBoard({
-    queues: [adapter],
+  const board = createBullBoard({
+    queues: (await listLanes(client)).map(({ lane }) => adapterOf(lane)),
     serverAdapter: server,
     options: { uiConfig: { boardTitle: 'IWIBench pilot' } },
   });
   server.setBasePath('/');
+  // Lanes enqueued on after the start.
+  const refresh = setInterval(
+    () =>
+      void listLanes(client).then(
+        (lanes) => lanes.filter(({ lane }) => !queues.has(lane)).forEach(({ lane }) => board.addQueue(adapterOf(lane))),
+        () => {},
+      ),
+    LANES_MS,
+  );
+  refresh.unref();
 
   const app = Fastify();
   if (options.token) {
@@ -121,8 +142,10 @@ export async function startDashboard(options: {
     app,
     url: `http://${host}:${port}/`,
     close: async () => {
+      clearInterval(refresh);
       await app.close();
-      await queue.close();
+      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      client.disconnect();
     },
   };
 }

@@ -1,8 +1,10 @@
 // npx iwibench pilot enqueue CALIBRATION --queue redis://HOST:PORT/DB --model ID|--model-dir DIR --editor-model A …
 // One job per (episode, editor, repeat); its id is the attempt's id, readable and ending in the hash of what else
-// decides the result (the editor's settings, items per kind, family version, target), so enqueuing again adds
-// nothing and says so, and an attempt queued with other settings refuses the enqueue, naming the fields that differ.
-import { Checkpoint, PINNED_REVISIONS } from '../../engine/index.ts';
+// decides the result (the editor's settings, items per kind, family version, target, precision, device and the
+// arithmetic they give), so enqueuing again adds nothing and says so, and an attempt queued with other settings
+// refuses the enqueue, naming the fields that differ. Jobs go on the lane of their arithmetic: only workers whose
+// service computes it take them.
+import { arithmeticName, Checkpoint, PINNED_REVISIONS } from '../../engine/index.ts';
 import {
   attemptJob,
   attemptSettings,
@@ -14,15 +16,19 @@ import {
 } from '../../taskset/index.ts';
 import { defineCommand, parseCommand } from '../args.ts';
 import { EDITOR_FLAG_CHOICES, EDITOR_FLAG_HELP, editorLabel } from '../editor-flags.ts';
-import { locationFromFlags, TARGET_FLAG_DEFAULTS, TARGET_FLAG_HELP } from '../target-flags.ts';
+import {
+  deviceFromFlags,
+  locationFromFlags,
+  precisionFromFlags,
+  TARGET_FLAG_CHOICES,
+  TARGET_FLAG_DEFAULTS,
+  TARGET_FLAG_HELP,
+} from '../target-flags.ts';
 import { onQueue, QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
-
-const { device: _device, ...targetDefaults } = TARGET_FLAG_DEFAULTS;
-const { device: _deviceHelp, ...targetHelp } = TARGET_FLAG_HELP;
 
 const defaults = {
   ...QUEUE_FLAG_DEFAULTS,
-  ...targetDefaults,
+  ...TARGET_FLAG_DEFAULTS,
   'editor-model': [] as string[],
   'editor-base-url': undefined as string | undefined,
   api: undefined as string | undefined,
@@ -44,8 +50,10 @@ export const command = defineCommand({
   defaults,
   help: {
     ...QUEUE_FLAG_HELP,
-    ...targetHelp,
+    ...TARGET_FLAG_HELP,
     model: `the target every worker must serve (its id, and --revision or the pinned one; a worker with another refuses the job): ${TARGET_FLAG_HELP.model}`,
+    precision: `the precision every attempt runs in (its service's and its evaluations'; only a worker whose service computes it takes the job): ${TARGET_FLAG_HELP.precision}`,
+    device: `the device every attempt runs on (as --precision: only a worker whose service runs on it takes the job): ${TARGET_FLAG_HELP.device}`,
     'editor-model': `one per editor: ${EDITOR_FLAG_HELP['editor-model']}`,
     'editor-base-url': EDITOR_FLAG_HELP['editor-base-url'],
     api: EDITOR_FLAG_HELP.api,
@@ -59,7 +67,7 @@ export const command = defineCommand({
   required: ['queue', 'editor-model'],
   integers: ['repeats', 'items-per-kind', 'retries'],
   numbers: ['backoff-seconds', 'queue-timeout-seconds'],
-  choices: EDITOR_FLAG_CHOICES,
+  choices: { ...EDITOR_FLAG_CHOICES, ...TARGET_FLAG_CHOICES },
   positionals: { names: 'CALIBRATION', min: 1, max: 1 },
   check: (flags) => [
     ...(flags.repeats < 1 ? ['--repeats must be at least 1'] : []),
@@ -76,7 +84,7 @@ function targetOf(flags: typeof defaults): AttemptSettings['target'] {
     if (!revision) throw new Error(`--model ${flags.model} is not pinned: give its --revision`);
     return { model: flags.model, revision };
   }
-  const checkpoint = Checkpoint.open(locationFromFlags({ ...flags, device: 'cpu' }));
+  const checkpoint = Checkpoint.open(locationFromFlags(flags));
   try {
     return { model: checkpoint.modelId, revision: checkpoint.revision };
   } finally {
@@ -98,7 +106,12 @@ export async function main(argv: string[]): Promise<void> {
         api: flags.api,
         reasoningEffort: flags['reasoning-effort'],
       },
-      { itemsPerKind: flags['items-per-kind'], target },
+      {
+        itemsPerKind: flags['items-per-kind'],
+        target,
+        precision: precisionFromFlags(flags),
+        device: deviceFromFlags(flags),
+      },
     );
     for (const episode of calibration.episodes)
       for (let repeat = 0; repeat < flags.repeats; repeat++)
@@ -110,6 +123,7 @@ export async function main(argv: string[]): Promise<void> {
   if (outcome.conflicts.length > 0) throw new Error(conflictLine(outcome.conflicts));
   const counts = {
     queue: flags.queue,
+    arithmetic: arithmeticName(precisionFromFlags(flags), deviceFromFlags(flags)),
     attempts: jobs.length,
     added: outcome.added.length,
     already_queued: outcome.alreadyQueued.length,
@@ -117,7 +131,7 @@ export async function main(argv: string[]): Promise<void> {
   if (flags.json) process.stdout.write(JSON.stringify(counts) + '\n');
   else
     process.stdout.write(
-      `${counts.added} of ${counts.attempts} attempts added to ${flags.queue}` +
+      `${counts.added} of ${counts.attempts} attempts added to ${flags.queue} (arithmetic ${counts.arithmetic})` +
         (counts.already_queued > 0
           ? `; ${counts.already_queued} already queued (left as they are, nothing added for them)`
           : '') +

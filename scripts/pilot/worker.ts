@@ -1,8 +1,10 @@
 // npx iwibench pilot worker --queue redis://HOST:PORT/DB --service-env FILE --output-dir DIR [--concurrency N]
-// Runs the queue's attempts against one service, each exactly as run-pilot runs it (taskset/pilot.ts's
-// runPilotAttempt), into OUT/attempts/<id> (written whole in a try folder, fenced, then renamed). The service's tokens
-// and the editor's key stay in this process's environment and files; jobs carry neither. SIGTERM (or SIGINT): no
-// more jobs, the running ones get --grace-seconds, then go back to waiting; a second signal exits at once.
+// Runs the queue's attempts of its service's arithmetic (--precision and --device, checked against the service's
+// /health; jobs of another arithmetic are left to workers that compute it) against one service, each exactly as
+// run-pilot runs it (taskset/pilot.ts's runPilotAttempt), into OUT/attempts/<id> (written whole in a try folder,
+// fenced, then renamed). The service's tokens and the editor's key stay in this process's environment and files; jobs
+// carry neither. SIGTERM (or SIGINT): no more jobs, the running ones get --grace-seconds, then go back to waiting, and
+// the process ends within --grace-seconds + 2 × --lock-seconds + 6 s, Redis or not; a second signal exits at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { Queue } from 'bullmq';
@@ -10,8 +12,8 @@ import {
   checkQueue,
   editorForSettings,
   Evaluator,
+  MAX_TIMER_MS,
   parseDuration,
-  QUEUE_NAME,
   queueConnection,
   runPilotAttempt,
   runUntilSignal,
@@ -63,15 +65,17 @@ export const command = defineCommand({
     ...queueHelp,
     'service-env': SERVICE_ENV_HELP,
     ...TARGET_FLAG_HELP,
+    precision: `its service's (checked against its /health); it takes the jobs of this precision and --device only: ${TARGET_FLAG_HELP.precision}`,
     'output-dir':
       'attempts/<family>-s<seed>-<editor>-a<k>-h<hash>/ (a folder shared by the workers, or merged by report)',
     concurrency: 'attempts at once against the one service',
     'lock-seconds':
       "a job's lock, renewed while it runs; a worker that cannot renew it abandons the try, and a dead worker's job is taken up again after it lapses",
     'episode-lease-seconds':
-      "each try's episode on the service is leased for this long and renewed while the try runs, so that a killed worker's episode is deleted once it runs out; 0: four --lock-seconds, at least 60",
+      "each try's episode on the service is leased for this long and renewed while the try runs, so that a killed worker's episode is deleted once it runs out (at least twice --lock-seconds); 0: four --lock-seconds, at least 60",
     'attempt-timeout': 'an attempt running longer fails with that reason, as a transient failure (retried): 90m, 6h, …',
-    'grace-seconds': 'on SIGTERM: how long running attempts may finish before they are aborted and their jobs requeued',
+    'grace-seconds':
+      'on SIGTERM: how long running attempts may finish before they are aborted and their jobs requeued (the process ends within this + 2 × --lock-seconds + 6 s)',
     'exit-when-done': 'stop once nothing waits or runs on the queue (else: run until SIGINT/SIGTERM)',
   },
   required: ['queue'],
@@ -80,11 +84,20 @@ export const command = defineCommand({
   choices: TARGET_FLAG_CHOICES,
   check: (flags) => [
     ...(flags.concurrency < 1 ? ['--concurrency must be at least 1'] : []),
-    ...(flags['lock-seconds'] < 1 ? ['--lock-seconds must be at least 1'] : []),
+    ...(flags['lock-seconds'] < 1 || flags['lock-seconds'] * 1000 > MAX_TIMER_MS
+      ? [`--lock-seconds must be 1…${Math.floor(MAX_TIMER_MS / 1000)} (Node's timer limit)`]
+      : []),
     ...(flags['episode-lease-seconds'] < 0 || flags['episode-lease-seconds'] > MAX_LEASE_SECONDS
       ? [`--episode-lease-seconds must be 0 (the default) or 1…${MAX_LEASE_SECONDS}`]
       : []),
-    ...(flags['grace-seconds'] < 0 ? ['--grace-seconds must be at least 0'] : []),
+    ...(flags['episode-lease-seconds'] > 0 && flags['episode-lease-seconds'] < 2 * flags['lock-seconds']
+      ? [
+          `--episode-lease-seconds (${flags['episode-lease-seconds']}) must be at least twice --lock-seconds (${flags['lock-seconds']}): a try that stalls long enough to lose its episode must have lost its job first`,
+        ]
+      : []),
+    ...(flags['grace-seconds'] < 0 || flags['grace-seconds'] * 1000 > MAX_TIMER_MS
+      ? [`--grace-seconds must be 0…${Math.floor(MAX_TIMER_MS / 1000)} (Node's timer limit)`]
+      : []),
   ],
 });
 
@@ -101,7 +114,13 @@ export async function main(argv: string[]): Promise<void> {
     precision: precisionFromFlags(flags),
     pristineCacheDir: path.join(outputDir, 'pristine-cache'),
   });
-  const here = { model: evaluator.model.id, revision: evaluator.model.revision };
+  // The jobs this worker runs are those of its service's arithmetic (serviceAndTarget checked its /health's precision
+  // and device against these flags): any other job is left to a worker that computes it.
+  const here = {
+    target: { model: evaluator.model.id, revision: evaluator.model.revision },
+    precision: precisionFromFlags(flags),
+    device: deviceFromFlags(flags),
+  };
   const taskset = new Taskset({ tokenizer: target.tokenizer });
   const { 'queue-password-env': _password, ...recorded } = flags;
   const context = (job: AttemptJob): PilotAttemptContext => ({
@@ -119,12 +138,14 @@ export async function main(argv: string[]): Promise<void> {
     },
   });
   const episodeLeaseSeconds = flags['episode-lease-seconds'] || Math.max(60, 4 * flags['lock-seconds']);
-  const { worker, stop: stopWorker } = startWorker({
+  const running = startWorker({
     connection,
     outputDir,
     concurrency: flags.concurrency,
     lockMs: flags['lock-seconds'] * 1000,
     attemptTimeoutMs,
+    precision: here.precision,
+    device: here.device,
     accept: (job) => void editorForSettings(job.settings, here),
     run: async (job, dir, { signal, check }) => {
       await check();
@@ -142,9 +163,11 @@ export async function main(argv: string[]): Promise<void> {
         `worker ${id}: ${result.status === 'failed' ? `FAILED ${result.error}` : `reward ${result.reward.toFixed(3)}`}\n`,
       ),
   });
-  worker.on('failed', (job, error) => process.stderr.write(`worker ${job?.id}: ${error.message}\n`));
-  process.stdout.write(JSON.stringify({ worker: process.pid, queue: flags.queue, service: service.url }) + '\n');
-  const queue = new Queue(QUEUE_NAME, { connection });
+  running.worker.on('failed', (job, error) => process.stderr.write(`worker ${job?.id}: ${error.message}\n`));
+  process.stdout.write(
+    JSON.stringify({ worker: process.pid, queue: flags.queue, lane: running.lane, service: service.url }) + '\n',
+  );
+  const queue = new Queue(running.lane, { connection });
   queue.on('error', () => {}); // the worker reports Redis's errors
   const done = flags['exit-when-done']
     ? (async () => {
@@ -152,9 +175,11 @@ export async function main(argv: string[]): Promise<void> {
       })()
     : undefined;
   try {
-    await runUntilSignal(stopWorker, flags['grace-seconds'] * 1000, done);
+    await runUntilSignal(running, flags['grace-seconds'] * 1000, done);
   } finally {
-    await queue.close();
+    // Bounded like the worker's own calls: with Redis gone, the handle is dropped.
+    await Promise.race([queue.close(), sleep(flags['lock-seconds'] * 1000, undefined, { ref: false })]);
+    await queue.disconnect();
     await stop();
   }
 }

@@ -1,9 +1,10 @@
-// Enqueuing attempts: one job each, its BullMQ job id the attempt's id (readable, ending in its settings' hash). An
-// attempt already on the queue (waiting, running, done or failed) is counted and left as it is; one whose readable id
-// is there with other settings refuses the whole enqueue, naming the fields that differ, before anything is added.
-import { Queue, type RedisOptions } from 'bullmq';
-import { QUEUE_NAME } from './connection.ts';
+// Enqueuing attempts: one job each, on the lane of its arithmetic (lanes.ts), its BullMQ job id the attempt's id
+// (readable, ending in its settings' hash). An attempt already on the queue (waiting, running, done or failed, on any
+// lane) is counted and left as it is; one whose readable id is there with other settings refuses the whole enqueue,
+// naming the fields that differ, before anything is added.
+import type { RedisOptions } from 'bullmq';
 import { readableId, type AttemptJob } from './job.ts';
+import { Lanes } from './lanes.ts';
 import { settingsDiff, type AttemptSettings } from './settings.ts';
 
 /** How a job is retried on a transient failure: `retries` more tries, the first after `backoffMs`, then doubling. */
@@ -16,21 +17,21 @@ export type EnqueueOutcome = {
   conflicts: { id: string; queued: string; differ: string[] }[];
 };
 
-const ALL_STATES = ['waiting', 'prioritized', 'delayed', 'active', 'paused', 'completed', 'failed'] as const;
+export const ALL_STATES = ['waiting', 'prioritized', 'delayed', 'active', 'paused', 'completed', 'failed'] as const;
 
-export async function enqueueAttempts(
+export function enqueueAttempts(
   connection: RedisOptions,
   jobs: readonly AttemptJob[],
   retry: RetryPolicy,
 ): Promise<EnqueueOutcome> {
-  const queue = new Queue(QUEUE_NAME, { connection });
-  try {
+  return Lanes.use(connection, async (lanes) => {
     const queued = new Map<string, { id: string; settings: AttemptSettings }>();
-    for (const job of await queue.getJobs([...ALL_STATES])) {
-      const data = job?.data as Partial<AttemptJob> | undefined;
-      if (data?.settings && data.family && data.editor_label !== undefined && job?.id)
-        queued.set(readableId(data as AttemptJob), { id: job.id, settings: data.settings });
-    }
+    for (const { queue } of await lanes.all())
+      for (const job of await queue.getJobs([...ALL_STATES])) {
+        const data = job?.data as Partial<AttemptJob> | undefined;
+        if (data?.settings && data.family && data.editor_label !== undefined && job?.id)
+          queued.set(readableId(data as AttemptJob), { id: job.id, settings: data.settings });
+      }
     const outcome: EnqueueOutcome = { added: [], alreadyQueued: [], conflicts: [] };
     const fresh: AttemptJob[] = [];
     for (const job of jobs) {
@@ -41,6 +42,7 @@ export async function enqueueAttempts(
     }
     if (outcome.conflicts.length > 0) return outcome;
     for (const job of fresh) {
+      const queue = await lanes.open(job.settings.arithmetic);
       await queue.add(job.id, job, {
         jobId: job.id,
         attempts: retry.retries + 1,
@@ -49,9 +51,7 @@ export async function enqueueAttempts(
       outcome.added.push(job.id);
     }
     return outcome;
-  } finally {
-    await queue.close();
-  }
+  });
 }
 
 /** One line for refused attempts: how many, and each differing field once (queued → asked). */

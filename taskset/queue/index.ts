@@ -8,7 +8,15 @@ export {
   type QueueFlags,
 } from './connection.ts';
 export { attemptJob, parseAttemptJob, readableId, JOB_FORMAT, type AttemptJob } from './job.ts';
-export { attemptSettings, editorForSettings, settingsDiff, settingsHash, type AttemptSettings } from './settings.ts';
+export {
+  attemptSettings,
+  editorForSettings,
+  settingsDiff,
+  settingsHash,
+  workerArithmetic,
+  type AttemptSettings,
+} from './settings.ts';
+export { laneName, listLanes } from './lanes.ts';
 export { conflictLine, enqueueAttempts, type EnqueueOutcome, type RetryPolicy } from './enqueue.ts';
 export { isTransient, throwIfTransientEditorError, TransientFailure } from './failures.ts';
 export { queueStatus, statusText, unfinishedJobs, type QueueStatus } from './status.ts';
@@ -22,4 +30,4 @@ export {
   type JobResult,
 } from './worker.ts';
 export { claimCommit } from './fence.ts';
-export { parseDuration } from './duration.ts';
+export { MAX_TIMER_MS, parseDuration } from './duration.ts';

@@ -5,11 +5,11 @@
 // editor but never holds a key or a token (those stay with each worker).
 import { Ajv } from 'ajv';
 import Type, { type Static } from 'typebox';
-import { attemptId } from '../attempt.ts';
+import { attemptId } from '../attempt-folder.ts';
 import { FAMILY_IDS, type FamilyId } from '../types.ts';
 import { AttemptSettingsSchema, settingsHash, type AttemptSettings } from './settings.ts';
 
-export const JOB_FORMAT = 'iwibench-attempt-job/2';
+export const JOB_FORMAT = 'iwibench-attempt-job/3';
 
 export const AttemptJobSchema = Type.Object(
   {

@@ -1,7 +1,9 @@
 // A try's hold on its job: aborted when BullMQ cannot renew the job's lock, when a check finds the lock gone or
-// another's, when the attempt runs past its time limit, or when the worker shuts down. Every step with effects checks
-// it first (`check`), and the commit's fencing step checks the lock again, atomically with its claim.
+// another's, when Redis has not answered for a lock period, when the attempt runs past its time limit, or when the
+// worker shuts down. Every step with effects checks it first (`check`, given up after a lock period like every call of
+// the worker's: reach.ts), and the commit's fencing step checks the lock again, atomically with its claim.
 import type { Redis } from 'ioredis';
+import { within } from './reach.ts';
 
 export type LeaseEnd = 'lock' | 'timeout' | 'shutdown';
 
@@ -21,6 +23,10 @@ const MESSAGES: Record<LeaseEnd, string> = {
   shutdown: 'the worker shut down: the job goes back to waiting',
 };
 
+/** A lock lost because Redis did not answer: the lock has lapsed, or will the moment Redis answers. */
+export const UNREACHABLE =
+  "this worker could not reach Redis for a lock period: the job's lock has lapsed and the try is abandoned";
+
 export class Lease {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout | undefined;
@@ -29,6 +35,8 @@ export class Lease {
     readonly client: Redis,
     readonly lockKey: string,
     readonly token: string,
+    /** How long Redis may take to answer before the lock counts as lost. */
+    readonly lockMs: number,
     timeoutMs?: number,
   ) {
     if (timeoutMs !== undefined) {
@@ -54,7 +62,10 @@ export class Lease {
   /** Throws unless the lease holds and Redis still has this try's token as the job's lock. */
   async check(): Promise<void> {
     this.signal.throwIfAborted();
-    if ((await this.client.get(this.lockKey)) !== this.token) this.end('lock');
+    const held = await within(this.lockMs, 'the lock check', this.client.get(this.lockKey)).catch(() => {
+      this.end('lock', UNREACHABLE);
+    });
+    if (held !== this.token) this.end('lock');
     this.signal.throwIfAborted();
   }
 

@@ -1,10 +1,10 @@
 // Where a queue stands: its attempts counted per family and editor (waiting, active, done, failed), each failure with
 // its reason, and a progress bar; each running job with its worker (host, pid), since when and its phase; each job
-// waiting to retry with its tries and last error; and whether the queue is paused. A failure is either a job that
-// failed for good (a malformed job, transient errors past their retries) or an attempt that ended in a deterministic
-// error (the job completed with it).
-import { Queue, type Job, type RedisOptions } from 'bullmq';
-import { QUEUE_NAME } from './connection.ts';
+// waiting to retry with its tries and last error; whether the queue is paused; and, with more than one lane (lanes.ts),
+// the counts per arithmetic. A failure is either a job that failed for good (a malformed job, transient errors past
+// their retries) or an attempt that ended in a deterministic error (the job completed with it).
+import type { Job, Queue, RedisOptions } from 'bullmq';
+import { Lanes, PAUSED_KEY } from './lanes.ts';
 import type { TryProgress } from './progress.ts';
 import type { JobResult } from './worker.ts';
 
@@ -13,6 +13,8 @@ export type QueueStatus = {
   total: number;
   counts: StatusCounts;
   rows: ({ family: string; editor: string } & StatusCounts)[];
+  /** Per lane: its arithmetic (the engine's precision and device: lanes.ts) and counts. */
+  lanes: ({ lane: string; arithmetic: string } & StatusCounts)[];
   failures: { id: string; reason: string }[];
   paused: boolean;
   /** Running jobs, and jobs waiting to retry: where, since when, doing what, the tries so far, the last error. */
@@ -50,37 +52,44 @@ function jobLine(job: Job, state: JobLine['state']): JobLine {
 
 const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
 
-export async function queueStatus(connection: RedisOptions): Promise<QueueStatus> {
-  const queue = new Queue(QUEUE_NAME, { connection });
-  try {
+export function queueStatus(connection: RedisOptions): Promise<QueueStatus> {
+  return Lanes.use(connection, async (lanes) => {
     const rows = new Map<string, QueueStatus['rows'][number]>();
+    const perLane: QueueStatus['lanes'] = [];
     const failures: QueueStatus['failures'] = [];
     const counts: StatusCounts = { waiting: 0, active: 0, done: 0, failed: 0 };
     const jobs: JobLine[] = [];
-    for (const state of STATES) {
-      for (const job of await queue.getJobs([state])) {
-        if (!job) continue;
-        if (state === 'active') jobs.push(jobLine(job, 'active'));
-        if (state === 'delayed' && job.failedReason) jobs.push(jobLine(job, 'retrying'));
-        const data = (job.data ?? {}) as { family?: unknown; editor?: { label?: unknown } };
-        const family = typeof data.family === 'string' ? data.family : '(malformed)';
-        const editor = typeof data.editor?.label === 'string' ? data.editor.label : '(malformed)';
-        const key = `${family}\u0000${editor}`;
-        const row = rows.get(key) ?? { family, editor, waiting: 0, active: 0, done: 0, failed: 0 };
-        rows.set(key, row);
-        const result = job.returnvalue as JobResult | null;
-        const column: keyof StatusCounts =
-          state === 'active'
-            ? 'active'
-            : state === 'failed' || result?.status === 'failed'
-              ? 'failed'
-              : state === 'completed'
-                ? 'done'
-                : 'waiting';
-        row[column]++;
-        counts[column]++;
-        if (state === 'failed') failures.push({ id: job.id!, reason: job.failedReason });
-        else if (result?.status === 'failed') failures.push({ id: job.id!, reason: result.error });
+    let paused = (await lanes.client.exists(PAUSED_KEY)) === 1;
+    for (const { lane, arithmetic, queue } of await lanes.all()) {
+      const laneCounts = { lane, arithmetic, waiting: 0, active: 0, done: 0, failed: 0 };
+      perLane.push(laneCounts);
+      paused ||= await queue.isPaused();
+      for (const state of STATES) {
+        for (const job of await queue.getJobs([state])) {
+          if (!job) continue;
+          if (state === 'active') jobs.push(jobLine(job, 'active'));
+          if (state === 'delayed' && job.failedReason) jobs.push(jobLine(job, 'retrying'));
+          const data = (job.data ?? {}) as { family?: unknown; editor_label?: unknown };
+          const family = typeof data.family === 'string' ? data.family : '(malformed)';
+          const editor = typeof data.editor_label === 'string' ? data.editor_label : '(malformed)';
+          const key = `${family}\u0000${editor}`;
+          const row = rows.get(key) ?? { family, editor, waiting: 0, active: 0, done: 0, failed: 0 };
+          rows.set(key, row);
+          const result = job.returnvalue as JobResult | null;
+          const column: keyof StatusCounts =
+            state === 'active'
+              ? 'active'
+              : state === 'failed' || result?.status === 'failed'
+                ? 'failed'
+                : state === 'completed'
+                  ? 'done'
+                  : 'waiting';
+          row[column]++;
+          laneCounts[column]++;
+          counts[column]++;
+          if (state === 'failed') failures.push({ id: job.id!, reason: job.failedReason });
+          else if (result?.status === 'failed') failures.push({ id: job.id!, reason: result.error });
+        }
       }
     }
     const sorted = [...rows.values()].sort((a, b) =>
@@ -91,13 +100,12 @@ export async function queueStatus(connection: RedisOptions): Promise<QueueStatus
       total,
       counts,
       rows: sorted,
+      lanes: perLane,
       failures: failures.sort((a, b) => (a.id < b.id ? -1 : 1)),
-      paused: await queue.isPaused(),
+      paused,
       jobs: jobs.sort((a, b) => (a.id < b.id ? -1 : 1)),
     };
-  } finally {
-    await queue.close();
-  }
+  });
 }
 
 /** The status as text: a table per family and editor, a progress bar, then every failure's reason. */
@@ -115,6 +123,15 @@ export function statusText(status: QueueStatus, width = 40, now = Date.now()): s
     '',
     `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${finished}/${status.total} finished: ${done} done, ${failed} failed, ${active} active, ${waiting} waiting`,
     ...(status.paused ? ['the queue is PAUSED: workers take no new jobs (pilot resume)'] : []),
+    ...(status.lanes.length > 1
+      ? [
+          '',
+          'by arithmetic (each taken only by workers whose service computes it):',
+          ...status.lanes.map(
+            (l) => `  ${l.arithmetic}: ${l.waiting} waiting, ${l.active} active, ${l.done} done, ${l.failed} failed`,
+          ),
+        ]
+      : []),
     ...(status.jobs.length > 0 ? ['', 'jobs:', ...status.jobs.map((j) => `  ${jobText(j, now)}`)] : []),
     ...(status.failures.length > 0 ? ['', 'failures:', ...status.failures.map((f) => `  ${f.id}: ${f.reason}`)] : []),
   ].join('\n');

@@ -140,9 +140,9 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       await expectEachAsAlone(engine, firsts, runs);
     });
 
-    it('packs short prompts by product path and chunk (kernel, prefill GEMM), each still as alone', async () => {
-      // Prompts of 8 tokens or more take the prefill GEMM here; packs hold at most 24 rows; 25 tokens is chunked alone.
-      const packed = await Gemma3Engine.create({ checkpoint, gemmMinTokens: 8, chunkRows: 24 });
+    it('packs short prompts while they fit in a chunk, each still as alone', async () => {
+      // Packs hold at most 24 rows; 25 tokens is chunked alone.
+      const packed = await Gemma3Engine.create({ checkpoint, chunkRows: 24 });
       try {
         const longer = [...IDS, ...IDS.slice(0, 7)];
         const sequences: GenerateSequence[] = [
@@ -156,11 +156,10 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
           { ids: IDS.slice(4, 14), maxNewTokens: 5 },
         ];
         expect(prefillPacks([0, 1, 2, 3, 4, 5, 6, 7], sequences, packed.settings)).toEqual([
-          [0, 1],
-          [2, 3],
+          [0, 1, 2],
+          [3],
           [4],
-          [5],
-          [6],
+          [5, 6],
           [7],
         ]);
         const runs = await many(packed, sequences, 8);

@@ -1,6 +1,6 @@
 // Our engine against Hugging Face transformers (Gemma3ForCausalLM / Gemma3ForConditionalGeneration, float32, eager)
 // on the same tiny checkpoints: golden logits made by test/golden/make_golden.py (the command is in its header).
-// On the CPU, each product path (the kernel, and every prefill GEMM the machine has), and on the device path
+// On the CPU's path in force, and on the device path
 // (device.ts) run by onnxruntime's CPU provider; IWIBENCH_TEST_DEVICE adds a device (scripts/device-check.sh sets it to
 // the GPU provider that runs).
 import { createHash } from 'node:crypto';
@@ -37,20 +37,11 @@ checkDevice(extra);
 const devices: Device[] = ['cpu', 'ort-cpu', ...(extra && extra !== 'cpu' && extra !== 'ort-cpu' ? [extra] : [])];
 
 /**
- * The product paths of a device: on the CPU the kernel alone, onnxruntime's GEMM for every prompt, and AMX for every
- * product where the CPU has it.
+ * The path of a device: on the CPU the addon's path in force (every other path gives its bits:
+ * test/engine/arithmetic.test.ts and runtime.test.ts), a device's graphs elsewhere.
  */
 type Path = { name: string; options: Partial<EngineOptions> };
-const paths = (device: Device): Path[] =>
-  device !== 'cpu'
-    ? [{ name: '', options: {} }]
-    : [
-        { name: ', kernel', options: { prefillGemm: 'onnxruntime', gemmMinTokens: 1_000_000 } },
-        { name: ', onnxruntime GEMM', options: { prefillGemm: 'onnxruntime', gemmMinTokens: 1 } },
-        ...(kernelInfo().amx
-          ? [{ name: ', AMX GEMM', options: { prefillGemm: 'amx', gemmMinTokens: 1 } } as Path]
-          : []),
-      ];
+const paths = (device: Device): Path[] => [{ name: device === 'cpu' ? `, ${kernelInfo().isa}` : '', options: {} }];
 
 for (const [preset, device, { name, options }] of (['tiny', 'tiny-4b'] as FixturePreset[]).flatMap((p) =>
   devices.flatMap((d) => paths(d).map((path) => [p, d, path] as const)),

@@ -71,14 +71,16 @@ describe('a Hugging Face cache with symlinked snapshots', () => {
 
   it('names the revisions and refs present when asked for one that is not, and the cache when the id is absent', () => {
     expect(() => Checkpoint.open({ cacheDir: hub, modelId: ID, revision: 'b'.repeat(40) })).toThrow(
-      new RegExp(`revision b{40} is not in .*snapshots \\(have: ${NEWER}, ${PINNED}; refs: main\\)`),
+      new RegExp(
+        `revision b{40} is not in .*snapshots \\(have: ${NEWER}, ${PINNED}; refs: main\\); fetch it with npx iwibench download --model ${ID} --revision b{40}$`,
+      ),
     );
     expect(() => Checkpoint.open({ cacheDir: hub, modelId: 'google/gemma-3-4b-it' })).toThrow(
-      /google\/gemma-3-4b-it is not in the Hugging Face cache .*hub \(no models--google--gemma-3-4b-it\/; pass --cache-dir or --model-dir\)/,
+      /google\/gemma-3-4b-it is not in the Hugging Face cache .*hub \(no models--google--gemma-3-4b-it\/; fetch it with npx iwibench download --model google\/gemma-3-4b-it, or pass --cache-dir or --model-dir\)/,
     );
   });
 
-  it('names the missing blob of a broken link (an incomplete download)', () => {
+  it('names the missing blob of a broken link (an incomplete download) and the command that completes it', () => {
     const broken = path.join(path.dirname(hub), 'broken');
     addSnapshot(broken, ID, PINNED, TOY_TARGET_DIR);
     const snapshot = path.join(broken, 'models--google--gemma-3-1b-it', 'snapshots', PINNED);
@@ -88,7 +90,7 @@ describe('a Hugging Face cache with symlinked snapshots', () => {
     );
     rmSync(blob);
     expect(() => Checkpoint.open({ cacheDir: broken, modelId: ID })).toThrow(
-      /model\.safetensors links to \.\.\/\.\.\/blobs\/[0-9a-f]{64}, which is missing \(an incomplete download\?\)/,
+      /snapshots\/dcc83ea8[0-9a-f]{32} is incomplete \(an interrupted download\?\): missing model\.safetensors \(it links to \.\.\/\.\.\/blobs\/[0-9a-f]{64}, which is missing\); npx iwibench download --model google\/gemma-3-1b-it completes it$/,
     );
   });
 });

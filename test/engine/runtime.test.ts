@@ -1,18 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../engine/checkpoint.ts';
-import * as ort from 'onnxruntime-node';
-import { buildLinearGraph } from '../../engine/gemma3-graph.ts';
 import { Gemma3Engine } from '../../engine/runtime.ts';
-import { gemmSequences } from '../../engine/chunk.ts';
-import { gemmThreads } from '../../engine/cpu-projector.ts';
-import {
-  decodesOnGemm,
-  gemmMinTokensFor,
-  prefillGemmFrom,
-  resolveSettings,
-  type PrefillGemm,
-} from '../../engine/settings.ts';
-import { kernelInfo } from '../../engine/kernels.ts';
+import { resolveSettings } from '../../engine/settings.ts';
+import { kernelInfo, useIsa } from '../../engine/kernels.ts';
 import { checkpointSource, overlaySource } from '../../engine/weight-source.ts';
 import { bf16ToF32, f32ToBf16Bits } from '../../engine/bf16.ts';
 import { Tokenizer } from '../../engine/tokenizer.ts';
@@ -59,74 +49,19 @@ async function decodeAgainstRecomputation(
   });
 }
 
-/** The prefill GEMMs this machine has: onnxruntime's everywhere, AMX's where the addon has it. */
-const PREFILL_GEMMS: PrefillGemm[] = kernelInfo().amx ? ['amx', 'onnxruntime'] : ['onnxruntime'];
+/** The addon's paths this CPU runs (every engine test below runs on the one in force), or the fallback alone. */
+const PATHS = kernelInfo().available;
+const IN_FORCE = kernelInfo().isa;
 
-describe('the prefill GEMM chosen', () => {
-  it('is AMX where the addon has it, then for every product, unless IWIBENCH_PREFILL_GEMM names onnxruntime', () => {
-    const settings = resolveSettings({});
-    expect(settings.prefillGemm).toBe(process.env.IWIBENCH_PREFILL_GEMM || (kernelInfo().amx ? 'amx' : 'onnxruntime'));
-    expect(settings.gemmMinTokens).toBe(
-      settings.prefillGemm === 'amx' ? 1 : kernelInfo().vectorBits === 512 ? 128 : 64,
-    );
-    expect(decodesOnGemm(settings)).toBe(settings.prefillGemm === 'amx');
-    expect(decodesOnGemm({ prefillGemm: 'onnxruntime' })).toBe(false);
-    expect(resolveSettings({}, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe('onnxruntime');
-    expect(resolveSettings({ prefillGemm: 'amx' }, { IWIBENCH_PREFILL_GEMM: 'onnxruntime' }, true).prefillGemm).toBe(
-      'amx',
-    );
-    expect(() => resolveSettings({}, { IWIBENCH_PREFILL_GEMM: 'mlas' }, true)).toThrow(
-      expect.objectContaining({ code: 'ENGINE_SETTING_INVALID' }),
-    );
+describe('the engine settings', () => {
+  it('resolve from the options alone, and refuse one that names nothing valid', () => {
+    expect(resolveSettings({ threads: 3 })).toMatchObject({
+      precision: 'bf16',
+      device: 'cpu',
+      threads: 3,
+      chunkRows: 512,
+    });
     expect(() => resolveSettings({ chunkRows: 0 })).toThrow(/chunkRows must be a positive integer, got 0/);
-    expect(prefillGemmFrom(undefined, true)).toBe('amx');
-    expect(prefillGemmFrom('', false)).toBe('onnxruntime');
-    expect(prefillGemmFrom('onnxruntime', true)).toBe('onnxruntime');
-    expect(prefillGemmFrom('amx', true)).toBe('amx');
-    expect(() => prefillGemmFrom('amx', false)).toThrow(/IWIBENCH_PREFILL_GEMM is amx, but AMX is not available here/);
-    expect(() => prefillGemmFrom('mlas', true, 'prefillGemm')).toThrow(/prefillGemm must be amx or onnxruntime/);
-  });
-});
-
-// The GEMM path's promise (runtime.ts, Gemma3Engine.linear): a row's product does not depend on the other rows.
-describe('prefill GEMM (onnxruntime MatMul on float32 tiles)', () => {
-  it('routes each prompt by its own length', () => {
-    const minTokens = gemmMinTokensFor('onnxruntime');
-    expect(gemmSequences([minTokens - 1, minTokens, 5, 4095], minTokens)).toEqual([false, true, false, true]);
-    expect(gemmSequences([1, 5, 4095], gemmMinTokensFor('amx'))).toEqual([true, true, true]);
-    expect(gemmSequences([3, 12], 10)).toEqual([false, true]);
-  });
-
-  it('gives a row bitwise the same product among 2 to 300 rows, with the threads gemmThreads allows', async () => {
-    const random = (n: number, seed: number) =>
-      Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed));
-    const firstRows = async (N: number, K: number, threads: number, M: number) => {
-      const session = await ort.InferenceSession.create(buildLinearGraph(), { intraOpNumThreads: threads });
-      const x = new ort.Tensor('float32', random(M * K, 2), [M, K]);
-      const { y } = await session.run({ x, w: new ort.Tensor('float32', random(N * K, 1), [N, K]) });
-      await session.release();
-      return (y!.data as Float32Array).slice(0, 2 * N); // the first two rows, computed among M
-    };
-    // Narrow slices of N lengthen MLAS's K blocks (K > 128 here): with 2 threads, 67 columns split 48 + 19.
-    const [narrow, wide] = [await firstRows(67, 300, 2, 17), await firstRows(67, 300, 2, 300)];
-    expect(sameBits(narrow, wide)).toBe(false);
-    expect(gemmThreads(67, 2)).toBe(1);
-    // The decoder shapes of Gemma 3 1B [N, K] and a narrow one, at the threads gemmThreads gives up to 4.
-    for (const [N, K] of [
-      [256, 1152],
-      [1152, 1024],
-      [67, 300],
-      [200, 520],
-    ] as const) {
-      for (const limit of [2, 4]) {
-        const threads = gemmThreads(N, limit);
-        const reference = await firstRows(N, K, 1, 2);
-        for (const M of [2, 3, 17, 64, 300]) expect(sameBits(await firstRows(N, K, threads, M), reference)).toBe(true);
-      }
-    }
-    expect([gemmThreads(256, 4), gemmThreads(6912, 16), gemmThreads(200, 4), gemmThreads(64, 8)]).toEqual([
-      2, 16, 2, 1,
-    ]);
   });
 });
 
@@ -279,65 +214,55 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       expect(result!.hidden[0]![2]).not.toEqual(h);
     });
 
-    describe.each(PREFILL_GEMMS)('with prompts prefilled through the GEMM (gemmMinTokens), on %s', (prefillGemm) => {
-      let gemm: Gemma3Engine; // every prompt through the GEMM
-      let split: Gemma3Engine; // prompts of 10 tokens or more through the GEMM, shorter ones in the kernel
-      let kernel: Gemma3Engine; // every product in the kernel
+    describe.each(PATHS)('on the %s path', (isa) => {
+      let onPath: Gemma3Engine;
+      const take = (path: string) => void (path !== 'javascript' && useIsa(path));
       beforeAll(async () => {
-        gemm = await Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 1, prefillGemm });
-        split = await Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 10, prefillGemm });
-        kernel = await Gemma3Engine.create({
-          checkpoint,
-          precision: 'float32',
-          gemmMinTokens: 1_000_000,
-          prefillGemm: 'onnxruntime',
-        });
+        take(isa);
+        onPath = await Gemma3Engine.create({ checkpoint, precision: 'float32' });
       });
       afterAll(async () => {
-        await gemm.close();
-        await split.close();
-        await kernel.close();
+        await onPath.close();
+        take(IN_FORCE);
       });
 
-      it('matches the reference forward pass and the kernel path, whatever the chunk size', async () => {
-        const logits = await gemm.logits(IDS, { chunk: IDS.length });
+      it('matches the reference forward pass, and gives the same bits whatever the chunk size and the path', async () => {
+        const logits = await onPath.logits(IDS, { chunk: IDS.length });
         expect(relativeError(logits, referenceForward(checkpoint, IDS))).toBeLessThan(1e-4);
-        expect(relativeError(logits, await kernel.logits(IDS, { chunk: IDS.length }))).toBeLessThan(1e-5);
-        // Chunks of 1 row: the GEMM gets the row twice (MLAS's one-row case would round differently).
-        expect(relativeError(await gemm.logits(IDS, { chunk: 1 }), logits)).toBeLessThan(1e-5);
-        expect(relativeError(await gemm.logits(IDS, { chunk: 5 }), logits)).toBeLessThan(1e-5);
+        expect(sameBits(await onPath.logits(IDS, { chunk: 1 }), logits)).toBe(true);
+        expect(sameBits(await onPath.logits(IDS, { chunk: 5 }), logits)).toBe(true);
+        take(IN_FORCE);
+        expect(sameBits(await onPath.logits(IDS, { chunk: 7 }), logits)).toBe(true);
+        take(isa);
       });
 
-      it('decodes through the cache (steps on AMX, else in the kernel) as full recomputation', async () => {
-        await decodeAgainstRecomputation(gemm, checkpoint, 8);
+      it('decodes through the cache as full recomputation', async () => {
+        await decodeAgainstRecomputation(onPath, checkpoint, 8);
       });
 
-      it('gives each prompt of a batch mixing GEMM and kernel prompts its own results, as alone', async () => {
+      it('gives each prompt of a batch its own results, bit for bit as alone', async () => {
         const prompts = [IDS.slice(0, 12), IDS.slice(0, 5), IDS.slice(3, 20), IDS.slice(6, 9)];
         const first: Float32Array[] = [];
-        const batch = await split.generate(prompts, {
+        const batch = await onPath.generate(prompts, {
           maxNewTokens: 6,
           onLogits: (i, logits) => void (first[i] ??= logits.slice()),
         });
         for (let i = 0; i < prompts.length; i++) {
           let alone: Float32Array | undefined;
-          const [result] = await split.generate([prompts[i]!], {
+          const [result] = await onPath.generate([prompts[i]!], {
             maxNewTokens: 6,
             onLogits: (_, logits) => void (alone ??= logits.slice()),
           });
           expect(batch[i]!.outputIds).toEqual(result!.outputIds);
-          expect(relativeError(first[i]!, alone!)).toBeLessThan(1e-6);
+          expect(sameBits(first[i]!, alone!)).toBe(true);
         }
       });
     });
 
     it('refuses bad requests clearly', async () => {
-      await expect(Gemma3Engine.create({ checkpoint, precision: 'float32', gemmMinTokens: 0 })).rejects.toThrow(
-        /gemmMinTokens must be a positive integer, got 0/,
+      await expect(Gemma3Engine.create({ checkpoint, precision: 'float32', chunkRows: 0 })).rejects.toThrow(
+        /chunkRows must be a positive integer, got 0/,
       );
-      await expect(
-        Gemma3Engine.create({ checkpoint, precision: 'float32', prefillGemm: 'mlas' as PrefillGemm }),
-      ).rejects.toThrow(/prefillGemm must be amx or onnxruntime, got "mlas"/);
       await expect(engine.generate([], { maxNewTokens: 4 })).rejects.toThrow(/1…8 prompts/);
       await expect(
         engine.generate(

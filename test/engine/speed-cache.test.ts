@@ -142,12 +142,12 @@ describe('speedKey and speedCacheDir', () => {
     try {
       mkdirSync(path.join(dir, 'native'));
       writeFileSync(path.join(dir, 'a.ts'), 'export const a = 1;');
-      writeFileSync(path.join(dir, 'native/kernels.cc'), '// kernel');
+      writeFileSync(path.join(dir, 'native/products.h'), '// kernel');
       writeFileSync(path.join(dir, 'notes.md'), 'not code');
       const first = engineCodeDigest(dir);
       writeFileSync(path.join(dir, 'notes.md'), 'still not code');
       expect(engineCodeDigest(dir)).toBe(first);
-      writeFileSync(path.join(dir, 'native/kernels.cc'), '// kernel, faster');
+      writeFileSync(path.join(dir, 'native/products.h'), '// kernel, faster');
       const second = engineCodeDigest(dir);
       expect(second).not.toBe(first);
       writeFileSync(path.join(dir, 'b.ts'), '');

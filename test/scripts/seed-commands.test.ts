@@ -248,8 +248,15 @@ describe("the seed's command lines", () => {
       ),
       `  new controls: ${kept(replay.new_controls)}`,
       `  repeated controls: ${kept(replay.repeated_controls)}`,
+      // Replayed on the machine and arithmetic that scored it: the repeated controls' outputs are the same bits.
+      `  arithmetic: recorded bf16/3, this run bf16/3; the same arithmetic: the repeated controls reproduced ${replay.arithmetic.repeated_outputs_reproduced} recorded outputs bit for bit`,
       '',
     ]);
+    const [reproduced, repeatedCount] = (replay.arithmetic.repeated_outputs_reproduced as string)
+      .split('/')
+      .map(Number);
+    expect(repeatedCount).toBeGreaterThan(0);
+    expect(reproduced).toBe(repeatedCount);
 
     // make-tiny-checkpoint --out D --preset P --seed N
     expect(await iwibench('make-tiny-checkpoint', '--out', 'runs/tiny', '--preset', 'tiny', '--seed', '3')).toMatch(

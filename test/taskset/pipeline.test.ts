@@ -304,7 +304,11 @@ describe('the pipeline on a tiny random target', () => {
     expect(replay.repeated_controls.items).toBe(2);
     expect(JSON.parse(readFileSync(path.join(out, 'replay.json'), 'utf8'))).toEqual(replay);
     // At the precision the patch was scored at; a results.json of before the setting was scored in float32.
-    expect(JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')).evaluation.precision).toBe('bf16');
+    expect(JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')).evaluation).toMatchObject({
+      precision: 'bf16',
+      arithmetic: 'bf16/3',
+    });
+    expect(replay.arithmetic).toMatchObject({ recorded: 'bf16/3', replay: 'bf16/3' });
     const older = JSON.parse(readFileSync(results, 'utf8'));
     delete older.evaluation.precision;
     const olderFile = path.join(work, 'older-results.json');

@@ -10,10 +10,11 @@ import { writeJsonAtomic } from '../../core/files.ts';
 import { startDashboard, type Dashboard } from '../../scripts/pilot/dashboard.ts';
 import { startRedis, type RedisHandle } from '../../scripts/redis-server.ts';
 import type { AttemptStatus } from '../../taskset/attempt.ts';
-import { QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
+import { queueConnection } from '../../taskset/queue/connection.ts';
 import { enqueueAttempts } from '../../taskset/queue/enqueue.ts';
 import { TransientFailure } from '../../taskset/queue/failures.ts';
 import { attemptJob } from '../../taskset/queue/job.ts';
+import { laneName } from '../../taskset/queue/lanes.ts';
 import { attemptSettings } from '../../taskset/queue/settings.ts';
 import { startWorker } from '../../taskset/queue/worker.ts';
 import { GRID, resultsFile, tempDir } from '../report/fixtures.ts';
@@ -25,6 +26,7 @@ let dashboard: Dashboard;
 let queue: Queue;
 const out = tempDir('dashboard');
 const SETTINGS = attemptSettings({ model: 'builtin:noop' }, { itemsPerKind: 1, target: { model: 't', revision: 'r' } });
+const LANE = laneName(SETTINGS.arithmetic);
 const [done, failed, waiting] = [3, 7, 11].map((seed) =>
   attemptJob({ family: 'alias_acquisition', seed }, 'alpha', 0, SETTINGS, 'calibration.json'),
 );
@@ -33,7 +35,7 @@ beforeAll(async () => {
   redis = await startRedis();
   browser = await launchChromium();
   const connection = queueConnection({ queue: redis.url(1) });
-  queue = new Queue(QUEUE_NAME, { connection });
+  queue = new Queue(LANE, { connection });
   await enqueueAttempts(connection, [done!, failed!], { retries: 0, backoffMs: 10 });
   const { stop } = startWorker({
     connection,
@@ -73,7 +75,7 @@ afterAll(async () => {
 describe('pilot dashboard', () => {
   it('lists the queue’s jobs by state in Chromium, and links a finished attempt to its page', async () => {
     const { page } = await openPage(browser);
-    const base = `${dashboard.url}queue/${QUEUE_NAME}`;
+    const base = `${dashboard.url}queue/${LANE}`;
     // A job's card renders its header first and its data or error a moment later: wait for the text the card must
     // show before reading the page.
     const shown = async (status: string, cardText: string) => {
@@ -121,7 +123,7 @@ describe('pilot dashboard', () => {
       expect((await fetch(at('/?token=wrong'))).status).toBe(401);
       const { page } = await openPage(browser);
       await page.goto(at('/?token=s3cret-token'));
-      await page.goto(at(`/queue/${QUEUE_NAME}?status=completed`)); // the cookie, not the token, from here on
+      await page.goto(at(`/queue/${LANE}?status=completed`)); // the cookie, not the token, from here on
       await page.getByText(done!.id).first().waitFor();
     } finally {
       await guarded.close();

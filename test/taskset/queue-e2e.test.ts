@@ -1,32 +1,48 @@
 // A pilot on the queue end to end, on the committed toy target through the real CLIs: one Redis
-// (scripts/redis-server.ts), two service processes, workers as processes. Executions are counted as the services see
-// them (one episode per try, its label naming the try's folder). Three workers on two services run every attempt
-// once, with run-pilot's rewards, each try's episode deleted; a worker killed (SIGKILL) mid-attempt leaves its job to
-// a worker on the other service, which runs it again, and one folder remains, and its service deletes the killed
-// try's episode once its lease runs out; Redis restarted mid-run (append-only) loses nothing. Smoke sizes: the first item of each kind, the built-in rank-one editor (no API).
+// (scripts/redis-server.ts), two service processes and one queue for the whole file, workers as processes. Executions
+// are counted as the services see them (one episode per try, its label naming the try's folder). Three workers on two
+// services run every attempt once (two episodes), with run-pilot's rewards, each try's episode deleted; the third stays
+// on. Killed (SIGKILL) mid-attempt, its job is taken over by a worker on the other service (the killed try's episode
+// deleted by its service once its lease runs out), which then sees three more disruptions through, each attempt ending
+// with run-pilot's reward and one folder: Redis restarted mid-run (append-only on); its lock lost while the patched
+// weights are evaluated (the evaluation process ends with the try, not after it); its service, reached through a TCP
+// proxy, unreachable for longer than the episode's lease (the service deletes the episode: a lost try, run again
+// uncounted). Smoke sizes: the first item of each kind, the built-in rank-one editor (no API), which is deterministic,
+// so each later attempt is a further repeat with run-pilot's reward; the workers' pristine outputs come from run-pilot's
+// pristine cache (the same key: model, revision, items, device, precision and arithmetic), so each queued attempt
+// evaluates its patch only.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Checkpoint } from '../../engine/index.ts';
 import { startServiceProcess, type ServiceHandle } from '../../scripts/service-process.ts';
 import { completedAttempt } from '../../taskset/attempt.ts';
-import { QUEUE_NAME, queueConnection } from '../../taskset/queue/connection.ts';
+import { isRunning, type ProcessIdentity } from '../../taskset/file-lock.ts';
+import { queueConnection } from '../../taskset/queue/connection.ts';
+import { enqueueAttempts } from '../../taskset/queue/enqueue.ts';
+import { attemptJob } from '../../taskset/queue/job.ts';
+import { laneName } from '../../taskset/queue/lanes.ts';
+import { attemptSettings } from '../../taskset/queue/settings.ts';
 import { TOY_TARGET_DIR } from '../../toy/target.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 import { startRedis, type RedisHandle } from '../../scripts/redis-server.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 
 const exec = promisify(execFile);
 const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');
 const EDITOR = 'builtin:rank-one';
 const QUICK = ['--items-per-kind', '1'];
-vi.setConfig({ testTimeout: 600_000, hookTimeout: 300_000 });
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 300_000 });
 
 let work: string;
 let redis: RedisHandle;
+let proxy: TcpProxy;
 const services: ServiceHandle[] = [];
 const envFiles: string[] = [];
 const children: ChildProcess[] = [];
@@ -38,10 +54,13 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-queue-e2e-'));
   redis = await startRedis();
   for (const name of ['gpu0', 'gpu1']) {
-    const service = await startServiceProcess({ modelDir: TOY_TARGET_DIR, outputDir: path.join(work, name) });
-    services.push(service);
-    const file = path.join(work, `${name}.env`);
-    const { url, adminToken, editorToken } = service;
+    services.push(await startServiceProcess({ modelDir: TOY_TARGET_DIR, outputDir: path.join(work, name) }));
+  }
+  // The second service is reached through a proxy, which a case splits from its worker.
+  proxy = await startTcpProxy(Number(new URL(services[1]!.url).port));
+  for (const [index, url] of [services[0]!.url, `http://127.0.0.1:${proxy.port}`].entries()) {
+    const file = path.join(work, `gpu${index}.env`);
+    const { adminToken, editorToken } = services[index]!;
     writeFileSync(
       file,
       `IWIBENCH_SERVICE_URL=${url}\nIWIBENCH_ADMIN_TOKEN=${adminToken}\nIWIBENCH_EDITOR_TOKEN=${editorToken}\n`,
@@ -53,7 +72,7 @@ beforeAll(async () => {
     calibration,
     JSON.stringify({
       format: 'iwibench-calibration/1',
-      episodes: [0, 1, 2].map((seed) => ({ family: 'local_factual_update', seed, params_key: `s${seed}` })),
+      episodes: [0, 1].map((seed) => ({ family: 'local_factual_update', seed, params_key: `s${seed}` })),
     }),
   );
 });
@@ -61,38 +80,31 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   for (const q of queues) await q.close();
   for (const s of services) await s.stop();
+  await proxy?.close();
   await redis?.stop();
 });
 
-/** Each try's episode leased for 2 s (renewed every 0.67 s while it runs): a killed worker's goes within ~3 s. */
-const LEASE = ['--episode-lease-seconds', '2'];
+/** Locks of 2 s; each try's episode leased for 4 s (renewed every 1.3 s while it runs): a killed worker's goes soon. */
+const TIMES = ['--lock-seconds', '2', '--episode-lease-seconds', '4'];
 
-/** A worker process on service `gpu` (0 or 1), until the queue is done; resolves with its exit code. */
-function worker(db: number, gpu: number, outputDir: string): { child: ChildProcess; exited: Promise<number | null> } {
+type WorkerProcess = { child: ChildProcess; exited: Promise<number | null>; stderr: () => string };
+
+/** A worker process on service `gpu` (0 or 1); until the queue is done, unless `lasting`. */
+function worker(db: number, gpu: number, outputDir: string, lasting = false): WorkerProcess {
   const args = ['pilot', 'worker', '--queue', redis.url(db), '--service-env', envFiles[gpu]!, '--model-dir'];
   const child = spawn(
     process.execPath,
-    [CLI, ...args, TOY_TARGET_DIR, '--output-dir', outputDir, '--lock-seconds', '3', ...LEASE, '--exit-when-done'],
-    { cwd: work, stdio: ['ignore', 'ignore', 'inherit'] },
+    [CLI, ...args, TOY_TARGET_DIR, '--output-dir', outputDir, ...TIMES, ...(lasting ? [] : ['--exit-when-done'])],
+    { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   children.push(child);
-  return { child, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk;
+    process.stderr.write(chunk);
+  });
+  return { child, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
 }
-
-const enqueue = (db: number, file = calibration) =>
-  cli(
-    [
-      'pilot',
-      'enqueue',
-      file,
-      '--queue',
-      redis.url(db),
-      '--model-dir',
-      TOY_TARGET_DIR,
-      '--editor-model',
-      EDITOR,
-    ].concat(QUICK, ['--json']),
-  );
 
 /** The attempt's readable id (run-pilot's): the queue's id without its settings hash. */
 const readable = (id: string) => id.replace(/-h[0-9a-f]{8}$/, '');
@@ -115,20 +127,6 @@ function episodesOf(id: string, earlier: ReadonlySet<string> = new Set()): { ser
   });
 }
 
-function openQueue(db: number): Queue {
-  const queue = new Queue(QUEUE_NAME, { connection: queueConnection({ queue: redis.url(db) }) });
-  queues.push(queue);
-  return queue;
-}
-
-/** A calibration of the second episode alone. */
-function oneEpisode(): string {
-  const file = path.join(work, 'one.json');
-  const episode = { family: 'local_factual_update', seed: 1, params_key: 's1' };
-  writeFileSync(file, JSON.stringify({ format: 'iwibench-calibration/1', episodes: [episode] }));
-  return file;
-}
-
 /** Every episode the services have seen so far (a later case's count leaves them out: the ids repeat per database). */
 const episodesSoFar = () =>
   new Set(
@@ -137,6 +135,12 @@ const episodesSoFar = () =>
       return existsSync(root) ? readdirSync(root).map((e) => path.join(root, e)) : [];
     }),
   );
+
+function openQueue(db: number, arithmetic: string): Queue {
+  const queue = new Queue(laneName(arithmetic), { connection: queueConnection({ queue: redis.url(db) }) });
+  queues.push(queue);
+  return queue;
+}
 
 /** Attempt folders (completed ones) of an output folder, by id, with their rewards. */
 function rewards(outputDir: string): Record<string, number> {
@@ -148,19 +152,58 @@ function rewards(outputDir: string): Record<string, number> {
   );
 }
 
-/** Wait until a job is running and its temp folder holds the editor's trace (the attempt is under way). */
-async function underWay(queue: Queue, outputDir: string): Promise<void> {
+/** A try folder of `outputDir` holding `file`, once there is one. */
+async function tryWith(outputDir: string, file: string): Promise<string> {
+  const attempts = path.join(outputDir, 'attempts');
   for (;;) {
-    if ((await queue.getActiveCount()) > 0 && existsSync(path.join(outputDir, 'attempts'))) {
-      const partial = readdirSync(path.join(outputDir, 'attempts')).find((n) => n.includes('.partial-'));
-      if (partial && existsSync(path.join(outputDir, 'attempts', partial, 'trace.jsonl'))) return;
-    }
-    await sleep(100);
+    const partial = existsSync(attempts)
+      ? readdirSync(attempts).find((n) => n.includes('.partial-') && existsSync(path.join(attempts, n, file)))
+      : undefined;
+    if (partial) return path.join(attempts, partial);
+    await sleep(50);
   }
 }
 
-describe('a pilot on the queue, on the toy target', () => {
+/** Until `check` holds (each case's own timeout bounds the wait). */
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(100);
+}
+
+describe('a pilot on the queue, on the toy target (database 1)', () => {
+  /** run-pilot's rewards, by readable id. */
   let expected: Record<string, number>;
+  const out = () => path.join(work, 'queued');
+  let queue: Queue;
+  let target: { model: string; revision: string };
+  /** The worker that stays (the third of the first case, then the one that takes over from it when it is killed). */
+  let lasting: WorkerProcess;
+
+  /** One more attempt, as `pilot enqueue` makes it (episode `seed`, repeat `repeat`). */
+  async function enqueue(seed: number, repeat: number): Promise<string> {
+    const settings = attemptSettings({ model: EDITOR }, { itemsPerKind: 1, target });
+    const job = attemptJob({ family: 'local_factual_update', seed }, EDITOR, repeat, settings, calibration);
+    await enqueueAttempts(queueConnection({ queue: redis.url(1) }), [job], { retries: 3, backoffMs: 100 });
+    return job.id;
+  }
+
+  /** The attempt completed with run-pilot's reward (rank-one is deterministic: any repeat's is the first's). */
+  async function completedAsRunPilot(id: string) {
+    await until(async () => (await queue.getJobState(id)) === 'completed');
+    const plain = readable(id).replace(/-a\d+$/, '-a0');
+    expect(completedAttempt(path.join(out(), 'attempts', id))!.reward).toBe(expected[plain]);
+    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[plain]);
+    await until(() => !readdirSync(path.join(out(), 'attempts')).some((n) => n.includes('.partial-'))); // one folder
+  }
+
+  beforeAll(() => {
+    const checkpoint = Checkpoint.open({ modelDir: TOY_TARGET_DIR });
+    target = { model: checkpoint.modelId, revision: checkpoint.revision };
+    checkpoint.close();
+  });
+  afterAll(async () => {
+    lasting?.child.kill('SIGTERM');
+    expect(await lasting?.exited).toBe(0);
+  });
 
   it('three workers on two services finish every attempt once, with the rewards of run-pilot on one machine', async () => {
     const single = path.join(work, 'run-pilot');
@@ -174,17 +217,21 @@ describe('a pilot on the queue, on the toy target', () => {
       ]),
     );
     expected = rewards(single);
-    expect(Object.keys(expected)).toHaveLength(3);
+    expect(Object.keys(expected)).toHaveLength(2);
     expect(Object.values(expected).some((r) => r > 0)).toBe(true); // rank-one earns something on a factual update
 
-    expect(JSON.parse((await enqueue(1)).stdout)).toMatchObject({ added: 3 });
-    const out = path.join(work, 'queued');
-    const codes = await Promise.all([worker(1, 0, out), worker(1, 1, out), worker(1, 0, out)].map((w) => w.exited));
-    expect(codes).toEqual([0, 0, 0]);
-    const queued = rewards(out);
+    const enqueue = ['pilot', 'enqueue', calibration, '--queue', redis.url(1), '--model-dir', TOY_TARGET_DIR];
+    const enqueued = JSON.parse((await cli([...enqueue, '--editor-model', EDITOR, ...QUICK, '--json'])).stdout);
+    expect(enqueued).toMatchObject({ added: 2 });
+    queue = openQueue(1, enqueued.arithmetic);
+    cpSync(path.join(single, 'pristine-cache'), path.join(out(), 'pristine-cache'), { recursive: true });
+    const [first, second] = [worker(1, 0, out()), worker(1, 1, out())];
+    lasting = worker(1, 0, out(), true);
+    expect(await Promise.all([first.exited, second.exited])).toEqual([0, 0]); // nothing left to run
+    const queued = rewards(out());
     expect(Object.fromEntries(Object.entries(queued).map(([id, r]) => [readable(id), r]))).toEqual(expected);
-    expect(readdirSync(path.join(out, 'attempts')).sort()).toEqual(Object.keys(queued).sort());
-    const jobs = await openQueue(1).getJobs(['completed']);
+    expect(readdirSync(path.join(out(), 'attempts')).sort()).toEqual(Object.keys(queued).sort());
+    const jobs = await queue.getJobs(['completed']);
     expect(jobs.map((j) => [j.id, j.returnvalue.reward]).sort()).toEqual(Object.entries(queued).sort());
     // Each attempt ran once, as its service saw it, and its episode is gone (BullMQ's attemptsMade would not show a
     // job run again after a stall).
@@ -197,53 +244,66 @@ describe('a pilot on the queue, on the toy target', () => {
 
   it('a worker killed (SIGKILL) mid-attempt: a worker on the other service takes the job over, and one folder remains', async () => {
     const earlier = episodesSoFar();
-    const { out, id } = await disruptedAttempt(2, 'killed', async (first, out) => {
-      first.child.kill('SIGKILL');
-      await first.exited;
-      expect(await worker(2, 1, out).exited).toBe(0);
-    });
-    expect(readdirSync(path.join(out, 'attempts'))).toEqual([id]); // the dead try's folder is cleared
+    const id = await enqueue(1, 1); // the third worker of the first case, on service 0, takes it
+    await tryWith(out(), 'trace.jsonl'); // under way
+    lasting.child.kill('SIGKILL');
+    await lasting.exited;
+    lasting = worker(1, 1, out(), true);
+    await completedAsRunPilot(id);
     // Two executions: the killed one on service 0, the second on service 1. The second deleted its episode; the
     // killed one's is deleted by its service once its lease runs out, unrenewed.
     const seen = episodesOf(id, earlier);
     expect(seen.map((e) => e.service)).toEqual([0, 1]);
     expect(seen[1]!.deleted).toBe(true);
-    for (let waited = 0; !episodesOf(id, earlier)[0]!.deleted; waited += 200) {
-      expect(waited).toBeLessThan(15_000);
-      await sleep(200);
-    }
-    const job = (await openQueue(2).getJob(id))!;
-    expect(job.stalledCounter).toBe(1);
+    await until(() => episodesOf(id, earlier)[0]!.deleted);
+    expect((await queue.getJob(id))!.stalledCounter).toBe(1);
   });
 
   it('Redis restarted mid-run (append-only on): the run completes, nothing lost', async () => {
-    await disruptedAttempt(3, 'restarted', async (first) => {
-      await redis.restart();
-      expect(await first.exited).toBe(0);
-    });
+    const id = await enqueue(0, 1);
+    await tryWith(out(), 'trace.jsonl');
+    await redis.restart();
+    await completedAsRunPilot(id);
+    expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 4, failed: 0 });
   });
 
-  /**
-   * The second episode alone on queue `db`: a worker on service 0 takes it, `disrupt` strikes once the attempt is
-   * under way and sees it through; the attempt then has run-pilot's reward, in its folder and as its job's result.
-   */
-  async function disruptedAttempt(
-    db: number,
-    name: string,
-    disrupt: (first: ReturnType<typeof worker>, out: string) => Promise<void>,
-  ) {
-    await enqueue(db, oneEpisode());
-    const queue = openQueue(db);
-    const out = path.join(work, name);
-    const first = worker(db, 0, out);
-    await underWay(queue, out);
-    await disrupt(first, out);
-    const plain = Object.keys(expected).find((k) => k.includes('-s1-'))!;
-    const id = Object.keys(rewards(out))[0]!;
-    expect(readable(id)).toBe(plain);
-    expect(rewards(out)).toEqual({ [id]: expected[plain] });
-    expect((await queue.getJob(id))!.returnvalue.reward).toBe(expected[plain]);
-    expect(await queue.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 0 });
-    return { out, id };
-  }
+  it('its lock lost while the patch is evaluated: the evaluation process ends with the try, not after it; the job is run again', async () => {
+    const id = await enqueue(0, 2);
+    const folder = await tryWith(out(), 'outputs-edited.json.pid');
+    const evaluation = JSON.parse(
+      readFileSync(path.join(folder, 'outputs-edited.json.pid'), 'utf8'),
+    ) as ProcessIdentity;
+    // Another worker's token in the lock (as after a partition): the renewal fails, the try stops.
+    await ((await queue.client) as unknown as Redis).set(queue.toKey(`${id}:lock`), 'another', 'PX', 2000);
+    let outputs = false;
+    await until(() => {
+      outputs ||= existsSync(path.join(folder, 'outputs-edited.json'));
+      return !isRunning(evaluation);
+    });
+    expect(outputs).toBe(false); // ended, not finished
+    expect(lasting.child.exitCode).toBe(null); // while the worker runs on
+    await completedAsRunPilot(id);
+  });
+
+  it('its service unreachable past the episode’s lease: the service deletes the episode, and the try is lost, not failed: run again uncounted', async () => {
+    const earlier = episodesSoFar();
+    // Cut off from the service as the editor asks for its brief: the episode is made, then nothing gets through.
+    const cut = proxy.splitAt('/brief');
+    const id = await enqueue(1, 2);
+    await cut;
+    await until(() => episodesOf(id, earlier)[0]?.deleted === true); // its lease ran out
+    proxy.heal();
+    await completedAsRunPilot(id);
+    expect(lasting.stderr()).toMatch(
+      new RegExp(
+        `${id}: the service deleted this attempt's episode: its lease \\(4 s\\) ran out .*: back to waiting, this try not counted`,
+      ),
+    );
+    const job = (await queue.getJob(id))!;
+    expect([job.attemptsMade, job.stalledCounter]).toEqual([1, 0]);
+    expect(episodesOf(id, earlier)).toEqual([
+      { service: 1, deleted: true },
+      { service: 1, deleted: true },
+    ]);
+  });
 });

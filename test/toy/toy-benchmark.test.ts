@@ -75,11 +75,12 @@ describe('the benchmark on the toy target', () => {
     expect(seed).toBe(0);
     const rankOne = await runPrime('builtin:rank-one', seed);
     expect(rankOne.patch.ops).toBeGreaterThan(0);
-    // The run is deterministic: the figures of docs/toy-target.md's table (seed 0), 16 of the 24 targets moved.
-    expect(rankOne.score.targetSuccess).toMatchObject({ base: 0, edited: 16 / 24 });
-    expect(rankOne.score.gain).toBe(16 / 24);
+    // The run is deterministic, the same bits on every machine (arithmetic bf16/3): the figures of
+    // docs/toy-target.md's table (seed 0), 15 of the 24 targets moved.
+    expect(rankOne.score.targetSuccess).toMatchObject({ base: 0, edited: 15 / 24 });
+    expect(rankOne.score.gain).toBe(15 / 24);
     expect(rankOne.score.retention.overall).toBeCloseTo(0.947, 3);
-    expect(rankOne.score.reward).toBeCloseTo(0.632, 3);
+    expect(rankOne.score.reward).toBeCloseTo(0.592, 3);
 
     const noop = await runPrime('builtin:noop', seed);
     expect(noop.patch.ops).toBe(0);
@@ -112,7 +113,7 @@ describe('the benchmark on the toy target', () => {
     const reward = (family: string) =>
       Number(rows.find((r) => r[header!.indexOf('family')] === family)![header!.indexOf('reward')]);
     // The rewards the README gives for the demo.
-    expect(reward('local_factual_update')).toBeCloseTo(0.632, 3);
+    expect(reward('local_factual_update')).toBeCloseTo(0.592, 3);
     expect(reward('lexical_inhibition')).toBe(0);
     expect(readFileSync(summary.report_html, 'utf8')).toContain(reward('local_factual_update').toFixed(3));
     // The summary on stdout: what it wrote where, then each attempt's figures as its results.json has them.
@@ -128,7 +129,7 @@ describe('the benchmark on the toy target', () => {
     expect(lines).toContainEqual(
       expect.stringMatching(
         new RegExp(
-          `^  local_factual_update-s0-builtin_rank-one-a0: reward ${reward('local_factual_update').toFixed(3)}, gain 0\\.667, retention 0\\.947 \\(\\d+ of \\d+ base-correct items kept\\)$`,
+          `^  local_factual_update-s0-builtin_rank-one-a0: reward ${reward('local_factual_update').toFixed(3)}, gain 0\\.625, retention 0\\.947 \\(\\d+ of \\d+ base-correct items kept\\)$`,
         ),
       ),
     );
