@@ -296,6 +296,7 @@ async function processAttempt(ctx: Context, attempt: AttemptJob, lease: Lease, h
           () => {},
         );
     }, PROGRESS_MS);
+    lease.signal.throwIfAborted();
     running = ctx.run(attempt, temp, { signal: lease.signal, check: () => lease.check() });
     // The lease's end stops the try at once: the attempt winds down in the background (its episode deleted, its
     // evaluation processes ended).

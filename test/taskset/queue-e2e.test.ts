@@ -8,11 +8,10 @@
 // weights are evaluated (the evaluation process ends with the try, not after it); its service, reached through a TCP
 // proxy, unreachable for longer than the episode's lease (the service deletes the episode: a lost try, run again
 // uncounted). Smoke sizes: the first item of each kind, the built-in rank-one editor (no API), which is deterministic,
-// so each later attempt is a further repeat with run-pilot's reward; the workers' pristine outputs come from run-pilot's
-// pristine cache (the same key: model, revision, items, device, precision and arithmetic), so each queued attempt
-// evaluates its patch only.
+// so each later attempt is a further repeat with run-pilot's reward, its pristine outputs from the workers' pristine
+// cache (filled by the first case), its patch evaluated.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -52,10 +51,10 @@ const cli = (args: string[]) => exec(process.execPath, [CLI, ...args], { cwd: wo
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-queue-e2e-'));
-  redis = await startRedis();
-  for (const name of ['gpu0', 'gpu1']) {
-    services.push(await startServiceProcess({ modelDir: TOY_TARGET_DIR, outputDir: path.join(work, name) }));
-  }
+  const service = (name: string) => startServiceProcess({ modelDir: TOY_TARGET_DIR, outputDir: path.join(work, name) });
+  const [started, gpu0, gpu1] = await Promise.all([startRedis(), service('gpu0'), service('gpu1')]); // at once
+  redis = started;
+  services.push(gpu0, gpu1);
   // The second service is reached through a proxy, which a case splits from its worker.
   proxy = await startTcpProxy(Number(new URL(services[1]!.url).port));
   for (const [index, url] of [services[0]!.url, `http://127.0.0.1:${proxy.port}`].entries()) {
@@ -206,8 +205,9 @@ describe('a pilot on the queue, on the toy target (database 1)', () => {
   });
 
   it('three workers on two services finish every attempt once, with the rewards of run-pilot on one machine', async () => {
+    // run-pilot on one machine, and the same attempts on the queue, at once: the rewards are compared at the end.
     const single = path.join(work, 'run-pilot');
-    await cli(
+    const runPilot = cli(
       ['run-pilot', calibration, '--model-dir', TOY_TARGET_DIR, '--service-env', envFiles[0]!].concat([
         '--output-dir',
         single,
@@ -216,18 +216,17 @@ describe('a pilot on the queue, on the toy target (database 1)', () => {
         ...QUICK,
       ]),
     );
-    expected = rewards(single);
-    expect(Object.keys(expected)).toHaveLength(2);
-    expect(Object.values(expected).some((r) => r > 0)).toBe(true); // rank-one earns something on a factual update
-
     const enqueue = ['pilot', 'enqueue', calibration, '--queue', redis.url(1), '--model-dir', TOY_TARGET_DIR];
     const enqueued = JSON.parse((await cli([...enqueue, '--editor-model', EDITOR, ...QUICK, '--json'])).stdout);
     expect(enqueued).toMatchObject({ added: 2 });
     queue = openQueue(1, enqueued.arithmetic);
-    cpSync(path.join(single, 'pristine-cache'), path.join(out(), 'pristine-cache'), { recursive: true });
     const [first, second] = [worker(1, 0, out()), worker(1, 1, out())];
     lasting = worker(1, 0, out(), true);
     expect(await Promise.all([first.exited, second.exited])).toEqual([0, 0]); // nothing left to run
+    await runPilot;
+    expected = rewards(single);
+    expect(Object.keys(expected)).toHaveLength(2);
+    expect(Object.values(expected).some((r) => r > 0)).toBe(true); // rank-one earns something on a factual update
     const queued = rewards(out());
     expect(Object.fromEntries(Object.entries(queued).map(([id, r]) => [readable(id), r]))).toEqual(expected);
     expect(readdirSync(path.join(out(), 'attempts')).sort()).toEqual(Object.keys(queued).sort());

@@ -188,8 +188,12 @@ function wholeFrom(out: string, id: string): string {
   return writer!;
 }
 
-describe('workers losing their jobs', () => {
-  it('a worker paused past its lock (SIGSTOP) while another takes its job: one folder, the new holder’s, whole', async () => {
+// The cases are independent (a database, a folder and processes each) and mostly wait (locks lapsing, sweeps, grace
+// periods): they run at once.
+describe.concurrent('workers losing their jobs', () => {
+  it('a worker paused past its lock (SIGSTOP) while another takes its job: one folder, the new holder’s, whole', async ({
+    expect,
+  }) => {
     const { out, control } = folders(mkdtempSync(path.join(work, 'stopped-')));
     const queue = openQueue(1);
     const [id] = await enqueue(1, [0]);
@@ -215,7 +219,9 @@ describe('workers losing their jobs', () => {
     await second.stop(0);
   });
 
-  it('SIGTERM mid-attempt: the job goes back to waiting, uncounted, another worker completes it; a second signal exits at once', async () => {
+  it('SIGTERM mid-attempt: the job goes back to waiting, uncounted, another worker completes it; a second signal exits at once', async ({
+    expect,
+  }) => {
     const { out, control } = folders(mkdtempSync(path.join(work, 'term-')));
     const queue = openQueue(2);
     const [id, other] = await enqueue(2, [1, 2]);
@@ -252,7 +258,7 @@ describe('workers losing their jobs', () => {
 
   it.skipIf(!ROOT)(
     'two workers on two "machines" (PID and UTS namespaces: root only, skipped otherwise) share one output folder: a dead try is cleared, a live one is not',
-    async () => {
+    async ({ expect }) => {
       const { out, control } = folders(mkdtempSync(path.join(work, 'hosts-')));
       const queue = openQueue(4);
       const [first, second] = await enqueue(4, [4, 5]);
@@ -281,7 +287,9 @@ describe('workers losing their jobs', () => {
     },
   );
 
-  it('a worker killed (SIGKILL) between its commit claim and its rename: the next try takes the claim over and commits, once', async () => {
+  it('a worker killed (SIGKILL) between its commit claim and its rename: the next try takes the claim over and commits, once', async ({
+    expect,
+  }) => {
     const { out, control } = folders(mkdtempSync(path.join(work, 'killed-at-claim-')));
     const queue = openQueue(5);
     const [id] = await enqueue(5, [6]);
@@ -306,7 +314,9 @@ describe('workers losing their jobs', () => {
     await second.stop(0);
   });
 
-  it('SIGTERM with Redis unreachable (a network split): the worker still ends, its job left to BullMQ’s stalled-job recovery; another worker completes it once', async () => {
+  it('SIGTERM with Redis unreachable (a network split): the worker still ends, its job left to BullMQ’s stalled-job recovery; another worker completes it once', async ({
+    expect,
+  }) => {
     const { out, control } = folders(mkdtempSync(path.join(work, 'term-split-')));
     const queue = openQueue(6);
     const [id] = await enqueue(6, [7]);
@@ -329,7 +339,7 @@ describe('workers losing their jobs', () => {
 
   it.skipIf(!ROOT)(
     'two workers in two "containers" (PID namespaces, one hostname: root only, skipped otherwise) share one output folder: neither takes the other’s live try for a dead one',
-    async () => {
+    async ({ expect }) => {
       const { out, control } = folders(mkdtempSync(path.join(work, 'containers-')));
       const queue = openQueue(7);
       const [first, second] = await enqueue(7, [8, 9]);

@@ -93,6 +93,10 @@ function worker(
   return { ...w, logs };
 }
 
+/** Once the try's lease has ended (at once if it has). */
+const ended = (signal: AbortSignal) =>
+  new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener('abort', resolve)));
+
 /** Until `check` holds (each case's own timeout bounds the wait). */
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await check())) await sleep(50);
@@ -325,7 +329,7 @@ describe('a worker', () => {
         writeFileSync(path.join(dir, 'trace.jsonl'), '{}\n');
         if (j.id === refused.id) throw new Error('patch refused: 0 parameters changed');
         if (j.id === flaky.id) throw new TransientFailure(`the editor API failed (try ${calls[j.id]})`);
-        if (j.id === hung.id) await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        if (j.id === hung.id) await ended(signal);
         // What runAttempt throws when the service deleted the episode under it (its lease ran out).
         if (j.id === lost.id && calls[j.id] === 1) throw new EpisodeLost("the service deleted this attempt's episode");
         return complete(j, dir);
@@ -388,7 +392,7 @@ describe('a worker', () => {
         const t = { started: performance.now() } as (typeof tries)[number];
         tries.push(t);
         if (tries.length === 1) {
-          await new Promise((resolve) => signal.addEventListener('abort', resolve));
+          await ended(signal);
           t.aborted = performance.now();
           await sleep(300); // the attempt winds down; its folder must still never become the attempt's
         }
@@ -430,7 +434,7 @@ describe('a worker', () => {
         lockMs: 1000,
         run: async (j, dir, { signal }) => {
           if (++runs === 1) {
-            await new Promise((resolve) => signal.addEventListener('abort', resolve));
+            await ended(signal);
             ends.push((signal.reason as Error).message);
           }
           return complete(j, dir, runs);
@@ -438,7 +442,7 @@ describe('a worker', () => {
       },
       proxy.url(db),
     );
-    await until(async () => (await queue.getActiveCount()) === 1);
+    await until(() => runs === 1); // the try is under way (its job active is not enough: it may be checking its lock)
     proxy.split();
     await until(() => ends.length === 1);
     expect(ends[0]).toBe(UNREACHABLE);
