@@ -18,6 +18,8 @@ export class CpuProjector implements Projector {
   readonly firstChunkPastSlots = 0;
   readonly roundsToBf16: boolean;
   private readonly bf16: boolean;
+  /** The MLP's gate and up products fused with its GELU: bf16 on AMX, decided once as the path is (kernels.ts). */
+  private readonly gated: boolean;
 
   private constructor(
     private readonly checkpoint: Checkpoint,
@@ -25,6 +27,7 @@ export class CpuProjector implements Projector {
   ) {
     this.bf16 = settings.precision === 'bf16';
     this.roundsToBf16 = this.bf16;
+    this.gated = this.bf16 && gatedProductsHere();
   }
 
   static async create(checkpoint: Checkpoint, settings: EngineSettings): Promise<CpuProjector> {
@@ -52,7 +55,7 @@ export class CpuProjector implements Projector {
       return outs;
     };
     // The MLP's gate and up products and its gated GELU in one pass, where the tile unit computes (the same bits).
-    if (this.bf16 && gatedProductsHere())
+    if (this.gated)
       project.gatedGelu = async (gate, up, x) => {
         const [N, K] = this.checkpoint.info(gate).shape as [number, number];
         const M = x.length / K;

@@ -358,14 +358,7 @@ double peak(size_t iterations, int repeats) {
     _tile_release();
   };
   const int threads = poolThreads();
-  auto pass = [&] {
-    auto t0 = std::chrono::steady_clock::now();
-    parallel(threads - 1, loop);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  pass();
-  double best = 1e300;
-  for (int i = 0; i < repeats; i++) best = std::min(best, pass());
+  const double best = fastestPass(repeats, [&] { parallel(threads - 1, loop); });
   return 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(iterations) * threads / best / 1e9;
 }
 

@@ -307,14 +307,7 @@ double peakFma(size_t iterations, int repeats) {
     (void)keep;
   };
   const int threads = poolThreads();
-  auto pass = [&] {
-    auto t0 = std::chrono::steady_clock::now();
-    parallel(threads - 1, loop);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  pass();
-  double best = 1e300;
-  for (int i = 0; i < repeats; i++) best = std::min(best, pass());
+  const double best = fastestPass(repeats, [&] { parallel(threads - 1, loop); });
   return 12.0 * lanes * 2 * static_cast<double>(iterations) * threads / best / 1e9;
 }
 
@@ -374,20 +367,15 @@ double readBandwidth(const uint8_t* data, size_t bytes, int repeats) {
   const size_t block = 1 << 20;
   const size_t blocks = (bytes + block - 1) / block;
   std::atomic<uint64_t> sink{0};
-  auto pass = [&] {
+  const double best = fastestPass(repeats, [&] {  // the untimed run: page faults, the pool's wake-up
     std::atomic<size_t> next{0};
-    auto t0 = std::chrono::steady_clock::now();
     parallel(poolThreads() - 1, [&] {
       uint64_t s = 0;
       for (size_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;)
         s ^= readPart(data + b * block, data + std::min(bytes, (b + 1) * block));
       sink.fetch_xor(s, std::memory_order_relaxed);
     });
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  pass();  // warm-up: page faults, pool wake-up
-  double best = 1e300;
-  for (int i = 0; i < repeats; i++) best = std::min(best, pass());
+  });
   volatile uint64_t keep = sink.load();
   (void)keep;
   return static_cast<double>(bytes) / best / 1e9;

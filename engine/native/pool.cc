@@ -123,6 +123,18 @@ Pool& pool() {
 
 void parallel(int helpers, const std::function<void()>& job) { pool().run(helpers, job); }
 int poolThreads() { return pool().threads(); }
+
+double fastestPass(int repeats, const std::function<void()>& pass) {
+  auto seconds = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    pass();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  seconds();
+  double best = 1e300;
+  for (int i = 0; i < repeats; i++) best = std::min(best, seconds());
+  return best;
+}
 void setPoolThreads(int threads) { pool().resize(threads); }
 
 }  // namespace iwi

@@ -11,6 +11,10 @@ namespace iwi {
 // not woken yet: it waits only for workers already inside the job.
 void parallel(int helpers, const std::function<void()>& job);
 
+// The seconds of the fastest of `repeats` runs of `pass` (a whole pass, parallel calls and all), after one untimed
+// run that pays for the pool's wake-up and first touches: the benchmarks' references.
+double fastestPass(int repeats, const std::function<void()>& pass);
+
 int poolThreads();
 void setPoolThreads(int threads);
 

@@ -11,6 +11,7 @@ import {
   argmaxRows,
   gatedGelu,
   gatedProducts,
+  ISAS,
   jsKernels,
   kernelInfo,
   nativeKernels,
@@ -288,7 +289,7 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
 describe.skipIf(nativeOff)('choosing the path', () => {
   it('refuses a path above what the CPU runs, or none, with a clear error, and keeps the one in force', () => {
     const before = kernelInfo().isa;
-    const above = (['portable', 'avx2', 'avx512', 'amx'] as const).find((isa) => !info.available.includes(isa));
+    const above = ISAS.find((isa) => !info.available.includes(isa));
     if (above) expect(() => useIsa(above)).toThrow(new RegExp(`IWIBENCH_ISA: ${above} is above what this CPU runs`));
     expect(() => useIsa('sse9')).toThrow(/names no path/);
     expect(kernelInfo().isa).toBe(before);

@@ -12,6 +12,7 @@ import {
   argmax,
   argmaxRows,
   fmaF32,
+  ISAS,
   jsKernels,
   kernelInfo,
   matmulBf16,
@@ -114,12 +115,7 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
         : has('avx2', 'fma')
           ? 'avx2'
           : 'portable';
-      expect(info.available).toEqual(
-        ['portable', 'avx2', 'avx512', 'amx'].slice(
-          0,
-          ['portable', 'avx2', 'avx512'].indexOf(vectors) + (info.amx === 'used' ? 2 : 1),
-        ),
-      );
+      expect(info.available).toEqual(ISAS.slice(0, ISAS.indexOf(vectors) + (info.amx === 'used' ? 2 : 1)));
       expect(info.isa).toBe(info.amx === 'used' ? 'amx' : vectors);
       if (!has('amx_tile', 'amx_bf16')) expect(info.amx).toBe('the CPU has no AMX-BF16');
     }
