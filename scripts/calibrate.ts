@@ -2,7 +2,7 @@
 // Pristine weights, seeds ascending across all ten families; the first N distinct eligible parameter sets per
 // family. Writes F (every examined seed with its measurements and reasons) even when it fails; fails, naming the
 // families, when any has fewer than N. Prints a summary (--json: the file, the episodes and the short families).
-import { ItemEvaluator } from '../service/evaluate.ts';
+import { checkpointTokenizer, ItemEvaluator } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { calibrate, Taskset, type FamilyId } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
@@ -58,6 +58,7 @@ export async function main(argv: string[]): Promise<void> {
   const families = familyList(flags.families);
   const location = await fetchedLocation(flags);
   const stopProgress = showEvaluationProgress('calibrate');
+  const tokenizer = await checkpointTokenizer(location);
   const evaluator = await ItemEvaluator.open(location, {
     device: deviceFromFlags(flags),
     precision: precisionFromFlags(flags),
@@ -69,7 +70,8 @@ export async function main(argv: string[]): Promise<void> {
   const started = Date.now();
   const result = await calibrate({
     evaluator,
-    taskset: new Taskset({ tokenizer: evaluator.tokenizer }),
+    tokenizer,
+    taskset: new Taskset({ tokenizer }),
     seeds: flags.seeds,
     eligiblePerFamily: flags['eligible-per-family'],
     families: families as FamilyId[],

@@ -6,7 +6,7 @@
 // resumes (the calibration and completed attempts are kept). Prints a summary (--json: the paths and counts as JSON).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ItemEvaluator, type BatchLimit } from '../service/evaluate.ts';
+import { checkpointTokenizer, ItemEvaluator, type BatchLimit } from '../service/evaluate.ts';
 import { writeJsonAtomic } from '../core/files.ts';
 import { Checkpoint, Tokenizer } from '../engine/index.ts';
 import {
@@ -173,11 +173,18 @@ async function demoEpisodes(
   let calibration = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Calibration) : undefined;
   if (JSON.stringify(calibration?.args) !== JSON.stringify(args)) {
     log(`calibrating on the pristine target (seeds 0…${seeds - 1}, one eligible episode per family)`);
+    const tokenizer = await checkpointTokenizer({ modelDir });
     const evaluator = await ItemEvaluator.open({ modelDir }, { device: 'cpu', batch });
-    const taskset = new Taskset({ tokenizer: evaluator.tokenizer });
-    calibration = await calibrate({ evaluator, taskset, seeds, eligiblePerFamily: 1, families, args }).finally(() =>
-      evaluator.close(),
-    );
+    const taskset = new Taskset({ tokenizer });
+    calibration = await calibrate({
+      evaluator,
+      tokenizer,
+      taskset,
+      seeds,
+      eligiblePerFamily: 1,
+      families,
+      args,
+    }).finally(() => evaluator.close());
     writeJsonAtomic(file, calibration);
   } else log(`resumed: calibration kept (${file})`);
   return families.map((family) => {

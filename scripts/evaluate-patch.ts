@@ -6,6 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Checkpoint, type CheckpointLocation, Tokenizer } from '../engine/index.ts';
+import { patchSummary } from '../service/evaluate.ts';
 import { Evaluator, Taskset } from '../taskset/index.ts';
 import { showEvaluationProgress } from './evaluation-progress.ts';
 import { defineCommand, parseCommand } from './args.ts';
@@ -74,6 +75,13 @@ export async function main(argv: string[]): Promise<void> {
   if (patchId !== undefined && !/^[0-9a-f]{64}$/.test(patchId))
     throw new Error(`--patch-id must be a patch id (64 hex digits), got ${JSON.stringify(patchId)}`);
   const patch = flags.patch ? { dir: flags.patch, id: patchId! } : undefined;
+  // Every refusal before the tokenizer loads (seconds): the flags, and a folder holding another patch.
+  const settings = {
+    device: deviceFromFlags(flags),
+    precision: precisionFromFlags(flags),
+    maxBatch: maxBatchFromFlags(flags),
+  };
+  if (patch) patchSummary(patch);
   const location: CheckpointLocation = { modelDir: flags['model-dir'], revision: flags.revision };
   const checkpoint = Checkpoint.open(location);
   const tokenizer = await Tokenizer.load(checkpoint.dir);
@@ -82,12 +90,7 @@ export async function main(argv: string[]): Promise<void> {
   const task = new Taskset({ tokenizer }).task({ family: flags.family!, seed: flags.seed, controlSeed });
   mkdirSync(flags['output-dir']!, { recursive: true });
   const stopProgress = showEvaluationProgress('evaluate-patch');
-  const evaluator = Evaluator.open({
-    location,
-    device: deviceFromFlags(flags),
-    precision: precisionFromFlags(flags),
-    maxBatch: maxBatchFromFlags(flags),
-  });
+  const evaluator = Evaluator.open({ location, ...settings });
   const results = await evaluator
     .evaluate(task, patch, {
       outputDir: flags['output-dir']!,

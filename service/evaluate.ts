@@ -1,12 +1,13 @@
 // Fresh-process evaluation, the one entry the taskset uses: evaluateInFreshProcess starts a fresh node process
 // (evaluate-worker.ts, not the CLI) that loads the pristine checkpoint, optionally applies a patch (every recorded
 // digest verified), generates the given items greedily with the fixed inference code and hands back the raw
-// outputs with the patch's id and stats. It knows nothing of families or scoring: items in, raw outputs out. The
+// outputs with the patch's id and stats. It knows nothing of families or scoring: items in, raw outputs out (the
+// checkpoint's tokenizer encodes the items and decodes the outputs in the caller's process: textRun). The
 // runner starts one such process for the pristine weights and one for the edited weights, never inside the service.
 // Beside it: the target a location names with what such a process needs in memory, and a patch's summary without a
 // process (to refuse a wrong folder before anything runs).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -81,15 +82,21 @@ export type EvaluationRun = {
   speed_curve: { points: SpeedPoint[]; cached: boolean } | null;
 };
 
+/** An item as an evaluation process takes it: its chat prompt as ids (the runner tokenizes), and its cap. */
+export type TokenItem = { id: string; ids: number[]; max_new_tokens: number };
+/** An item's output as an evaluation process gives it: ids (the runner decodes them). */
+export type TokenOutput = Omit<ItemOutput, 'text'> & { output_ids: number[] };
+/** What an evaluation process writes: an EvaluationRun whose outputs are ids. */
+export type TokenRun = Omit<EvaluationRun, 'outputs'> & { outputs: Record<string, TokenOutput> };
+
 /**
  * The fixed inference code of an evaluation: the pristine checkpoint, optionally with a patch applied (every digest
  * verified): the checkpoint's BF16 tensors with the patch's touched ones over them, as the service overlays an
- * episode's edits, on the device the service ran on.
+ * episode's edits, on the device the service ran on. Ids in, ids out: the tokenizer is the caller's (see TextRun).
  */
 export class ItemEvaluator {
   private constructor(
     private readonly checkpoint: Checkpoint,
-    readonly tokenizer: Tokenizer,
     private readonly engine: Gemma3Engine,
     readonly patch: EvaluationRun['patch'],
     private readonly batch: BatchLimit,
@@ -103,7 +110,6 @@ export class ItemEvaluator {
   static async open(location: CheckpointLocation, options: EvaluationOptions = {}): Promise<ItemEvaluator> {
     reportLoading();
     const checkpoint = Checkpoint.open(location);
-    const tokenizer = await Tokenizer.load(checkpoint.dir);
     let source: WeightSource | undefined;
     let patch: EvaluationRun['patch'] = null;
     if (options.patch) {
@@ -119,7 +125,7 @@ export class ItemEvaluator {
       precision: options.precision,
     });
     engine.loadWeights(); // every item multiplies them all: read while "loading" is shown, not in the first prefill
-    return new ItemEvaluator(checkpoint, tokenizer, engine, patch, options.batch ?? { memoryBytes: os.freemem() });
+    return new ItemEvaluator(checkpoint, engine, patch, options.batch ?? { memoryBytes: os.freemem() });
   }
 
   get model(): EvaluationRun['model'] {
@@ -130,15 +136,12 @@ export class ItemEvaluator {
    * Generate every item greedily, all in one continuous batch of at most `maxBatch` rows, each item with its own cap;
    * every output is bitwise the item's alone (tested), so the batch limit changes nothing but the time.
    */
-  async run(items: EvaluationItem[]): Promise<{ outputs: Record<string, ItemOutput>; forwardTokens: number }> {
-    const sequences = items.map((item) => ({
-      ids: this.tokenizer.chatIds(item.messages),
-      maxNewTokens: item.max_new_tokens,
-    }));
+  async run(items: TokenItem[]): Promise<{ outputs: Record<string, TokenOutput>; forwardTokens: number }> {
+    const sequences = items.map((item) => ({ ids: item.ids, maxNewTokens: item.max_new_tokens }));
     // Chosen (and probed) before the phase starts, so that its seconds are the generation's.
     this.maxBatch = sequences.length > 0 ? await this.batchLimit(sequences) : 0;
     const progress = startPhase(this.patch ? 'patched' : 'pristine', items.length);
-    const outputs: Record<string, ItemOutput> = {};
+    const outputs: Record<string, TokenOutput> = {};
     let forwardTokens = 0;
     if (items.length === 0) return { outputs, forwardTokens };
     const results = await this.engine.generateMany(sequences, {
@@ -148,7 +151,7 @@ export class ItemEvaluator {
     items.forEach((item, k) => {
       const r = results[k]!;
       outputs[item.id] = {
-        text: this.tokenizer.decode(r.outputIds),
+        output_ids: r.outputIds,
         prompt_tokens: r.promptTokens,
         output_tokens: r.outputTokens,
         stop_reason: r.stopReason,
@@ -180,11 +183,11 @@ export class ItemEvaluator {
 }
 
 /** One evaluation process's whole job: open, generate every item, close. */
-export async function evaluateItems(
+export async function evaluateTokens(
   location: CheckpointLocation,
-  items: EvaluationItem[],
+  items: TokenItem[],
   options: EvaluationOptions = {},
-): Promise<EvaluationRun> {
+): Promise<TokenRun> {
   const started = Date.now();
   const evaluator = await ItemEvaluator.open(location, options);
   const { outputs, forwardTokens } = await evaluator.run(items);
@@ -203,6 +206,46 @@ export async function evaluateItems(
     batch_limit: evaluator.maxBatch,
     speed_curve: evaluator.speedCurve,
   };
+}
+
+/** The tokenizer of the checkpoint at `location` (built once per process: engine/tokenizer.ts). */
+export async function checkpointTokenizer(location: CheckpointLocation): Promise<Tokenizer> {
+  const checkpoint = Checkpoint.open(location);
+  try {
+    return await Tokenizer.load(checkpoint.dir);
+  } finally {
+    checkpoint.close();
+  }
+}
+
+/**
+ * Items in, texts out, around a run on ids: the chat prompts tokenized and the outputs decoded here, by the
+ * checkpoint's own tokenizer, so that an evaluation process builds none (~2.7 s and ~400 MB each, twice an attempt).
+ */
+export async function textRun<Run extends { outputs: Record<string, TokenOutput> }>(
+  tokenizer: Tokenizer,
+  items: EvaluationItem[],
+  runTokens: (items: TokenItem[]) => Promise<Run>,
+): Promise<Omit<Run, 'outputs'> & { outputs: Record<string, ItemOutput> }> {
+  const run = await runTokens(
+    items.map((item) => ({ id: item.id, ids: tokenizer.chatIds(item.messages), max_new_tokens: item.max_new_tokens })),
+  );
+  const outputs = Object.fromEntries(
+    Object.entries(run.outputs).map(([id, { output_ids, ...counts }]) => [
+      id,
+      { text: tokenizer.decode(output_ids), ...counts },
+    ]),
+  );
+  return { ...run, outputs };
+}
+
+/** An evaluation in this process: what a fresh process gives for the same job (tested). */
+export async function evaluateItems(
+  location: CheckpointLocation,
+  items: EvaluationItem[],
+  options: EvaluationOptions = {},
+): Promise<EvaluationRun> {
+  return textRun(await checkpointTokenizer(location), items, (tokens) => evaluateTokens(location, tokens, options));
 }
 
 function summarise(patch: LoadedPatch): PatchSummary {
@@ -260,7 +303,7 @@ export function evaluationTarget(location: CheckpointLocation): {
   };
 }
 
-/** The job file of one evaluation process: the checkpoint, the items, and the patch to apply (null: pristine weights). */
+/** An evaluation's job: the checkpoint, the items, and the patch to apply (null: pristine weights). */
 export type EvaluationJob = {
   location: CheckpointLocation;
   items: EvaluationItem[];
@@ -273,12 +316,16 @@ export type EvaluationJob = {
   batch?: BatchLimit;
 };
 
+/** The job file of an evaluation process: the job with its items tokenized. */
+export type TokenJob = Omit<EvaluationJob, 'items'> & { items: TokenItem[] };
+
 /** The fresh process's own file, run through tsx's loader as bin/iwibench.js runs the CLI. */
 export const EVALUATION_WORKER = fileURLToPath(new URL('./evaluate-worker.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
 
 /**
- * Evaluate `job` in a fresh node process: the job goes to `OUT.job.json`, the raw outputs come back through `OUT`.
+ * Evaluate `job` in a fresh node process, its items tokenized and its outputs decoded here (textRun): the tokenized
+ * job goes to `OUT.job.json`, the process writes its ids to `OUT.tokens.json`, and the outputs land in `OUT`.
  * `onStart` sees the child once it is spawned (its pid, for memory accounting or a pid file). A child that fails or
  * is killed rejects with its exit code or signal and the last lines of its stderr; a patched run must report the
  * patch id asked for.
@@ -289,21 +336,33 @@ export async function evaluateInFreshProcess(
   options: { onStart?: (child: ChildProcess) => void } = {},
 ): Promise<EvaluationRun> {
   const what = `evaluation process (${job.patch ? 'patched' : 'pristine'})`;
-  const jobFile = `${outFile}.job.json`;
-  writeJsonAtomic(jobFile, job);
-  await new Promise<void>((resolve, reject) => {
-    const args = [
-      ...ENGINE_PROCESS_FLAGS,
-      '--import',
-      TSX_LOADER,
-      EVALUATION_WORKER,
-      '--job',
-      jobFile,
-      '--out',
-      outFile,
-      '--runner',
-      String(process.pid),
-    ];
+  const tokensFile = `${outFile}.tokens.json`;
+  const run = await textRun(await checkpointTokenizer(job.location), job.items, async (items) => {
+    const jobFile = `${outFile}.job.json`;
+    writeJsonAtomic(jobFile, { ...job, items } satisfies TokenJob);
+    await runProcess(what, ['--job', jobFile, '--out', tokensFile, '--runner', String(process.pid)], outFile, options);
+    try {
+      return JSON.parse(readFileSync(tokensFile, 'utf8')) as TokenRun;
+    } catch (error) {
+      throw new Error(`${what} ended without writing its outputs to ${tokensFile}: ${(error as Error).message}`);
+    }
+  });
+  if (job.patch && run.patch?.sha256 !== job.patch.id)
+    throw new Error(`${what} applied patch ${run.patch?.sha256 ?? 'none'}, not ${job.patch.id}`);
+  writeJsonAtomic(outFile, run);
+  rmSync(tokensFile, { force: true });
+  return run;
+}
+
+/** The evaluation process with these arguments, to its end; its progress relayed as `outFile`'s. */
+function runProcess(
+  what: string,
+  workerArgs: string[],
+  outFile: string,
+  options: { onStart?: (child: ChildProcess) => void },
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const args = [...ENGINE_PROCESS_FLAGS, '--import', TSX_LOADER, EVALUATION_WORKER, ...workerArgs];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     child.on('message', (message) => relayProgress(message, outFile));
     let stderr = '';
@@ -324,13 +383,4 @@ export async function evaluateInFreshProcess(
     );
     if (child.pid !== undefined) options.onStart?.(child);
   });
-  let run: EvaluationRun;
-  try {
-    run = JSON.parse(readFileSync(outFile, 'utf8')) as EvaluationRun;
-  } catch (error) {
-    throw new Error(`${what} ended without writing its outputs to ${outFile}: ${(error as Error).message}`);
-  }
-  if (job.patch && run.patch?.sha256 !== job.patch.id)
-    throw new Error(`${what} applied patch ${run.patch?.sha256 ?? 'none'}, not ${job.patch.id}`);
-  return run;
 }

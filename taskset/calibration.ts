@@ -3,7 +3,8 @@
 // parameter sets are skipped, not re-run. The result lists every examined seed with its measurements and reasons,
 // so a family that cannot be calibrated on a target says why.
 import { readFileSync } from 'node:fs';
-import type { ItemEvaluator } from '../service/evaluate.ts';
+import { textRun, type ItemEvaluator } from '../service/evaluate.ts';
+import type { Tokenizer } from '../engine/index.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { THRESHOLDS } from './eligibility.ts';
 import type { Taskset } from './taskset.ts';
@@ -36,6 +37,8 @@ export type Calibration = {
 
 export type CalibrateOptions = {
   evaluator: ItemEvaluator;
+  /** The checkpoint's tokenizer: encodes the items, decodes the outputs. */
+  tokenizer: Tokenizer;
   taskset: Taskset;
   seeds: number;
   eligiblePerFamily: number;
@@ -69,8 +72,10 @@ export async function calibrate(options: CalibrateOptions): Promise<Calibration>
       firstSeedOf.set(spec.paramsKey, seed);
       // Eligibility needs the terminal items only; the general controls are the evaluation's business.
       const items = [...spec.terminal.target, ...spec.terminal.preservation, ...spec.terminal.override];
-      const { outputs } = await options.evaluator.run(
+      const { outputs } = await textRun(
+        options.tokenizer,
         items.map((item) => ({ id: item.id, messages: item.messages, max_new_tokens: item.maxNewTokens })),
+        (tokens) => options.evaluator.run(tokens),
       );
       const verdict = task.eligibility(Object.fromEntries(Object.entries(outputs).map(([id, o]) => [id, o.text])));
       examined.push({

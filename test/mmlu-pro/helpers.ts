@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
 import { resolveConfig, type FlagOverrides, type MmluProConfig } from '../../mmlu-pro/config.ts';
 import { writeDataDir } from './fixtures.ts';
 
@@ -16,10 +15,12 @@ export function scratchDir(prefix = 'mmlu-pro-test-'): { dir: string; remove: ()
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-const data = scratchDir('mmlu-pro-data-');
-afterAll(data.remove);
-/** This test file's synthetic MMLU-Pro folder: parquet test and validation splits, the five JSON-lines validations. */
-export const DATA_DIR = writeDataDir(data.dir);
+/**
+ * The synthetic MMLU-Pro folder: parquet test and validation splits, the five JSON-lines validations. Made once per
+ * test process and left for the run's temp folder to take (test/global-setup.ts): test files share their modules
+ * (vitest.config.ts), so a file's afterAll would remove it under the next file.
+ */
+export const DATA_DIR = writeDataDir(scratchDir('mmlu-pro-data-').dir);
 
 /**
  * Settings for a run against `url` writing to `outputDir`, with the synthetic data; `flags` as on the command line.

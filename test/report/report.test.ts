@@ -1,18 +1,24 @@
 // `npx iwibench report` end to end on the 2 editors × 3 families × 2 seeds grid: the CSVs hold the hand-computed
 // means, the sidecar holds version and arguments, and the same results give byte-identical CSVs.
-import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCsvRecords } from '../../report/csv.ts';
 import { PACKAGE_VERSION } from '../../core/version.ts';
+import { startCliHost, type CliHost } from '../cli-host.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 import { GRID, MODEL, attemptFolderName, tempDir, writeGrid, writeRuns } from './fixtures.ts';
 
-const exec = promisify(execFile);
-const cli = path.join(REPO_ROOT, 'bin/iwibench.js');
-const report = (args: string[]) => exec(process.execPath, [cli, 'report', ...args]);
+let host: CliHost;
+beforeAll(async () => (host = await startCliHost(REPO_ROOT)));
+afterAll(() => host?.stop());
+
+/** `npx iwibench report ARGS` in the file's command host (test/cli-host.ts); rejects with its stderr if it fails. */
+async function report(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const { code, stdout, stderr } = await host.run(['report', ...args]);
+  if (code !== 0) throw new Error(`report exited with ${code}: ${stderr}`);
+  return { stdout, stderr };
+}
 
 describe('npx iwibench report', () => {
   let root: string;

@@ -1,11 +1,9 @@
 // evaluate-patch and replay-patch take the id of the patch they evaluate (from the submission or the results'
 // records) and refuse a folder that holds any other, before any evaluation process starts. replay-patch also takes the
 // target questions from the results and refuses, before any evaluation, where today's family code would ask others.
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint, Tokenizer } from '../../engine/index.ts';
 import { writeEpisodePatch } from '../../service/weights/patch.ts';
@@ -13,10 +11,9 @@ import { WeightStore } from '../../service/weights/store.ts';
 import { RESULTS_FORMAT } from '../../taskset/evaluation.ts';
 import { gradedItems } from '../../taskset/episode.ts';
 import { Taskset } from '../../taskset/taskset.ts';
-import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
+import { startCliHost, type CliHost } from '../cli-host.ts';
+import { fixtureCheckpoint } from '../fixtures.ts';
 
-const exec = promisify(execFile);
-const CLI = path.join(REPO_ROOT, 'bin/iwibench.js');
 const MODEL = fixtureCheckpoint('tiny');
 const DOWN = 'model.layers.1.mlp.down_proj.weight';
 
@@ -24,8 +21,11 @@ let work: string;
 let first: { dir: string; digest: string };
 let second: { dir: string; digest: string };
 
-beforeAll(() => {
+let host: CliHost;
+
+beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-patch-identity-'));
+  host = await startCliHost(work);
   const checkpoint = Checkpoint.open(MODEL);
   const store = new WeightStore(checkpoint);
   const a = store.createEpisode('a');
@@ -36,16 +36,16 @@ beforeAll(() => {
   second = writeEpisodePatch(b, path.join(work, 'second'));
   checkpoint.close();
 });
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+afterAll(() => {
+  host?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
 
-/** stderr of a CLI run that must fail. */
+/** stderr of a command line that must fail, run in the file's command host (test/cli-host.ts). */
 async function failure(args: string[]): Promise<string> {
-  const result = await exec(process.execPath, [CLI, ...args], { maxBuffer: 1 << 24 }).then(
-    () => undefined,
-    (error: { code: number; stderr: string }) => error,
-  );
-  expect(result?.code).toBe(1);
-  return result!.stderr;
+  const result = await host.run(args);
+  expect(result.code).toBe(1);
+  return result.stderr;
 }
 
 /** evaluate-patch of local_factual_update seed 0 on the tiny checkpoint into `out`. */

@@ -1,6 +1,8 @@
 // The whole pipeline on the tiny checkpoint, through the real CLIs and a real service process: calibrate, run-prime
 // (scripted editor), run-pilot with two workers (a fake OpenAI-compatible editor, Chat Completions and Responses),
-// resume after SIGKILL, report, token efficiency and replay. Evaluations use the first 2 items of each kind.
+// resume after SIGKILL, report, token efficiency and replay. Evaluations use the first 2 items of each kind. The
+// commands run in one command host (test/cli-host.ts: their modules and the tokenizer built once), but for the
+// run-pilot killed and resumed, which runs as its own process; every evaluation runs in a fresh process, as always.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -9,6 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServiceProcess, type ServiceHandle } from '../../scripts/service-process.ts';
 import { THRESHOLDS } from '../../taskset/index.ts';
+import { startCliHost, type CliHost } from '../cli-host.ts';
 import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 import { FAKE_KEY, USAGE, startFakeEditor } from './fake-editor.ts';
 
@@ -23,8 +26,13 @@ let work: string;
 let service: ServiceHandle;
 let serviceEnv: string;
 let fake: Awaited<ReturnType<typeof startFakeEditor>>;
-const cli = (args: string[], env: Record<string, string> = {}) =>
-  exec(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
+let host: CliHost;
+/** A command line in the file's command host (test/cli-host.ts); rejects with its code and stderr if it fails. */
+async function cli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const run = await host.run(args);
+  if (run.code !== 0) throw Object.assign(new Error(`${args[0]} exited with ${run.code}: ${run.stderr}`), run);
+  return run;
+}
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(os.tmpdir(), 'iwibench-pipeline-'));
@@ -35,8 +43,11 @@ beforeAll(async () => {
     `IWIBENCH_SERVICE_URL=${service.url}\nIWIBENCH_ADMIN_TOKEN=${service.adminToken}\nIWIBENCH_EDITOR_TOKEN=${service.editorToken}\n`,
   );
   fake = await startFakeEditor();
+  // The commands but the killed run-pilot, in one process: the editor's key is the fake's.
+  host = await startCliHost(work, { ...process.env, OPENAI_API_KEY: FAKE_KEY });
 });
 afterAll(async () => {
+  host?.stop();
   await service?.stop();
   await fake?.close();
 });
@@ -146,7 +157,6 @@ describe('the pipeline on a tiny random target', () => {
   });
 
   it('run-pilot with two workers and an OpenAI-compatible editor (Chat Completions and Responses), then report and token efficiency', async () => {
-    const env = { OPENAI_API_KEY: FAKE_KEY };
     const out = path.join(work, 'pilot');
     const runs = [
       [
@@ -160,31 +170,28 @@ describe('the pipeline on a tiny random target', () => {
       ['fake-responses', 'responses', calibrationFile('pilot-one.json', [['answer_length_control', 0]])],
     ] as const;
     for (const [label, api, calibration] of runs) {
-      const { stdout } = await cli(
-        [
-          'run-pilot',
-          calibration,
-          '--service-env',
-          serviceEnv,
-          '--model-dir',
-          MODEL,
-          '--output-dir',
-          out,
-          '--workers',
-          '2',
-          '--editor-model',
-          'fake-editor',
-          '--editor-base-url',
-          fake.url,
-          '--api',
-          api,
-          '--editor-label',
-          label,
-          ...QUICK,
-          '--json',
-        ],
-        env,
-      );
+      const { stdout } = await cli([
+        'run-pilot',
+        calibration,
+        '--service-env',
+        serviceEnv,
+        '--model-dir',
+        MODEL,
+        '--output-dir',
+        out,
+        '--workers',
+        '2',
+        '--editor-model',
+        'fake-editor',
+        '--editor-base-url',
+        fake.url,
+        '--api',
+        api,
+        '--editor-label',
+        label,
+        ...QUICK,
+        '--json',
+      ]);
       expect(JSON.parse(stdout)).toMatchObject({ attempts: api === 'chat' ? 2 : 1, failed: 0 });
     }
     // The second editor's attempt at the same episode reused the pristine outputs of the first.

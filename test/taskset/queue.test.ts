@@ -43,7 +43,7 @@ import { startWorker, type AttemptWorker, type JobResult, type WorkerOptions } f
 import { TOY_TARGET_DIR } from '../../toy/target.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 import { startRedis, type RedisHandle } from '../../scripts/redis-server.ts';
-import { startCliHost, type CliHost, type CliRun } from './cli-host.ts';
+import { startCliHost, type CliHost, type CliRun } from '../cli-host.ts';
 import { startTcpProxy } from './tcp-proxy.ts';
 import { parseCommand } from '../../scripts/args.ts';
 import { command as enqueueCommand } from '../../scripts/pilot/enqueue.ts';

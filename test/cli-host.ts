@@ -1,7 +1,8 @@
 // One process that runs `npx iwibench` command lines one after another, each as bin/iwibench.js runs one (scripts/cli.ts
 // `run`), for a test that runs many short commands: their modules load once, where each process of its own would spend
-// seconds loading them. A command's stdout, stderr and exit code are its own; requests and answers go over the IPC
-// channel. `startCliHost` starts one (with tsx's loader, as bin/iwibench.js registers it).
+// seconds loading them (and building a tokenizer: ~2.7 s). A command's stdout, stderr and exit code are its own;
+// requests and answers go over the IPC channel. `startCliHost` starts one (with tsx's loader, as bin/iwibench.js
+// registers it). Where the process itself is the subject (a signal, an exit, `npx`), a test runs bin/iwibench.js.
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -13,7 +14,7 @@ export type CliRun = { code: number; stdout: string; stderr: string };
 type Request = { id: number; argv: string[] };
 
 if (process.send && process.argv[2] === 'host') {
-  const { run } = await import('../../scripts/cli.ts');
+  const { run } = await import('../scripts/cli.ts');
   let chain = Promise.resolve();
   process.on('message', (request: Request) => {
     chain = chain.then(async () => {
@@ -39,9 +40,11 @@ if (process.send && process.argv[2] === 'host') {
 
 export type CliHost = { run: (argv: string[]) => Promise<CliRun>; stop: () => void };
 
-export async function startCliHost(cwd: string): Promise<CliHost> {
+/** A command host in `cwd`, with `env` (default: this process's) for every command it runs. */
+export async function startCliHost(cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CliHost> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['host'], {
     cwd,
+    env,
     execArgv: ['--import', TSX_LOADER],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
