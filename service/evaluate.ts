@@ -92,7 +92,7 @@ export type TokenRun = Omit<EvaluationRun, 'outputs'> & { outputs: Record<string
 /**
  * The fixed inference code of an evaluation: the pristine checkpoint, optionally with a patch applied (every digest
  * verified): the checkpoint's BF16 tensors with the patch's touched ones over them, as the service overlays an
- * episode's edits, on the device the service ran on. Ids in, ids out: the tokenizer is the caller's (see TextRun).
+ * episode's edits, on the device the service ran on. Ids in, ids out: the tokenizer is the caller's (textRun).
  */
 export class ItemEvaluator {
   private constructor(
