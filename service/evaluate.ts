@@ -264,7 +264,7 @@ export function patchSummary(ref: PatchRef): PatchSummary {
   return summarise(loadPatch(ref.dir, ref.id));
 }
 
-/** Node, onnxruntime and the tokenizer in an evaluation process, beside its weights (measured at ~0.4 GiB). */
+/** Node and onnxruntime in an evaluation process, beside its weights (~0.2 GiB since it builds no tokenizer; kept). */
 const RUNTIME_BYTES = 2 ** 29;
 
 /** The rows an evaluation process is admitted for at most (the largest the speed probe tries). */
