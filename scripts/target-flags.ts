@@ -58,7 +58,7 @@ export function precisionFromFlags(flags: { precision: string }): Precision {
 
 type TargetFlags = typeof TARGET_FLAG_DEFAULTS;
 
-export function locationFromFlags(flags: TargetFlags): CheckpointLocation {
+export function locationFromFlags(flags: Omit<TargetFlags, 'offline'>): CheckpointLocation {
   const location: CheckpointLocation = {
     modelDir: flags['model-dir'],
     cacheDir: flags['cache-dir'],

@@ -26,9 +26,13 @@ import {
 } from '../target-flags.ts';
 import { onQueue, QUEUE_FLAG_DEFAULTS, QUEUE_FLAG_HELP } from './queue-flags.ts';
 
+// The target flags but --offline: enqueue fetches nothing (it records the target's id and revision, or reads a folder).
+const { offline: _offlineDefault, ...targetDefaults } = TARGET_FLAG_DEFAULTS;
+const { offline: _offlineHelp, ...targetHelp } = TARGET_FLAG_HELP;
+
 const defaults = {
   ...QUEUE_FLAG_DEFAULTS,
-  ...TARGET_FLAG_DEFAULTS,
+  ...targetDefaults,
   'editor-model': [] as string[],
   'editor-base-url': undefined as string | undefined,
   api: undefined as string | undefined,
@@ -50,7 +54,7 @@ export const command = defineCommand({
   defaults,
   help: {
     ...QUEUE_FLAG_HELP,
-    ...TARGET_FLAG_HELP,
+    ...targetHelp,
     model: `the target every worker must serve (its id, and --revision or the pinned one; a worker with another refuses the job): ${TARGET_FLAG_HELP.model}`,
     precision: `the precision every attempt runs in (its service's and its evaluations'; only a worker whose service computes it takes the job): ${TARGET_FLAG_HELP.precision}`,
     device: `the device every attempt runs on (as --precision: only a worker whose service runs on it takes the job): ${TARGET_FLAG_HELP.device}`,

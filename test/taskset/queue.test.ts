@@ -151,6 +151,10 @@ describe('pilot enqueue', () => {
     expect(() => parseCommand([calibration, '--queue', redis.url(1), '--precision', 'bogus'], enqueueCommand)).toThrow(
       '--precision must be bf16 or float32, got "bogus"',
     );
+    // It fetches nothing, so it takes no --offline.
+    expect(() => parseCommand([calibration, '--queue', redis.url(1), '--offline'], enqueueCommand)).toThrow(
+      'unknown flag --offline',
+    );
     const first = await cli([...args, ...more, '--json']);
     expect(first.stderr).toBe('');
     const bf16 = arithmeticName('bf16', 'cpu');
