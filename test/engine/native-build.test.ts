@@ -6,12 +6,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kernelInfo } from '../../engine/kernels.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 
 const native = path.join(REPO_ROOT, 'engine/native');
 const addon = path.join(native, 'build/Release/iwibench_kernels.node');
-const built = kernelInfo().native && existsSync(addon);
+// The file as `npm ci` built it (wherever g++ could): whether this process loaded it is kernels.test.ts's business.
+const built = existsSync(addon);
 
 describe.runIf(built && process.arch === 'x64')('the native addon', () => {
   it('holds every path (portable, AVX2, AVX-512, AMX) whatever this CPU runs', () => {
