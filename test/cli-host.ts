@@ -38,7 +38,12 @@ if (process.send && process.argv[2] === 'host') {
   process.send({ ready: true });
 }
 
-export type CliHost = { run: (argv: string[]) => Promise<CliRun>; stop: () => void };
+export type CliHost = {
+  run: (argv: string[]) => Promise<CliRun>;
+  /** `run`, rejecting with the command's exit code and stderr if it fails (as a child process would). */
+  ok: (argv: string[]) => Promise<CliRun>;
+  stop: () => void;
+};
 
 /** A command host in `cwd`, with `env` (default: this process's) for every command it runs. */
 export async function startCliHost(cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CliHost> {
@@ -58,13 +63,17 @@ export async function startCliHost(cwd: string, env: NodeJS.ProcessEnv = process
     pending.get(answer.id)?.({ code: answer.code, stdout: answer.stdout, stderr: answer.stderr });
     pending.delete(answer.id);
   });
-  return {
-    run: (argv) =>
-      new Promise<CliRun>((resolve) => {
-        const id = next++;
-        pending.set(id, resolve);
-        child.send({ id, argv } satisfies Request);
-      }),
-    stop: () => void child.kill(),
+  const run = (argv: string[]) =>
+    new Promise<CliRun>((resolve) => {
+      const id = next++;
+      pending.set(id, resolve);
+      child.send({ id, argv } satisfies Request);
+    });
+  const ok = async (argv: string[]) => {
+    const result = await run(argv);
+    if (result.code !== 0)
+      throw Object.assign(new Error(`${argv[0]} exited with ${result.code}: ${result.stderr}`), result);
+    return result;
   };
+  return { run, ok, stop: () => void child.kill() };
 }

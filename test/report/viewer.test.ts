@@ -3,22 +3,21 @@
 // pages are held to the run's own files in headless Chromium: the objective of the brief, the tool calls of the
 // trace with their results, the ops of patch.json, every graded item with the verdicts of results.json; the replay
 // appears next to its attempt; nothing is wider than 1,280 px; screenshots are left for a person to look at.
-import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultsFile } from '../../taskset/evaluation.ts';
 import { num } from '../../report/html-kit.ts';
+import { startCliHost, type CliHost } from '../cli-host.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 import { launchChromium, openPage, screenshotDir, widerThanViewport } from './browser.ts';
 import { tempDir } from './fixtures.ts';
 
-const exec = promisify(execFile);
-const cli = (args: string[]) =>
-  exec(process.execPath, [path.join(REPO_ROOT, 'bin/iwibench.js'), ...args], { cwd: REPO_ROOT, maxBuffer: 64 << 20 });
+let host: CliHost;
+/** The run's command lines in one command host (test/cli-host.ts): their modules load once. */
+const cli = (args: string[]) => host.ok(args);
 const FAMILIES = ['local_factual_update', 'alias_acquisition'];
 
 describe('report over a real toy-target run (demo, replay-patch, report)', () => {
@@ -31,6 +30,7 @@ describe('report over a real toy-target run (demo, replay-patch, report)', () =>
 
   beforeAll(async () => {
     root = tempDir('viewer');
+    host = await startCliHost(REPO_ROOT);
     const run = path.join(root, 'run');
     await cli([
       'demo',
@@ -73,6 +73,7 @@ describe('report over a real toy-target run (demo, replay-patch, report)', () =>
   }, 240_000);
 
   afterAll(async () => {
+    host?.stop();
     await browser?.close();
   });
 
