@@ -189,6 +189,44 @@ function ringStart(slots: Int32Array): number {
   return first;
 }
 
+/**
+ * One query's attention past its scores: the softmax over keys 0 … n − 1 that are `visible` (`score` gives each one's
+ * scaled score), in key order, then the values weighted by it, summed into out[q … q + D) by one FMA a key (the
+ * addon's order in both attentions; each computes its scores in its own).
+ */
+function softmaxValues(
+  n: number,
+  visible: (j: number) => boolean,
+  score: (j: number) => number,
+  value: (j: number) => [Float32Array, number],
+  out: Float32Array,
+  q: number,
+  D: number,
+  bf16Probabilities: boolean,
+): void {
+  const f = Math.fround;
+  const scores = new Float32Array(n);
+  let max = -Infinity;
+  for (let j = 0; j < n; j++) {
+    if (!visible(j)) continue;
+    scores[j] = score(j);
+    if (max < scores[j]!) max = scores[j]!;
+  }
+  let sum = 0;
+  for (let j = 0; j < n; j++) {
+    if (!visible(j)) continue;
+    scores[j] = expClampedJs(f(scores[j]! - max));
+    sum = f(sum + scores[j]!);
+  }
+  out.fill(0, q, q + D);
+  for (let j = 0; j < n; j++) {
+    if (!visible(j)) continue;
+    const p = bf16Probabilities ? roundToBf16(scores[j]! / sum) : f(scores[j]! / sum);
+    const [v, vo] = value(j);
+    for (let d = 0; d < D; d++) out[q + d] = fmaF32(p, v[vo + d]!, out[q + d]!);
+  }
+}
+
 const attendDecodeJs: KernelImpl['attendDecode'] = (
   queries,
   keys,
@@ -225,26 +263,8 @@ const attendDecodeJs: KernelImpl['attendDecode'] = (
       const key = (s: number): [Float32Array, number] => (s < S ? [pastKeys[r]!, past + slot(s) * D] : [keys, own]);
       const value = (s: number): [Float32Array, number] =>
         s < S ? [pastValues[r]!, past + slot(s) * D] : [values, own];
-      const scores = new Float32Array(S + 1);
-      let max = -Infinity;
-      for (let s = 0; s <= S; s++) {
-        if (!visible(s)) continue;
-        scores[s] = f(dotJs(queries, q, ...key(s), D) * scaling);
-        if (max < scores[s]!) max = scores[s]!;
-      }
-      let sum = 0;
-      for (let s = 0; s <= S; s++) {
-        if (!visible(s)) continue;
-        scores[s] = expClampedJs(f(scores[s]! - max));
-        sum = f(sum + scores[s]!);
-      }
-      out.fill(0, q, q + D);
-      for (let s = 0; s <= S; s++) {
-        if (!visible(s)) continue;
-        const p = bf16Probabilities ? roundToBf16(scores[s]! / sum) : f(scores[s]! / sum);
-        const [v, vo] = value(s);
-        for (let d = 0; d < D; d++) out[q + d] = fmaF32(p, v[vo + d]!, out[q + d]!);
-      }
+      const score = (s: number) => f(dotJs(queries, q, ...key(s), D) * scaling);
+      softmaxValues(S + 1, visible, score, value, out, q, D, bf16Probabilities);
     }
   }
 };
@@ -283,29 +303,17 @@ const attendChunkJs: KernelImpl['attendChunk'] = (
       const at = (j: number): [Float32Array, Float32Array, number] =>
         j < S ? [pastKey, pastValue, (g * S + slot(j)) * D] : [keys, values, ((j - S) * kvHeads + g) * D];
       const q = (t * heads + h) * D;
-      const scores = new Float32Array(S + t + 1);
-      let max = -Infinity;
-      for (let j = 0; j <= S + t; j++) {
-        if (!visible(j)) continue;
+      const score = (j: number) => {
         const [k, , o] = at(j);
         let acc = 0;
         for (let d = 0; d < D; d++) acc = fmaF32(queries[q + d]!, k[o + d]!, acc);
-        scores[j] = f(acc * scaling);
-        if (max < scores[j]!) max = scores[j]!;
-      }
-      let sum = 0;
-      for (let j = 0; j <= S + t; j++) {
-        if (!visible(j)) continue;
-        scores[j] = expClampedJs(f(scores[j]! - max));
-        sum = f(sum + scores[j]!);
-      }
-      out.fill(0, q, q + D);
-      for (let j = 0; j <= S + t; j++) {
-        if (!visible(j)) continue;
-        const pj = bf16Probabilities ? roundToBf16(scores[j]! / sum) : f(scores[j]! / sum);
+        return f(acc * scaling);
+      };
+      const value = (j: number): [Float32Array, number] => {
         const [, v, o] = at(j);
-        for (let d = 0; d < D; d++) out[q + d] = fmaF32(pj, v[o + d]!, out[q + d]!);
-      }
+        return [v, o];
+      };
+      softmaxValues(S + t + 1, visible, score, value, out, q, D, bf16Probabilities);
     }
   }
 };
