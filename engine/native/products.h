@@ -6,7 +6,7 @@
 // thread in one order whatever m, the rows beside it or the thread count, so a batch gives each row alone.
 
 #if IWI_AVX512
-// 16 outputs a vector; register tiles of 4 rows × 2 vectors (8 accumulators, 16 chain registers).
+// 16 outputs a vector; register tiles of 4 rows × 2 vectors (16 chain registers; more rows gained nothing).
 struct ProductVectors {
   static constexpr size_t W = 16, R = 4, C = 2;
   using V = __m512;
@@ -18,9 +18,9 @@ struct ProductVectors {
   static V add(V a, V b, bool) { return _mm512_add_ps(a, b); }
 };
 #elif IWI_AVX2
-// 8 outputs a vector; tiles of 2 rows × 2 vectors (15 of the 16 registers).
+// 8 outputs a vector; tiles of 3 rows × 2 vectors (12 chain registers, 2 of W, 1 of x: 15 of the 16).
 struct ProductVectors {
-  static constexpr size_t W = 8, R = 2, C = 2;
+  static constexpr size_t W = 8, R = 3, C = 2;
   using V = __m256;
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -164,23 +164,16 @@ inline void packPanel(const uint16_t* w, size_t k, size_t rows, size_t k0, size_
 #endif
 }
 
-#if IWI_AVX512 || IWI_AVX2
-// Few rows (decode): no panel. Each block of W rows × 32 k is transposed in registers once and multiplied by every
-// row, 4 rows at a time, their block's chains in registers and their accumulators added to once a block, so W streams
-// from memory once.
-constexpr size_t kDirectRows = 16;
 #if IWI_AVX512
+// Few rows (decode): no panel. Each block of 16 W rows × 32 k is transposed in registers once and multiplied by every
+// row, 4 rows at a time, their block's chains in registers and their accumulators added to once a block, so W streams
+// from memory once. (AVX2 takes the panel at every row count: its 8 × 8 transposes and 16 registers made this path
+// slower than the panel there, docs/benchmarks.md.)
+constexpr size_t kDirectRows = 16;
 constexpr size_t kDirectW = 16;  // W rows a block: one output a lane
-constexpr size_t kBlockPairs = 16;
-using Pairs = __m512i;
-#else
-constexpr size_t kDirectW = 8;
-constexpr size_t kBlockPairs = 8;  // AVX2 transposes 16 k (8 pairs) at a time
-using Pairs = __m256i;
-#endif
 
 template <size_t R>
-inline void directRowsTile(size_t rowsLeft, const Pairs* pairs, const float* xs, size_t kp, size_t k0, PV::V* e,
+inline void directRowsTile(size_t rowsLeft, const __m512i* pairs, const float* xs, size_t kp, size_t k0, PV::V* e,
                            PV::V* o) {
   using V = PV::V;
   if constexpr (R > 1) {
@@ -188,14 +181,9 @@ inline void directRowsTile(size_t rowsLeft, const Pairs* pairs, const float* xs,
   }
   V ev[R], ov[R];
   for (size_t r = 0; r < R; r++) ev[r] = e[r], ov[r] = o[r];
-  for (size_t p = 0; p < kBlockPairs; p++) {
-#if IWI_AVX512
+  for (size_t p = 0; p < 16; p++) {
     const V even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs[p], 16));
     const V odd = _mm512_castsi512_ps(_mm512_and_si512(pairs[p], _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-#else
-    const V even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs[p], 16));
-    const V odd = _mm256_castsi256_ps(_mm256_and_si256(pairs[p], _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
-#endif
     for (size_t r = 0; r < R; r++) {
       ev[r] = PV::fma(PV::broadcast(xs + r * kp + k0 + 2 * p), even, ev[r], false);
       ov[r] = PV::fma(PV::broadcast(xs + r * kp + k0 + 2 * p + 1), odd, ov[r], false);
@@ -212,7 +200,6 @@ void directBlock(size_t m, const float* xs, size_t kp, const uint16_t* w, size_t
   for (size_t r = 0; r < m; r++) acc[r] = PV::zero();
   for (size_t k0 = 0; k0 < kp; k0 += 32) {
     for (size_t r = 0; r < m; r++) e[r] = o[r] = PV::zero();
-#if IWI_AVX512
     const __mmask32 mask = k0 + 32 <= k ? 0xffffffffu : k0 >= k ? 0u : static_cast<__mmask32>((1ull << (k - k0)) - 1);
     __m512i in[16], pairs[16];
     for (size_t j = 0; j < 16; j++) in[j] = j < rows ? _mm512_maskz_loadu_epi16(mask, w + j * k + k0) : _mm512_setzero_si512();
@@ -220,25 +207,6 @@ void directBlock(size_t m, const float* xs, size_t kp, const uint16_t* w, size_t
       for (size_t j = 0; j < rows; j++) _mm_prefetch(reinterpret_cast<const char*>(w + j * k + k0 + 64), _MM_HINT_T0);
     transpose16(in, pairs);
     for (size_t r0 = 0; r0 < m; r0 += 4) directRowsTile<4>(m - r0, pairs, xs + r0 * kp, kp, k0, e + r0, o + r0);
-#else
-    // Two halves of 16 k (8 pairs) each: 8 W rows as one register each; the block's chains go on across both.
-    for (size_t h = 0; h < 32; h += 16) {
-      __m256i in[8], pairs[8];
-      alignas(32) uint16_t tail[16];
-      for (size_t j = 0; j < 8; j++) {
-        if (j >= rows || k0 + h >= k) {
-          in[j] = _mm256_setzero_si256();
-        } else if (k0 + h + 16 <= k) {
-          in[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * k + k0 + h));
-        } else {
-          for (size_t i = 0; i < 16; i++) tail[i] = k0 + h + i < k ? w[j * k + k0 + h + i] : 0;
-          in[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-        }
-      }
-      transpose8(in, pairs);
-      for (size_t r0 = 0; r0 < m; r0 += 4) directRowsTile<4>(m - r0, pairs, xs + r0 * kp, kp, k0 + h, e + r0, o + r0);
-    }
-#endif
     for (size_t r = 0; r < m; r++) acc[r] = PV::add(acc[r], PV::add(e[r], o[r], false), false);
   }
   alignas(64) float lanes[kDirectW];
@@ -250,14 +218,12 @@ void directBlock(size_t m, const float* xs, size_t kp, const uint16_t* w, size_t
 #endif
 
 // R rows of x (xs, `xStride` apart, from this chunk's k) against a panel of `pairs` pairs: each output's accumulator
-// (acc, rows kGroup apart) plus, per block of 16 pairs, the block's even and odd chains.
+// (acc, rows kGroup apart) plus, per block of 16 pairs, the block's even and odd chains. The accumulators stay in
+// memory (one load, add and store a block) so that the registers hold the chains of more rows.
 template <size_t R>
 void productTile(const float* xs, size_t xStride, const float* panel, size_t pairs, float* acc, bool flush) {
   using V = PV::V;
   constexpr size_t C = PV::C, W = PV::W;
-  V a[R][C];
-  for (size_t r = 0; r < R; r++)
-    for (size_t c = 0; c < C; c++) a[r][c] = PV::load(acc + r * kGroup + c * W);
   for (size_t b = 0; b < pairs; b += 16) {
     V e[R][C], o[R][C];
     for (size_t r = 0; r < R; r++)
@@ -277,10 +243,11 @@ void productTile(const float* xs, size_t xStride, const float* panel, size_t pai
       }
     }
     for (size_t r = 0; r < R; r++)
-      for (size_t c = 0; c < C; c++) a[r][c] = PV::add(a[r][c], PV::add(e[r][c], o[r][c], flush), flush);
+      for (size_t c = 0; c < C; c++) {
+        float* a = acc + r * kGroup + c * W;
+        PV::store(a, PV::add(PV::load(a), PV::add(e[r][c], o[r][c], flush), flush));
+      }
   }
-  for (size_t r = 0; r < R; r++)
-    for (size_t c = 0; c < C; c++) PV::store(acc + r * kGroup + c * W, a[r][c]);
 }
 
 template <size_t R>
@@ -325,7 +292,7 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
         }
     });
   }
-#if IWI_AVX512 || IWI_AVX2
+#if IWI_AVX512
   if (m <= kDirectRows) {
     size_t blocks = 0;
     for (size_t p = 0; p < count; p++) blocks += (parts[p].n + kDirectW - 1) / kDirectW;
