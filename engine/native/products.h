@@ -152,6 +152,11 @@ inline void packPanel(const uint16_t* w, size_t k, size_t rows, size_t k0, size_
   constexpr size_t blockRows = IWI_AVX512 ? 16 : 8, blockK = IWI_AVX512 ? 32 : 16;
   for (size_t r0 = 0; r0 < kGroup; r0 += blockRows)
     for (size_t kk = 0; kk < kc; kk += blockK) {
+      // The group's rows are short streams (kc k each) that the hardware prefetcher does not follow: ask for the next
+      // chunk's line of each row while this one is packed.
+      if (kk % 32 == 0 && k0 + kc + kk < k)
+        for (size_t r = r0; r < rows && r < r0 + blockRows; r++)
+          _mm_prefetch(reinterpret_cast<const char*>(w + r * k + k0 + kc + kk), _MM_HINT_T0);
       float* at = panel + (kk / 2) * pairStride + r0;
       packBlock(w + (r0 < rows ? r0 : 0) * k, k, r0 < rows ? rows - r0 : 0, k0 + kk, at, at + kGroup, pairStride);
     }
@@ -167,9 +172,9 @@ inline void packPanel(const uint16_t* w, size_t k, size_t rows, size_t k0, size_
 #if IWI_AVX512
 // Few rows (decode): no panel. Each block of 16 W rows × 32 k is transposed in registers once and multiplied by every
 // row, 4 rows at a time, their block's chains in registers and their accumulators added to once a block, so W streams
-// from memory once. (AVX2 takes the panel at every row count: its 8 × 8 transposes and 16 registers made this path
-// slower than the panel there, docs/benchmarks.md.)
-constexpr size_t kDirectRows = 16;
+// from memory once. Up to 8 rows: from about 10 the panel is faster, and AVX2 takes the panel at every row count (its
+// 8 × 8 transposes in 16 registers ran this way slower than the panel there; docs/benchmarks.md).
+constexpr size_t kDirectRows = 8;
 constexpr size_t kDirectW = 16;  // W rows a block: one output a lane
 
 template <size_t R>
