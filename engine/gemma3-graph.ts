@@ -231,30 +231,6 @@ export function buildNormRopeGraph(config: Gemma3TextConfig, { bf16 = false } = 
 }
 
 /**
- * `head_partial`: per-row reductions of one vocabulary block of logits, so that log-softmax and top-k over the
- * whole vocabulary can be merged from blocks without holding [rows, vocab]. Inputs logits [R,Vb], target [R] i32 (an
- * index into the block, clamped by the caller), k [1] i64. Outputs max [R], sum_exp [R] = Σ exp(logit − max), target_logit [R],
- * top_values / top_ids [R,k] (descending; equal values keep the lower index first, as TopK does).
- */
-export function buildHeadPartialGraph(): Uint8Array {
-  const g = new GraphBuilder();
-  const logits = g.input('logits', F, ['R', 'V']);
-  const target = g.input('target', DataType.INT32, ['R']);
-  const k = g.input('k', I64, [1]);
-  const lastAxis = g.constInt64([-1], [1], 'axis');
-  const max = g.one('ReduceMax', [logits], { axes: { ints: [-1] }, keepdims: { i: 1 } });
-  const sumExp = g.one('ReduceSum', [g.one('Exp', [g.one('Sub', [logits, max])]), lastAxis], { keepdims: { i: 0 } });
-  g.output('max', g.one('Squeeze', [max, lastAxis]), F, ['R']);
-  g.output('sum_exp', sumExp, F, ['R']);
-  const picked = g.one('GatherElements', [logits, g.one('Unsqueeze', [target, lastAxis])], { axis: { i: 1 } });
-  g.output('target_logit', g.one('Squeeze', [picked, lastAxis]), F, ['R']);
-  const [values, ids] = g.op('TopK', [logits, k], { axis: { i: -1 } }, { outputs: 2 });
-  g.output('top_values', values!, F, ['R', 'k']);
-  g.output('top_ids', ids!, I64, ['R', 'k']);
-  return g.toBytes('head_partial');
-}
-
-/**
  * `projection` (the device path, device.ts): y [M, rows] = x [M, K] · Wᵀ with W [N, K] held as an initializer, so
  * that it goes to the device once. `bf16`: W stays BF16 and is widened in the graph (exact, as the kernel widens it;
  * the engine turns constant folding off so that it is not folded into float32), else it is stored widened (for

@@ -1,6 +1,6 @@
 // The small onnxruntime graphs between the projections (gemma3-graph.ts builds them): RoPE tables and masks, the
-// norms, attention (a decode step's only up to its norms and RoPE: attendDecode does the rest), the gated GELU, and
-// the head's log-sum-exp. Made once per engine, on the CPU or on the device's provider; sessions run without an
+// norms, attention (a decode step's only up to its norms and RoPE: attendDecode does the rest) and the gated GELU.
+// Made once per engine, on the CPU or on the device's provider; sessions run without an
 // arena, so a call's activations go back to the system when it ends.
 import * as ort from 'onnxruntime-node';
 import type { Gemma3TextConfig, LayerType } from './config.ts';
@@ -8,7 +8,6 @@ import { DeviceProjections } from './device.ts';
 import {
   buildAttentionGraph,
   buildGatedGeluGraph,
-  buildHeadPartialGraph,
   buildNormGraph,
   buildNormRopeGraph,
   buildPositionsGraph,
@@ -17,11 +16,7 @@ import {
 import type { EngineSettings } from './settings.ts';
 
 export class Graphs {
-  /** head_partial, made on the first inspection. */
-  private headPartialSession: Promise<ort.InferenceSession> | undefined;
-
   private constructor(
-    private readonly options: ort.InferenceSession.SessionOptions,
     readonly positions: ort.InferenceSession,
     readonly norm: ort.InferenceSession,
     readonly residualNorm: ort.InferenceSession,
@@ -41,7 +36,6 @@ export class Graphs {
     for (const type of new Set(config.layer_types))
       attention[type] = await create(buildAttentionGraph(config, type, { bf16 }));
     return new Graphs(
-      options,
       await create(buildPositionsGraph(config)),
       await create(buildNormGraph(config)),
       await create(buildResidualNormGraph(config, { roundResidual: bf16 })),
@@ -49,12 +43,6 @@ export class Graphs {
       attention,
       await create(buildNormRopeGraph(config, { bf16 })),
     );
-  }
-
-  /** Per vocabulary block: max, Σ exp, the target's logit and the top k (made on first use). */
-  headPartial(): Promise<ort.InferenceSession> {
-    this.headPartialSession ??= ort.InferenceSession.create(buildHeadPartialGraph(), this.options);
-    return this.headPartialSession;
   }
 
   async release(): Promise<void> {
@@ -67,8 +55,6 @@ export class Graphs {
       ...Object.values(this.attention),
     ])
       await session.release();
-    if (this.headPartialSession) await (await this.headPartialSession).release();
-    this.headPartialSession = undefined;
   }
 }
 

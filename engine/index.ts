@@ -65,6 +65,8 @@ export {
 } from './safetensors.ts';
 export { readNpy, writeNpy } from './npy.ts';
 export { DataType, GraphBuilder } from './onnx-builder.ts';
+// log-softmax over the vocabulary, as inspection computes it (the OpenAI endpoints' generated tokens use it too)
+export { LogSoftmax, MAX_TOP_K } from './head.ts';
 
 // The BF16 kernels (the benchmarks time them against their references)
 export {

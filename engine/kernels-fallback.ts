@@ -81,6 +81,17 @@ export type KernelImpl = {
   ): void;
   /** argmaxRows's work (kernels.ts). */
   argmaxRows(values: Float32Array, n: number, out: Int32Array): void;
+  /** vocabPartials's work (kernels.ts). */
+  vocabPartials(
+    logits: Float32Array,
+    n: number,
+    chunk: number,
+    chunkMax: Float32Array,
+    chunkSum: Float32Array,
+    top: Float32Array,
+    ids: Int32Array,
+    idBase: number,
+  ): void;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -168,15 +179,21 @@ function readBandwidthJs(buffer: ArrayBuffer | ArrayBufferView, repeats: number)
   return (words.length * 4) / best / 1e9;
 }
 
+/** dot8's tree over 8 lane sums: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+function reduce8Js(lanes: ArrayLike<number>): number {
+  const f = Math.fround;
+  return f(
+    f(f(lanes[0]! + lanes[4]!) + f(lanes[2]! + lanes[6]!)) + f(f(lanes[1]! + lanes[5]!) + f(lanes[3]! + lanes[7]!)),
+  );
+}
+
 /** The dot product in 8 lanes (8 lane sums, their tree, the tail) over `D` floats of a and b. */
 function dotJs(a: Float32Array, ao: number, b: Float32Array, bo: number, D: number): number {
-  const f = Math.fround;
   const lanes = [0, 0, 0, 0, 0, 0, 0, 0];
   const d8 = D - (D % 8);
   for (let i = 0; i < d8; i += 8)
     for (let l = 0; l < 8; l++) lanes[l] = fmaF32(a[ao + i + l]!, b[bo + i + l]!, lanes[l]!);
-  const [a0, a1, a2, a3, a4, a5, a6, a7] = lanes as [number, number, number, number, number, number, number, number];
-  let s = f(f(f(a0 + a4) + f(a2 + a6)) + f(f(a1 + a5) + f(a3 + a7)));
+  let s = reduce8Js(lanes);
   for (let i = d8; i < D; i++) s = fmaF32(a[ao + i]!, b[bo + i]!, s);
   return s;
 }
@@ -443,6 +460,48 @@ const argmaxRowsJs: KernelImpl['argmaxRows'] = (values, n, out) => {
   for (let r = 0; r < out.length; r++) out[r] = argmax(values, r * n, n);
 };
 
+/** e^(x − m) with x − m floored at −87 (NaN and −∞ included), as engine/native/vocab.h's expBelowMax. */
+function expBelowMaxJs(x: number, m: number): number {
+  const t = Math.fround(x - m);
+  return expClampedJs(t > -87 ? t : -87);
+}
+
+/** engine/native/vocab.h's steps: per chunk its maximum and Σ e^(x − m) in dot8's order; the running top k. */
+const vocabPartialsJs: KernelImpl['vocabPartials'] = (logits, n, chunk, chunkMax, chunkSum, top, ids, idBase) => {
+  const f = Math.fround;
+  const rows = logits.length / n;
+  const chunks = Math.ceil(n / chunk);
+  const k = top.length / rows;
+  const lanes = new Float32Array(8);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < chunks; c++) {
+      const begin = r * n + c * chunk;
+      const len = Math.min(chunk, n - c * chunk);
+      let m = -Infinity;
+      for (let i = 0; i < len; i++) if (logits[begin + i]! > m) m = logits[begin + i]!;
+      m = f(m + 0);
+      lanes.fill(0);
+      const len8 = len - (len % 8);
+      for (let i = 0; i < len8; i++) lanes[i % 8] = f(lanes[i % 8]! + expBelowMaxJs(logits[begin + i]!, m));
+      let s = reduce8Js(lanes);
+      for (let i = len8; i < len; i++) s = f(s + expBelowMaxJs(logits[begin + i]!, m));
+      chunkMax[r * chunks + c] = m;
+      chunkSum[r * chunks + c] = s;
+      for (let i = 0; i < len && k > 0; i++) {
+        const x = logits[begin + i]!;
+        if (!(x > top[r * k + k - 1]!)) continue;
+        let at = k - 1;
+        for (; at > 0 && top[r * k + at - 1]! < x; at--) {
+          top[r * k + at] = top[r * k + at - 1]!;
+          ids[r * k + at] = ids[r * k + at - 1]!;
+        }
+        top[r * k + at] = x;
+        ids[r * k + at] = idBase + c * chunk + i;
+      }
+    }
+  }
+};
+
 /** The fallback, exported so that tests run the very code the engine uses when the addon is absent. */
 export const jsKernels: KernelImpl = {
   products: productsJs,
@@ -455,5 +514,6 @@ export const jsKernels: KernelImpl = {
   gatedGelu: gatedGeluJs,
   roundBf16: roundBf16Js,
   argmaxRows: argmaxRowsJs,
+  vocabPartials: vocabPartialsJs,
   normRope: normRopeJs,
 };

@@ -576,6 +576,46 @@ export function argmaxRows(values: Float32Array, n: number, out: Int32Array, imp
   impl.argmaxRows(values, n, out);
 }
 
+/**
+ * The head's log-softmax parts of logits [rows × n], whose column 0 is vocabulary id `idBase` (engine/head.ts combines
+ * them): per row and per chunk of `chunk` columns, the largest value (chunkMax) and Σ e^(x − max) (chunkSum), into
+ * [rows × ⌈n / chunk⌉]; and each row's k largest values and their ids, kept in top and ids [rows × k] across calls
+ * (largest first, an equal value after the lower id; start them at −∞ and −1). engine/native/vocab.h gives the steps.
+ */
+export function vocabPartials(
+  logits: Float32Array,
+  n: number,
+  chunk: number,
+  chunkMax: Float32Array,
+  chunkSum: Float32Array,
+  top: Float32Array,
+  ids: Int32Array,
+  idBase: number,
+  impl = selection().impl,
+): void {
+  for (const [name, array] of Object.entries({ logits, chunkMax, chunkSum, top }))
+    if (!(array instanceof Float32Array)) throw new TypeError(`vocabPartials: ${name} must be a Float32Array`);
+  if (!(ids instanceof Int32Array)) throw new TypeError('vocabPartials: ids must be an Int32Array');
+  dimension('vocabPartials: n', n);
+  dimension('vocabPartials: chunk', chunk);
+  if (!Number.isInteger(idBase) || idBase < 0 || idBase + n >= 2 ** 31)
+    throw new RangeError(`vocabPartials: idBase must be an integer ≥ 0 with idBase + n below 2^31, got ${idBase}`);
+  const rows = logits.length / n;
+  const chunks = Math.ceil(n / chunk);
+  if (!Number.isInteger(rows) || rows < 1 || chunkMax.length !== rows * chunks || chunkSum.length !== rows * chunks)
+    throw new RangeError('vocabPartials: logits must hold rows ≥ 1 of n floats, chunkMax and chunkSum rows·⌈n/chunk⌉');
+  if (top.length % rows !== 0 || ids.length !== top.length)
+    throw new RangeError('vocabPartials: top and ids must hold rows·k entries each');
+  const arrays = [logits, chunkMax, chunkSum, top, ids];
+  for (let a = 1; a < arrays.length; a++)
+    for (let b = 0; b < a; b++)
+      if (!disjoint(arrays[a]!, arrays[b]!))
+        throw new TypeError(
+          'vocabPartials: chunkMax, chunkSum, top and ids must not share memory with each other or logits',
+        );
+  impl.vocabPartials(logits, n, chunk, chunkMax, chunkSum, top, ids, idBase);
+}
+
 /** out[i] = the float32 value of BF16 bits w[i] (exact; NaN payloads kept). */
 export function widenBf16(w: Uint16Array, out: Float32Array, impl = selection().impl): void {
   if (!(w instanceof Uint16Array)) throw new TypeError('widenBf16: w must be a Uint16Array of BF16 bits');

@@ -2,7 +2,7 @@
 // evaluator's admission use, checked against measured peaks in test/engine/memory.test.ts.
 import os from 'node:os';
 import type { Gemma3TextConfig, LayerType } from './config.ts';
-import { BLOCK_ELEMENTS } from './head.ts';
+import { BLOCK_ELEMENTS, VOCAB_CHUNK } from './head.ts';
 import { expectedTextTensors } from './names.ts';
 import { CHUNK_ROWS } from './settings.ts';
 
@@ -39,7 +39,8 @@ export function callMemoryBytes(
   const rows = 4 * M * (10 * H + 4 * nH * D + 6 * nKV * D + 3 * I); // JS and graph tensors of one layer
   // Scores of the cache and of the chunk, joined, masked, softmax and its two parts; the masks of both layer types.
   const attention = 4 * B * nH * T * S * 7;
-  const head = 4 * BLOCK_ELEMENTS * 2; // one head block and the exp of it in head_partial
+  // One head block: BLOCK_ELEMENTS, or one vocabulary chunk wide for inspections of more rows than that holds.
+  const head = 4 * Math.max(BLOCK_ELEMENTS, tokens * VOCAB_CHUNK);
   // The products' scratch (engine/native/products.h): x once, float32, its k padded to whole blocks of 32 (AMX's BF16
   // tiles of it take half that), and per pool thread a panel of 256 k × 32 outputs and the accumulators of its rows.
   const widest = Math.ceil(Math.max(H, I, nH * D) / 32) * 32;

@@ -27,7 +27,7 @@ import {
   type GenerateSequence,
 } from './generate.ts';
 import { Graphs, graphSessionOptions } from './graphs.ts';
-import { TiedHead } from './head.ts';
+import { MAX_TOP_K, TiedHead } from './head.ts';
 import { KvCache } from './kv-cache.ts';
 import { embedTokensName, expectedTextTensors } from './names.ts';
 import type { Projector } from './projector.ts';
@@ -105,7 +105,7 @@ export class Gemma3Engine {
       pointwise: settings.device === 'cpu' ? 'kernel' : 'graph',
       precision: settings.precision,
     });
-    const head = new TiedHead(checkpoint.config, projector, graphs);
+    const head = new TiedHead(checkpoint.config, projector);
     return new Gemma3Engine(checkpoint, settings, source, graphs, projector, device, model, head);
   }
 
@@ -204,8 +204,8 @@ export class Gemma3Engine {
       if (!Number.isInteger(layer) || layer < 0 || layer >= this.config.num_hidden_layers)
         throw invalid(`layer ${layer} is outside 0…${this.config.num_hidden_layers - 1}`);
     }
-    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > this.config.vocab_size)
-      throw invalid(`topK must be an integer in 0…${this.config.vocab_size}`);
+    if (!Number.isInteger(options.topK) || options.topK < 0 || options.topK > MAX_TOP_K)
+      throw invalid(`topK must be an integer in 0…${MAX_TOP_K}`);
     for (const { ids, start, end } of requests) {
       this.checkIds(ids);
       if (!(Number.isInteger(start) && Number.isInteger(end) && 0 <= start && start < end && end <= ids.length))

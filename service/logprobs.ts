@@ -1,7 +1,13 @@
 // Log-probabilities for the OpenAI-compatible endpoints, from the engine's public methods only: a prompt's (echo)
-// from the teacher-forced `inspect`, generated tokens' from `generate`'s onLogits hook, log-softmaxed here. Both
-// paths sum in float64 over the float32 logits and round the result once to float32.
-import type { CallControl, Gemma3Engine, GenerateResult, WeightSource } from '../engine/index.ts';
+// from the teacher-forced `inspect`, generated tokens' from `generate`'s onLogits hook. Both take the engine's one
+// log-softmax (engine/head.ts, LogSoftmax): the same bits for a token whichever way it was scored.
+import {
+  LogSoftmax,
+  type CallControl,
+  type Gemma3Engine,
+  type GenerateResult,
+  type WeightSource,
+} from '../engine/index.ts';
 
 /** OpenAI's limit on `logprobs` (legacy completions) and `top_logprobs` (chat). */
 export const MAX_TOP_LOGPROBS = 20;
@@ -11,37 +17,18 @@ export type TokenLogprob = { id: number; logprob: number; top: { id: number; log
 
 /**
  * log-softmax of one position's logits: the log-probability of token `id` (default: the greedy choice, the first
- * maximum) and the top `k` (ties go to the lower id, as greedy decoding picks). The sum runs in float64 after
- * subtracting the maximum; results are rounded to float32.
+ * maximum) and the top `k` (ties go to the lower id, as greedy decoding picks), each rounded to float32.
  */
 export function logSoftmaxAt(logits: Float32Array, k: number, id?: number): TokenLogprob {
-  let max = -Infinity;
-  let argmax = 0;
-  for (let i = 0; i < logits.length; i++) {
-    if (logits[i]! > max) {
-      max = logits[i]!;
-      argmax = i;
-    }
-  }
-  id ??= argmax;
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
-  const lse = max + Math.log(sum);
-  const top: { id: number; value: number }[] = [];
-  if (k > 0) {
-    for (let i = 0; i < logits.length; i++) {
-      const value = logits[i]!;
-      if (top.length === k && value <= top[k - 1]!.value) continue;
-      let at = top.length;
-      while (at > 0 && top[at - 1]!.value < value) at--; // strict: an equal value keeps the lower id first
-      top.splice(at, 0, { id: i, value });
-      if (top.length > k) top.pop();
-    }
-  }
+  const softmax = new LogSoftmax(1, logits.length, Math.max(k, 1));
+  softmax.add(logits, 0, logits.length);
+  const lse = softmax.logSumExp(0);
+  const best = softmax.topOf(0);
+  id ??= best.ids[0] ?? 0;
   return {
     id,
     logprob: Math.fround(logits[id]! - lse),
-    top: top.map((t) => ({ id: t.id, logprob: Math.fround(t.value - lse) })),
+    top: best.ids.slice(0, k).map((t, j) => ({ id: t, logprob: Math.fround(best.values[j]! - lse) })),
   };
 }
 

@@ -415,6 +415,44 @@ napi_value ArgmaxRows(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// vocabPartials(logits, n, chunk, chunkMax, chunkSum, top, ids, idBase): rows = logits.length / n; chunkMax and
+// chunkSum hold rows · ⌈n / chunk⌉ floats, top and ids rows · k (k ≥ 0).
+napi_value VocabPartials(napi_env env, napi_callback_info info) {
+  auto fail = [&](bool range, const char* what) {
+    return throwError(env, range, (std::string("vocabPartials") + what).c_str());
+  };
+  size_t argc = 8;
+  napi_value argv[8];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 8) return fail(false, " takes 8 arguments");
+  View logits, chunkMax, chunkSum, top, ids;
+  if (!typedArray(env, argv[0], napi_float32_array, logits) || !typedArray(env, argv[3], napi_float32_array, chunkMax) ||
+      !typedArray(env, argv[4], napi_float32_array, chunkSum) || !typedArray(env, argv[5], napi_float32_array, top) ||
+      !typedArray(env, argv[6], napi_int32_array, ids))
+    return fail(false, ": logits, chunkMax, chunkSum and top must be Float32Arrays, ids an Int32Array");
+  size_t n, chunk;
+  double idBase;
+  if (!dimension(env, argv[1], n) || !dimension(env, argv[2], chunk))
+    return fail(true, ": n and chunk must be integers in [1, 2^31)");
+  if (napi_get_value_double(env, argv[7], &idBase) != napi_ok || !(idBase >= 0) || std::floor(idBase) != idBase ||
+      idBase + static_cast<double>(n) > 2147483647.0)
+    return fail(true, ": idBase must be an integer ≥ 0 with idBase + n below 2^31");
+  const size_t rows = logits.length / n, chunks = (n + chunk - 1) / chunk;
+  if (rows == 0 || logits.length != rows * n || chunkMax.length != rows * chunks || chunkSum.length != rows * chunks ||
+      top.length % rows != 0 || ids.length != top.length)
+    return fail(true, ": logits must hold rows ≥ 1 of n, chunkMax and chunkSum rows·⌈n/chunk⌉, top and ids rows·k");
+  const View* outs[] = {&chunkMax, &chunkSum, &top, &ids};
+  for (size_t a = 0; a < 4; a++) {
+    bool shared = overlaps(*outs[a], logits);
+    for (size_t b = 0; b < 4; b++) shared = shared || (a != b && overlaps(*outs[a], *outs[b]));
+    if (shared) return fail(false, ": chunkMax, chunkSum, top and ids must not share memory with each other or logits");
+  }
+  ops().vocabPartials(static_cast<const float*>(logits.data), rows, n, chunk, static_cast<float*>(chunkMax.data),
+                      static_cast<float*>(chunkSum.data), static_cast<float*>(top.data), static_cast<int32_t*>(ids.data),
+                      top.length / rows, static_cast<int32_t>(idBase));
+  return nullptr;
+}
+
 // peakRate(kind, iterations, repeats): GFLOP/s of float32 FMAs on the path's widest vectors ("fma") or of TDPBF16PS
 // ("amx", 0 where AMX is not used), every pool thread, register to register: the products' ceiling.
 napi_value PeakRate(napi_env env, napi_callback_info info) {
@@ -596,6 +634,7 @@ NAPI_MODULE_INIT() {
                    {"readBandwidth", ReadBandwidth}, {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode},
                    {"attendChunk", AttendChunk},   {"residualNorm", ResidualNorm},   {"rmsNorm", RmsNorm},
                    {"gatedGelu", GatedGelu},       {"argmaxRows", ArgmaxRows},       {"normRope", NormRope},
+                   {"vocabPartials", VocabPartials},
                    {"roundBf16", RoundBf16},       {"peakRate", PeakRate},           {"setThreads", SetThreads},
                    {"threads", Threads},           {"dispatch", Dispatch},           {"useIsa", UseIsa}};
   for (const auto& f : functions) {

@@ -44,13 +44,14 @@ namespace iwi {
 namespace IWI_PATH {
 namespace {
 #include "pointwise.h"
+#include "vocab.h"
 #include "attention.h"
 #include "products.h"
 }  // namespace
 
 const Ops& ops() {
-  static const Ops table = {IWI_PATH_NAME, products,   attendDecode, attendChunk, residualNorm, rmsNorm,       normRope,
-                            gatedGelu,     roundBf16,  argmaxRows,   widen,       readBandwidth, peakFma};
+  static const Ops table = {IWI_PATH_NAME, products,   attendDecode, attendChunk,   residualNorm, rmsNorm, normRope,
+                            gatedGelu,     roundBf16,  argmaxRows,   vocabPartials, widen,        readBandwidth, peakFma};
   return table;
 }
 

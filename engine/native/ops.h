@@ -65,6 +65,10 @@ struct Ops {
   void (*gatedGelu)(const float* gate, const float* up, float* z, size_t n);
   void (*roundBf16)(float* x, size_t count);
   void (*argmaxRows)(const float* values, size_t rows, size_t n, int32_t* out);
+  // The head's log-softmax parts of logits [rows × n] (vocab.h): chunkMax, chunkSum [rows × ⌈n / chunk⌉]; the running
+  // top k in top, ids [rows × k], column 0 being id idBase.
+  void (*vocabPartials)(const float* logits, size_t rows, size_t n, size_t chunk, float* chunkMax, float* chunkSum,
+                        float* top, int32_t* ids, size_t k, int32_t idBase);
   void (*widen)(const uint16_t* w, float* out, size_t count);
   double (*readBandwidth)(const uint8_t* data, size_t bytes, int repeats);
   // GFLOP/s of float32 FMAs on this path's widest vectors, every pool thread, register to register.

@@ -132,10 +132,12 @@ struct ScalarLanes {
   static void store(float* p, V v) { *p = v; }
   static V splat(float v) { return v; }
   static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
   static V mul(V a, V b) { return a * b; }
   static V div(V a, V b) { return a / b; }
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V clamp(V v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+  static V floorAt(V v, float lo) { return v > lo ? v : lo; }  // MAXPS's rule: NaN becomes lo
   static V floor(V v) { return std::floor(v); }
   static V scale2(V p, V k) { return p * std::ldexp(1.0f, static_cast<int>(k)); }  // exact: k integral, result normal
 };
@@ -148,10 +150,12 @@ struct Avx2Lanes {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V splat(float v) { return _mm256_set1_ps(v); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V clamp(V v, float lo, float hi) { return _mm256_min_ps(_mm256_max_ps(v, splat(lo)), splat(hi)); }
+  static V floorAt(V v, float lo) { return _mm256_max_ps(v, splat(lo)); }
   static V floor(V v) { return _mm256_floor_ps(v); }
   static V scale2(V p, V k) {
     __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
@@ -168,10 +172,12 @@ struct Avx512Lanes {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V splat(float v) { return _mm512_set1_ps(v); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V clamp(V v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, splat(lo)), splat(hi)); }
+  static V floorAt(V v, float lo) { return _mm512_max_ps(v, splat(lo)); }
   static V floor(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   static V scale2(V p, V k) { return _mm512_scalef_ps(p, k); }
 };

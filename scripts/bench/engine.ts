@@ -1,6 +1,7 @@
 // npx iwibench bench engine [--preset gemma-3-1b-shape] [--model-dir DIR] [--prompt-tokens 512] [--decode-tokens 16]
 //   [--device cpu|cuda|webgpu|ort-cpu] [--precision bf16|float32] [--rounds 1]
-// Prefill tokens/s, decode ms/token at batch 1 and 8, and the engine's peak RSS, against references measured in the
+// Prefill tokens/s, decode ms/token at batch 1 and 8, inspection of the prompt's positions (log-probabilities and top 5
+// at each), and the engine's peak RSS, against references measured in the
 // same run, right before and right after each figure (`bench machine`, in a child process, so that its buffers are
 // not in this process's peak): the read bandwidth with wide loads on all threads (the BF16 bound: BF16 weight bytes
 // per token ÷ bandwidth) and onnxruntime's float32 MatMul peak. Each figure's bound uses the mean of its two
@@ -129,12 +130,20 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`decode batch 1 and 8${of} …\n`);
     const decode1 = await bracketed(() => decode(engine, 1, flags['decode-tokens'], 3));
     const decode8 = await bracketed(() => decode(engine, 8, flags['decode-tokens'], 3));
+    process.stderr.write(`inspect ${T} positions${of} …\n`);
+    const inspect = await bracketed(() =>
+      timeMs(() => engine.inspect([{ ids: prompt, start: 0, end: T }], { layers: [], topK: 5 }), 3),
+    );
     const prefillGflops = prefillFlop / (prefill.value / 1000) / 1e9;
     const boundMs = (bytesPerToken / (mean(decode1, 'read_gb_per_s') * 1e9)) * 1000;
     const batch8BoundMs = Math.max(
       (bytesPerToken / (mean(decode8, 'read_gb_per_s') * 1e9)) * 1000,
       ((8 * 2 * params) / (mean(decode8, 'matmul_gflop_per_s') * 1e9)) * 1000,
     );
+    // Inspection is the prefill with the head at every position: the prefill's time, then the head's product at
+    // every other position at the MatMul peak (its log-softmax is the rest).
+    const inspectBoundMs =
+      prefill.value + ((2 * (T - 1) * embeddingParams) / (mean(inspect, 'matmul_gflop_per_s') * 1e9)) * 1000;
     const figures = {
       prefill: { ms: prefill.value, tokens_per_second: T / (prefill.value / 1000), gflop_per_second: prefillGflops },
       decode_ms_per_token: {
@@ -142,11 +151,13 @@ export async function main(argv: string[]): Promise<void> {
         batch_8: decode8.value,
         batch_8_tokens_per_second: (8 / decode8.value) * 1000,
       },
-      bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs },
+      inspect: { positions: T, ms: inspect.value },
+      bounds: { bf16_ms_per_token: boundMs, batch_8_ms_per_step: batch8BoundMs, inspect_ms: inspectBoundMs },
       ratios: {
         decode_batch_1_vs_bf16_bound: decode1.value / boundMs,
         decode_batch_8_vs_bound: decode8.value / batch8BoundMs,
         prefill_vs_matmul_peak: prefillGflops / mean(prefill, 'matmul_gflop_per_s'),
+        inspect_vs_bound: inspect.value / inspectBoundMs,
       },
     };
     // Before and after each figure (`bench machine`): read with the kernel's widest loads on every thread, best of
@@ -158,11 +169,13 @@ export async function main(argv: string[]): Promise<void> {
         read_gb_per_s: pair(decode8, 'read_gb_per_s'),
         matmul_gflop_per_s: pair(decode8, 'matmul_gflop_per_s'),
       },
+      inspect: { matmul_gflop_per_s: pair(inspect, 'matmul_gflop_per_s') },
     };
     const referenceMoved = {
       prefill: moved(prefill, 'matmul_gflop_per_s'),
       decode_batch_1: moved(decode1, 'read_gb_per_s'),
       decode_batch_8: Math.max(moved(decode8, 'read_gb_per_s'), moved(decode8, 'matmul_gflop_per_s')),
+      inspect: moved(inspect, 'matmul_gflop_per_s'),
     };
     return { figures, reference, referenceMoved, probe: decode1.before };
   };
@@ -202,6 +215,7 @@ export async function main(argv: string[]): Promise<void> {
       ...figures.prefill,
     },
     decode_ms_per_token: figures.decode_ms_per_token,
+    inspect: figures.inspect,
     fallback: {
       batch_1_gb_per_s: fallbackGbPerSecond,
       implied_decode_batch_1_ms: (bytesPerToken / (fallbackGbPerSecond * 1e9)) * 1000,

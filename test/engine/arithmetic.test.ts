@@ -22,6 +22,7 @@ import {
   roundBf16,
   setKernelThreads,
   useIsa,
+  vocabPartials,
   type DecodeAttentionShape,
   type KernelImpl,
   type ProductMode,
@@ -283,6 +284,56 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
       useIsa(isa);
       expect(pointwise(nativeKernels()!), isa).toEqual(expected);
     }
+  });
+  it('the head’s log-softmax parts: chunk maxima and sums, the top k carried across blocks, specials, 1–3 threads', () => {
+    // Chunks of 40 (a tail of 8 past 16-wide vectors, then of 4 past 8-wide ones), a last chunk of 27, ties across
+    // chunks and blocks, and the values the floor at −87 catches.
+    const [rows, n, chunk] = [6, 147, 40];
+    const logits = values(rows * n, 9, 6);
+    logits.set([NaN, Infinity, -Infinity, -0, 0, NaN], 2 * n + 3);
+    logits.fill(-Infinity, 3 * n, 3 * n + 60); // a chunk with no value above −∞, then one with some
+    logits.fill(NaN, 4 * n + 40, 4 * n + 80);
+    logits.fill(-0, 5 * n, 6 * n); // every value a zero: maxima of both signs, ties everywhere
+    logits[5 * n + 90] = 0;
+    logits[n + 5] = logits[n + 45] = logits[n + 130] = 1e3; // ties in three chunks, two blocks: the lower ids first
+    const chunks = (width: number) => Math.ceil(width / chunk);
+    const parts = (impl: KernelImpl, k: number) => {
+      const top = new Float32Array(rows * k).fill(-Infinity);
+      const ids = new Int32Array(rows * k).fill(-1);
+      const out: number[][] = [];
+      for (const [n0, width] of [
+        [0, 80],
+        [80, 67],
+      ] as const) {
+        const block = Float32Array.from(
+          { length: rows * width },
+          (_, i) => logits[Math.floor(i / width) * n + n0 + (i % width)]!,
+        );
+        const max = new Float32Array(rows * chunks(width)).fill(NaN);
+        const sum = new Float32Array(rows * chunks(width)).fill(NaN);
+        vocabPartials(block, width, chunk, max, sum, top, ids, 1000 + n0, impl);
+        out.push(canonical(max), canonical(sum));
+      }
+      return [...out, canonical(top), Array.from(ids)];
+    };
+    for (const k of [0, 1, 5]) {
+      const expected = parts(jsKernels, k);
+      for (const isa of paths)
+        for (const threads of [1, 2, 3]) {
+          useIsa(isa);
+          setKernelThreads(threads);
+          expect(parts(nativeKernels()!, k), `${isa} k=${k} ${threads} threads`).toEqual(expected);
+        }
+    }
+    setKernelThreads(os.availableParallelism());
+    // What the oracle itself gives: every sum within [1, chunk], the tied 1e3s in id order.
+    const top = new Float32Array(3).fill(-Infinity);
+    const ids = new Int32Array(3).fill(-1);
+    const max = new Float32Array(chunks(n));
+    const sum = new Float32Array(chunks(n));
+    vocabPartials(logits.subarray(n, 2 * n), n, chunk, max, sum, top, ids, 0, jsKernels);
+    expect(Array.from(ids)).toEqual([5, 45, 130]);
+    for (const s of sum) expect(s >= 1 && s <= chunk).toBe(true);
   });
 });
 

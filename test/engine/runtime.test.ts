@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Checkpoint } from '../../engine/checkpoint.ts';
+import { LogSoftmax } from '../../engine/head.ts';
 import { Gemma3Engine } from '../../engine/runtime.ts';
 import { resolveSettings } from '../../engine/settings.ts';
 import { kernelInfo, useIsa } from '../../engine/kernels.ts';
@@ -145,6 +146,25 @@ for (const preset of ['tiny', 'tiny-4b'] as FixturePreset[]) {
       counted.loadWeights();
       expect(new Set(read)).toEqual(new Set(expectedTextTensors(checkpoint.config).keys()));
       await counted.close();
+    });
+
+    it('inspects a position to the same bits whatever is inspected with it, and as log-softmax of its logits', async () => {
+      // 100 positions cut the vocabulary into two blocks, 6 into one: the sums run per chunk, not per block.
+      const ids = [...IDS, ...IDS, ...IDS, ...IDS, ...IDS].slice(0, 101);
+      const options = { layers: [], topK: 5 };
+      const [many] = await engine.inspect([{ ids, start: 0, end: 100 }], options);
+      const [few] = await engine.inspect([{ ids, start: 50, end: 56 }], options);
+      expect(few!.nextTokenLogprobs).toEqual(many!.nextTokenLogprobs.slice(50, 56));
+      expect(few!.topK).toEqual(many!.topK.slice(50, 56));
+      // The engine's one log-softmax (the OpenAI endpoints score generated tokens with it) on the logits of a position.
+      const V = checkpoint.config.vocab_size;
+      const logits = await engine.logits(ids);
+      const row = logits.subarray(53 * V, 54 * V);
+      const softmax = new LogSoftmax(1, V, 5);
+      softmax.add(row, 0, V);
+      const lse = softmax.logSumExp(0);
+      expect(Math.fround(row[ids[54]!]! - lse)).toBe(few!.nextTokenLogprobs[3]);
+      expect(softmax.topOf(0).ids).toEqual(few!.topK[3]!.ids);
     });
 
     it('gives the same results whatever the prefill chunk size (bitwise for generation)', async () => {
