@@ -26,20 +26,29 @@ export const PAD_ID = 0;
  */
 const built = new Map<string, Promise<PreTrainedTokenizer>>();
 
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
+
 export class Tokenizer {
   private constructor(
     readonly dir: string,
     private readonly inner: PreTrainedTokenizer,
   ) {}
 
+  /** Throws if the folder lacks a file the tokenizer needs: what `load` checks first, for a caller that wants it early. */
+  static checkFiles(dir: string): void {
+    for (const file of TOKENIZER_FILES) {
+      const where = path.join(path.resolve(dir), file);
+      if (!existsSync(where)) throw new Error(`tokenizer: ${where} is missing`);
+    }
+  }
+
   /** The tokenizer of a folder, built once per process for each content of its two files (see `built`). */
   static async load(dir: string): Promise<Tokenizer> {
+    Tokenizer.checkFiles(dir);
     const absolute = path.resolve(dir);
     const digest = createHash('sha256');
-    for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
-      const where = path.join(absolute, file);
-      if (!existsSync(where)) throw new Error(`tokenizer: ${where} is missing`);
-      const bytes = readFileSync(where);
+    for (const file of TOKENIZER_FILES) {
+      const bytes = readFileSync(path.join(absolute, file));
       digest.update(`${file} ${bytes.length}\n`).update(bytes);
     }
     const key = digest.digest('hex');

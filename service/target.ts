@@ -51,14 +51,30 @@ export class Target {
     checkDevice(options.device); // before the weights load
     await prepareDevice(options.device);
     const checkpoint = Checkpoint.open(location);
-    const tokenizer = await Tokenizer.load(checkpoint.dir);
+    // The tokenizer (~2.7 s of this thread) is built while the engine's worker thread starts (its modules and
+    // sessions: ~1.7 s of its own). A missing tokenizer file is refused before the weights are read.
+    Tokenizer.checkFiles(checkpoint.dir);
+    const tokenizing = Tokenizer.load(checkpoint.dir);
+    tokenizing.catch(() => undefined); // awaited below, after the weights load
     const store = new WeightStore(checkpoint);
     store.preload();
-    const engine = await EngineHost.start(checkpoint, store.pristineSource, {
+    const starting = EngineHost.start(checkpoint, store.pristineSource, {
       threads: options.threads,
       device: options.device,
       precision: options.precision,
     });
+    starting.catch(() => undefined);
+    let tokenizer: Tokenizer;
+    try {
+      tokenizer = await tokenizing;
+    } catch (error) {
+      await starting.then(
+        (engine) => engine.close(),
+        () => undefined,
+      );
+      throw error;
+    }
+    const engine = await starting;
     return new Target(
       checkpoint,
       tokenizer,
