@@ -1,6 +1,6 @@
 // Log-probabilities for the OpenAI-compatible endpoints, from the engine's public methods only: a prompt's (echo)
 // from the teacher-forced `inspect`, generated tokens' from `generate`'s onLogits hook. Both take the engine's one
-// log-softmax (engine/head.ts, LogSoftmax): the same bits for a token whichever way it was scored.
+// log-softmax (engine/head.ts, LogSoftmax).
 import {
   LogSoftmax,
   type CallControl,
