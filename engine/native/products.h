@@ -272,6 +272,27 @@ inline float* alignedFloats(size_t count) {
   return static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
 }
 
+// A call's work items (W blocks or groups of outputs), shared among the pool's threads a span of consecutive items at
+// a time: claimed one by one, small items (a narrow head's 16,384 blocks of 64 k) made the threads trade the counter's
+// cache line more often than their FMAs took, and interleaved their streams through W. A span is at most 64 items and
+// leaves every thread at least 16 spans to balance the end. Which thread computes an item changes no bit.
+struct WorkItems {
+  const size_t count, span;
+  const int helpers;
+  std::atomic<size_t> next{0};
+
+  explicit WorkItems(size_t count)
+      : count(count),
+        span(std::max<size_t>(1, std::min<size_t>(64, count / (16 * static_cast<size_t>(poolThreads()))))),
+        helpers(static_cast<int>(std::min<size_t>(count, static_cast<size_t>(poolThreads()))) - 1) {}
+
+  template <class F>
+  void take(F&& work) {
+    for (size_t first; (first = next.fetch_add(span, std::memory_order_relaxed)) < count;)
+      for (size_t item = first; item < first + span && item < count; item++) work(item);
+  }
+};
+
 bool products(const float* x, const Part* parts, size_t count, size_t m, size_t k, ProductMode mode) {
   const size_t kp = (k + 31) / 32 * 32;
   // x once per call: rounded to BF16 in bf16 precision (flushed in code where no MXCSR does it), k padded with zeros.
@@ -301,34 +322,32 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
   if (m <= kDirectRows) {
     size_t blocks = 0;
     for (size_t p = 0; p < count; p++) blocks += (parts[p].n + kDirectW - 1) / kDirectW;
-    std::atomic<size_t> next{0};
-    const int helpers = static_cast<int>(blocks < static_cast<size_t>(poolThreads()) ? blocks : poolThreads()) - 1;
-    parallel(helpers, [&] {
+    WorkItems items(blocks);
+    parallel(items.helpers, [&] {
       DenormalMode denormals(mode.bf16);
-      for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      items.take([&](size_t item) {
         size_t p = 0, b = item;
         while (b >= (parts[p].n + kDirectW - 1) / kDirectW) b -= (parts[p].n + kDirectW - 1) / kDirectW, p++;
         const Part& part = parts[p];
         const size_t j0 = b * kDirectW, rows = part.n - j0 < kDirectW ? part.n - j0 : kDirectW;
         directBlock(m, xs.get(), kp, part.w + j0 * k, k, rows, part.out + j0, part.n, mode.roundOutput);
-      }
+      });
     });
     return true;
   }
 #endif
   size_t groups = 0;
   for (size_t p = 0; p < count; p++) groups += (parts[p].n + kGroup - 1) / kGroup;
-  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  const int helpers = static_cast<int>(groups < static_cast<size_t>(poolThreads()) ? groups : poolThreads()) - 1;
-  parallel(helpers, [&] {
+  WorkItems items(groups);
+  parallel(items.helpers, [&] {
     DenormalMode denormals(mode.bf16);
     std::unique_ptr<float, AlignedFree> panel(alignedFloats(kChunkK * kGroup)), acc(alignedFloats(m * kGroup));
     if (!panel || !acc) {
       failed.store(true);
       return;
     }
-    for (size_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < groups;) {
+    items.take([&](size_t item) {
       size_t p = 0, g = item;
       while (g >= (parts[p].n + kGroup - 1) / kGroup) g -= (parts[p].n + kGroup - 1) / kGroup, p++;
       const Part& part = parts[p];
@@ -346,7 +365,7 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
         const float* a = acc.get() + r * kGroup;
         for (size_t j = 0; j < valid; j++) out[j] = mode.roundOutput ? roundToBf16(a[j]) : a[j];
       }
-    }
+    });
   });
   return !failed.load();
 }
