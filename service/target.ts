@@ -55,7 +55,7 @@ export class Target {
     // sessions: ~1.7 s of its own). A missing tokenizer file is refused before the weights are read.
     Tokenizer.checkFiles(checkpoint.dir);
     const tokenizing = Tokenizer.load(checkpoint.dir);
-    tokenizing.catch(() => undefined); // awaited below, after the weights load
+    tokenizing.catch(() => undefined); // awaited below: a failure before then is not an unhandled rejection
     const store = new WeightStore(checkpoint);
     store.preload();
     const starting = EngineHost.start(checkpoint, store.pristineSource, {
@@ -63,7 +63,7 @@ export class Target {
       device: options.device,
       precision: options.precision,
     });
-    starting.catch(() => undefined);
+    starting.catch(() => undefined); // likewise
     let tokenizer: Tokenizer;
     try {
       tokenizer = await tokenizing;
