@@ -1,7 +1,7 @@
 // The small onnxruntime graphs between the projections (gemma3-graph.ts builds them): RoPE tables and masks, the
 // norms, attention (a decode step's only up to its norms and RoPE: attendDecode does the rest) and the gated GELU.
-// Made once per engine, on the CPU or on the device's provider; sessions run without an
-// arena, so a call's activations go back to the system when it ends.
+// Made once per engine, on the CPU or on the device's provider; sessions run without an arena, so a call's
+// activations go back to the system when it ends.
 import * as ort from 'onnxruntime-node';
 import type { Gemma3TextConfig, LayerType } from './config.ts';
 import { DeviceProjections } from './device.ts';
