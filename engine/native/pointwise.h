@@ -108,9 +108,9 @@ void rmsNorm(const float* x, const float* scale, float* y, size_t rows, size_t H
 }
 
 // Gemma3MLP's gelu_pytorch_tanh(gate) · up, as x / (1 + e^(−2u)) · up with u = √(2/π)·(x + 0.044715·x³) (the same
-// function: 0.5·(1 + tanh u) = 1 / (1 + e^(−2u))). e^t, for t clamped to [−87, 88], is 2^k · p(r) with k = ⌊t·log₂e
-// + ½⌋, r = t − k·ln2 in two steps (ln2's first 16 bits, then the rest) and p the degree-7 Taylor polynomial of e^r
-// (|r| ≤ ln2 / 2: within float32 rounding). Every step is one IEEE operation on float32 (fma where written), the same
+// function: 0.5·(1 + tanh u) = 1 / (1 + e^(−2u))). e^t, for t clamped to [−87, 88] (a NaN stays NaN), is 2^k · p(r)
+// with k = ⌊t·log₂e + ½⌋, r = t − k·ln2 in two steps (ln2's first 16 bits, then the rest) and p the degree-7 Taylor
+// polynomial of e^r (|r| ≤ ln2 / 2: within float32 rounding). Every step is one IEEE operation on float32 (fma where written), the same
 // on every lane width, so the vector loops, their scalar tail and engine/kernels.ts's fallback agree bit for bit.
 
 // Each constant is a double rounded once to float32, as the fallback's Math.fround does.
@@ -136,10 +136,11 @@ struct ScalarLanes {
   static V mul(V a, V b) { return a * b; }
   static V div(V a, V b) { return a / b; }
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
-  static V clamp(V v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+  static V clamp(V v, float lo, float hi) { return std::min(std::max(v, lo), hi); }  // a NaN stays NaN
   static V floorAt(V v, float lo) { return v > lo ? v : lo; }  // MAXPS's rule: NaN becomes lo
   static V floor(V v) { return std::floor(v); }
-  static V scale2(V p, V k) { return p * std::ldexp(1.0f, static_cast<int>(k)); }  // exact: k integral, result normal
+  // Exact: k integral, the result normal. A NaN k (from a NaN t, p then NaN too) is not converted to an int.
+  static V scale2(V p, V k) { return k == k ? p * std::ldexp(1.0f, static_cast<int>(k)) : p; }
 };
 
 #if IWI_AVX2
@@ -154,7 +155,9 @@ struct Avx2Lanes {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V clamp(V v, float lo, float hi) { return _mm256_min_ps(_mm256_max_ps(v, splat(lo)), splat(hi)); }
+  // A NaN stays NaN, as in std::min/max and the fallback's Math.min/max: MAXPS and MINPS return their second
+  // operand where one is NaN (so does AVX-512's below).
+  static V clamp(V v, float lo, float hi) { return _mm256_min_ps(splat(hi), _mm256_max_ps(splat(lo), v)); }
   static V floorAt(V v, float lo) { return _mm256_max_ps(v, splat(lo)); }
   static V floor(V v) { return _mm256_floor_ps(v); }
   static V scale2(V p, V k) {
@@ -176,7 +179,7 @@ struct Avx512Lanes {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V clamp(V v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, splat(lo)), splat(hi)); }
+  static V clamp(V v, float lo, float hi) { return _mm512_min_ps(splat(hi), _mm512_max_ps(splat(lo), v)); }
   static V floorAt(V v, float lo) { return _mm512_max_ps(v, splat(lo)); }
   static V floor(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   static V scale2(V p, V k) { return _mm512_scalef_ps(p, k); }

@@ -55,6 +55,15 @@ function values(n: number, seed: number, decades = 24): Float32Array {
   return Float32Array.from({ length: n }, () => (random() - 0.5) * 2 ** Math.floor(random() * decades - decades / 2));
 }
 
+// Values no model should hold but a patch can cause (overflow to ±∞, then NaN), and the denormals and signed zeros
+// that flush or keep their sign: a fraction `rate` of an array's values replaced by them.
+const SPECIALS = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38];
+function sprinkle(a: Float32Array, rate: number, seed: number): Float32Array {
+  const random = seededRandom(seed);
+  for (let i = 0; i < a.length; i++) if (random() < rate) a[i] = SPECIALS[Math.floor(random() * SPECIALS.length)]!;
+  return a;
+}
+
 function productCase(m: number, widths: number[], k: number, seed: number) {
   return { x: values(m * k, seed), ws: widths.map((n, p) => f32ToBf16(values(n * k, seed * 31 + p))) };
 }
@@ -140,7 +149,7 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
   );
 
   it.each(MODES)('products (%s): infinities, NaN, denormals and signed zeros', (_, mode) => {
-    const specials = [Infinity, -Infinity, NaN, 2 ** -140, -(2 ** -149), 2 ** -126, -0, 0, 3e38, -3e38, 1, -1];
+    const specials = [...SPECIALS, 1, -1];
     const random = seededRandom(11);
     const pick = () =>
       random() < 0.04 ? specials[Math.floor(random() * specials.length)]! : (random() - 0.5) * 2 ** -62;
@@ -194,10 +203,16 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
     bf16Probabilities,
   });
 
+  // A key of 3e38s makes its scores ±∞ (the maximum then ∞, and ∞ − ∞ a NaN), a key, a value or a query of NaNs
+  // reaches some outputs and not others: every path must give each output the oracle's NaN, infinity or number.
+  const poison = (a: Float32Array, D: number, at: number, value: number) => a.fill(value, at * D, at * D + D);
+
   it.each([
-    ['full, float32', shape(0, false)],
-    ['sliding, bf16', shape(5, true)],
-  ])('attention in decode and in chunks (%s)', (_, s) => {
+    ['full, float32', shape(0, false), false],
+    ['sliding, bf16', shape(5, true), false],
+    ['full, float32, infinite scores and NaNs', shape(0, false), true],
+    ['sliding, bf16, infinite scores and NaNs', shape(5, true), true],
+  ])('attention in decode and in chunks (%s)', (_, s, specials) => {
     const D = s.headDim;
     const random = seededRandom(3);
     const floats = (n: number) => Float32Array.from({ length: n }, () => (random() - 0.5) * 4);
@@ -211,7 +226,7 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
     const R = rows.length;
     const decode = (impl: KernelImpl) => {
       const out = new Float32Array(R * s.heads * D);
-      attendDecode(floats.length ? q : q, k, v, out, rows, s, impl);
+      attendDecode(q, k, v, out, rows, s, impl);
       return canonical(out);
     };
     const q = floats(R * s.heads * D);
@@ -228,12 +243,27 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
     const ck = floats(T * s.kvHeads * D);
     const cv = floats(T * s.kvHeads * D);
     const positions = Int32Array.from({ length: T }, (_, t) => 7 + t);
+    if (specials) {
+      poison(rows[0]!.pastKey, D, 3, 3e38); // row 0, KV head 0: a cached key of 3e38s
+      poison(rows[1]!.pastValue, D, 2 * 9 - 4, NaN); // row 1, KV head 1: a cached value of NaNs
+      poison(q, D, 2 * s.heads + 1, NaN); // row 2, head 1: a query of NaNs
+      poison(past.key, D, 7 + 4, 3e38); // KV head 1: a cached key of 3e38s
+      poison(ck, D, 2 * 9, 3e38); // token 9, KV head 0: a key of 3e38s
+      poison(ck, D, 2 * 3 + 1, NaN); // token 3, KV head 1: a key of NaNs
+      poison(cq, D, 6 * s.heads + 2, NaN); // token 6, head 2: a query of NaNs
+    }
     const chunk = (impl: KernelImpl) => {
       const out = new Float32Array(T * s.heads * D);
       attendChunk(cq, ck, cv, out, past, positions, s, impl);
       return canonical(out);
     };
     const expected = [decode(jsKernels), chunk(jsKernels)];
+    if (specials)
+      for (const out of expected) {
+        const finite = out.filter((b) => (b & 0x7f800000) !== 0x7f800000).length;
+        expect(finite, 'some outputs numbers').toBeGreaterThan(0);
+        expect(finite, 'some outputs NaN or infinite').toBeLessThan(out.length);
+      }
     for (const isa of paths) {
       useIsa(isa);
       for (const threads of [1, 2]) {
@@ -244,11 +274,16 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
     setKernelThreads(os.availableParallelism());
   });
 
-  it('norms, RoPE, the gated GELU, the rounding to BF16 and the greedy choice', () => {
+  it.each([
+    ['finite values', 0],
+    ['infinities, NaN, denormals and signed zeros', 1],
+  ])('norms, RoPE, the gated GELU, the rounding to BF16 and the greedy choice (%s)', (_, specials) => {
     const H = 100;
     const rowsN = 19;
-    const h0 = values(rowsN * H, 1, 8);
-    const a = values(rowsN * H, 2, 8);
+    // Norms: a special in a few rows (one makes its row's every output NaN or zero); elementwise ops: many.
+    const h0 = sprinkle(values(rowsN * H, 1, 8), 0.004 * specials, 21);
+    const a = sprinkle(values(rowsN * H, 2, 8), 0.004 * specials, 22);
+    const gate = sprinkle(values(rowsN * H, 2, 8), 0.1 * specials, 23);
     const post = values(H, 3, 2);
     const next = values(H, 4, 2);
     const pointwise = (impl: KernelImpl) => {
@@ -257,16 +292,17 @@ describe.skipIf(nativeOff)('every path the CPU runs gives the oracle’s bits', 
       residualNorm(h, a, post, next, y, 1e-6, true, impl);
       const normed = new Float32Array(h.length);
       rmsNorm(a, post, normed, 1e-6, impl);
-      const heads = values(3 * 2 * 16, 5, 6);
+      const heads = sprinkle(values(3 * 2 * 16, 5, 6), 0.01 * specials, 24);
       const half = Float32Array.from({ length: 3 * 8 }, (_, i) => Math.cos(i));
       const sin = Float32Array.from({ length: 3 * 8 }, (_, i) => Math.sin(i));
       normRope(heads, values(16, 6, 2), half, sin, 2, 1e-6, impl);
       const z = new Float32Array(a.length);
-      gatedGelu(a, h0, z, impl);
-      const rounded = a.slice();
+      gatedGelu(gate, h0, z, impl);
+      const rounded = gate.slice();
       roundBf16(rounded, impl);
-      const logits = values(7 * 1000, 8, 6);
+      const logits = sprinkle(values(7 * 1000, 8, 6), 0.002 * specials, 25);
       logits[3 * 1000 + 17] = logits[3 * 1000 + 400] = 1e30; // ties: the first index
+      if (specials) logits.fill(NaN, 5 * 1000, 6 * 1000); // a row of NaNs
       const choice = new Int32Array(7);
       argmaxRows(logits, 1000, choice, impl);
       return [
