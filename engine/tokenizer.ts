@@ -7,12 +7,22 @@ import path from 'node:path';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import type { ChatMessage } from '../core/chat.ts';
 
-// Its CommonJS build, the same code: tsx's loader rewrites every ES module a process imports, which costs the 1.3 MB
-// ESM build ~1.2 s and ~150 MB in each process that loads a tokenizer (every evaluation process does).
 const require = createRequire(import.meta.url);
-const { AutoTokenizer, env } = require('@huggingface/transformers') as typeof import('@huggingface/transformers');
 
-env.allowRemoteModels = false; // never fetch: a missing file is an error
+/**
+ * The library, loaded by the first tokenizer a process builds: its CommonJS build (the same code; tsx's loader rewrites
+ * every ES module a process imports, which costs the 1.3 MB ESM build ~1.2 s and ~150 MB), and only then, since even
+ * that build takes ~0.9 s to load under tsx and most processes that import the engine (an evaluation process: the
+ * runner tokenizes for it) never tokenize.
+ */
+let library: typeof import('@huggingface/transformers') | undefined;
+function transformers(): typeof import('@huggingface/transformers') {
+  if (!library) {
+    library = require('@huggingface/transformers') as typeof import('@huggingface/transformers');
+    library.env.allowRemoteModels = false; // never fetch: a missing file is an error
+  }
+  return library;
+}
 
 /** Stop ids of Gemma 3 instruct decoding: `<eos>` and `<end_of_turn>` (gemma3.md §4). */
 export const STOP_IDS: readonly number[] = [1, 106];
@@ -54,7 +64,7 @@ export class Tokenizer {
     const key = digest.digest('hex');
     let inner = built.get(key);
     if (!inner) {
-      inner = AutoTokenizer.from_pretrained(absolute, { local_files_only: true });
+      inner = transformers().AutoTokenizer.from_pretrained(absolute, { local_files_only: true });
       built.set(key, inner);
       inner.catch(() => built.delete(key));
     }

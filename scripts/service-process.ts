@@ -8,7 +8,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
 import { ENGINE_PROCESS_FLAGS } from '../engine/index.ts';
-import { DEFAULT_SERVICE_URL, type ServiceEnv } from '../taskset/index.ts';
+import { DEFAULT_SERVICE_URL } from '../service/api/index.ts';
+import type { ServiceEnv } from '../taskset/index.ts';
 
 const CLI = fileURLToPath(new URL('../bin/iwibench.js', import.meta.url));
 

@@ -2,6 +2,7 @@
 //                      [--call-time-limit 120] [--revision REV] [--cache-dir HF_CACHE | --model-dir DIR]
 // Needs IWIBENCH_ADMIN_TOKEN and IWIBENCH_EDITOR_TOKEN (both set, distinct). Prints {"url", "model", "revision", …} on
 // stdout when ready (the model and revision of the checkpoint it loaded); stops on SIGINT or SIGTERM.
+import { DEFAULT_SERVICE_HOST, DEFAULT_SERVICE_PORT } from '../service/api/index.ts';
 import { startService } from '../service/server.ts';
 import { defineCommand, parseCommand } from './args.ts';
 import {
@@ -16,8 +17,8 @@ import {
 const defaults = {
   ...TARGET_FLAG_DEFAULTS,
   'output-dir': 'runs/service',
-  host: '127.0.0.1',
-  port: 8768,
+  host: DEFAULT_SERVICE_HOST,
+  port: DEFAULT_SERVICE_PORT,
   threads: 0, // 0: one per logical CPU
   'call-time-limit': 120, // seconds of running time one call may take (its own slices, not its waits)
   'log-level': 'info',

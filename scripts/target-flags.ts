@@ -14,7 +14,7 @@ import {
   type Precision,
   Tokenizer,
 } from '../engine/index.ts';
-import { AdminClient, type ServiceEnv } from '../taskset/index.ts';
+import type { ServiceEnv } from '../taskset/index.ts';
 import { readServiceEnv, serviceFromEnv, startServiceProcess } from './service-process.ts';
 import { showFetchProgress } from './download-progress.ts';
 
@@ -164,6 +164,8 @@ export async function serviceAndTarget(serviceEnv: string | undefined, flags: Ta
 }
 
 async function healthOf(service: ServiceEnv) {
+  // The taskset only here: an engine command (logits, generate, the service itself) then loads none of it, ~1.2 s.
+  const { AdminClient } = await import('../taskset/index.ts');
   try {
     return await new AdminClient(service.url, service.adminToken).health();
   } catch (error) {

@@ -1,5 +1,6 @@
 // The taskset's only way to the target: the service's HTTP API. Admin calls (episodes) and editor calls (brief,
 // turns, tools, submit) are split so that an editor handle can never reach another episode or a grading input.
+import { DEFAULT_SERVICE_URL } from '../service/api/index.ts';
 import type {
   BudgetState,
   EpisodeBrief,
@@ -15,11 +16,10 @@ import type {
 // The wire types, as the taskset's callers of this client name them: one definition each, in service/api.
 export type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeSummary, ErrorReply, SubmitReply, ToolReply };
 
-/** Where `npx iwibench service` listens unless told otherwise, and where clients look unless IWIBENCH_SERVICE_URL says. */
 /** Where a service listens and the two tokens that reach it (a `--service-env` file, the environment, or a child). */
 export type ServiceEnv = { url: string; adminToken: string; editorToken: string };
 
-export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8768';
+export { DEFAULT_SERVICE_URL };
 
 export class ServiceError extends Error {
   constructor(

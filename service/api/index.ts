@@ -17,6 +17,7 @@ import {
 } from './episodes.ts';
 import { ToolReply } from './tools.ts';
 
+export * from './address.ts';
 export * from './common.ts';
 export * from './episodes.ts';
 export * from './limits.ts';
