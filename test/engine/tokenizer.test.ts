@@ -1,6 +1,10 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Tokenizer } from '../../engine/tokenizer.ts';
-import { fixtureCheckpoint } from '../fixtures.ts';
+import { REPO_ROOT, fixtureCheckpoint } from '../fixtures.ts';
 
 let tokenizer: Tokenizer;
 beforeAll(async () => {
@@ -49,5 +53,28 @@ describe('Gemma 3 tokenizer and chat template (offline, from the checkpoint fold
 
   it('fails clearly when the files are missing', async () => {
     await expect(Tokenizer.load('/nonexistent-dir')).rejects.toThrow(/tokenizer\.json is missing/);
+  });
+});
+
+describe('the tokenizer library', () => {
+  it('is not loaded by a process that imports the engine and the evaluation code but builds no tokenizer', async () => {
+    // An evaluation process (the runner tokenizes for it): ~0.9 s of its start, every time, were this library's.
+    const module = (file: string) => JSON.stringify(pathToFileURL(path.join(REPO_ROOT, file)).href);
+    const script = `
+      import { createRequire } from 'node:module';
+      const require = createRequire(import.meta.url);
+      const loaded = () => Object.keys(require.cache).some((f) => f.includes('@huggingface/transformers'));
+      await import(${module('service/evaluate.ts')});
+      const before = loaded();
+      require('@huggingface/transformers');
+      console.log(JSON.stringify({ before, after: loaded() }));`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        cwd: REPO_ROOT,
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual({ before: false, after: true });
   });
 });
