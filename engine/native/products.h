@@ -272,6 +272,20 @@ inline float* alignedFloats(size_t count) {
   return static_cast<float*>(std::aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64));
 }
 
+// Work items of `width` outputs each over all parts, numbered one part after another: how many, and which part holds
+// item `item` (returned) and at which of its items (`item` becomes that index).
+inline size_t itemCount(const Part* parts, size_t count, size_t width) {
+  size_t items = 0;
+  for (size_t p = 0; p < count; p++) items += (parts[p].n + width - 1) / width;
+  return items;
+}
+
+inline size_t partOf(const Part* parts, size_t width, size_t& item) {
+  size_t p = 0;
+  while (item >= (parts[p].n + width - 1) / width) item -= (parts[p].n + width - 1) / width, p++;
+  return p;
+}
+
 // A call's work items (W blocks or groups of outputs), shared among the pool's threads a span of consecutive items at
 // a time: claimed one by one, small items (a narrow head's 16,384 blocks of 64 k) made the threads trade the counter's
 // cache line more often than their FMAs took, and interleaved their streams through W. A span is at most 64 items and
@@ -320,15 +334,12 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
   }
 #if IWI_AVX512
   if (m <= kDirectRows) {
-    size_t blocks = 0;
-    for (size_t p = 0; p < count; p++) blocks += (parts[p].n + kDirectW - 1) / kDirectW;
-    WorkItems items(blocks);
+    WorkItems items(itemCount(parts, count, kDirectW));
     parallel(items.helpers, [&] {
       DenormalMode denormals(mode.bf16);
       items.take([&](size_t item) {
-        size_t p = 0, b = item;
-        while (b >= (parts[p].n + kDirectW - 1) / kDirectW) b -= (parts[p].n + kDirectW - 1) / kDirectW, p++;
-        const Part& part = parts[p];
+        size_t b = item;
+        const Part& part = parts[partOf(parts, kDirectW, b)];
         const size_t j0 = b * kDirectW, rows = part.n - j0 < kDirectW ? part.n - j0 : kDirectW;
         directBlock(m, xs.get(), kp, part.w + j0 * k, k, rows, part.out + j0, part.n, mode.roundOutput);
       });
@@ -336,10 +347,8 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
     return true;
   }
 #endif
-  size_t groups = 0;
-  for (size_t p = 0; p < count; p++) groups += (parts[p].n + kGroup - 1) / kGroup;
   std::atomic<bool> failed{false};
-  WorkItems items(groups);
+  WorkItems items(itemCount(parts, count, kGroup));
   parallel(items.helpers, [&] {
     DenormalMode denormals(mode.bf16);
     std::unique_ptr<float, AlignedFree> panel(alignedFloats(kChunkK * kGroup)), acc(alignedFloats(m * kGroup));
@@ -348,9 +357,8 @@ bool products(const float* x, const Part* parts, size_t count, size_t m, size_t 
       return;
     }
     items.take([&](size_t item) {
-      size_t p = 0, g = item;
-      while (g >= (parts[p].n + kGroup - 1) / kGroup) g -= (parts[p].n + kGroup - 1) / kGroup, p++;
-      const Part& part = parts[p];
+      size_t g = item;
+      const Part& part = parts[partOf(parts, kGroup, g)];
       const size_t j0 = g * kGroup, valid = part.n - j0 < kGroup ? part.n - j0 : kGroup;
       std::memset(acc.get(), 0, m * kGroup * sizeof(float));
       for (size_t k0 = 0; k0 < kp; k0 += kChunkK) {
