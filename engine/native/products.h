@@ -86,13 +86,20 @@ struct DenormalMode {
 #if IWI_AVX512
 #include "transpose.h"
 
-// 16 rows of W (j0 …, `rows` of them) × 32 k from k0 into the panel: pair p's even and odd k of the 16 outputs.
-inline void packBlock(const uint16_t* w, size_t k, size_t rows, size_t k0, float* even, float* odd, size_t pairStride) {
+// 16 rows of W (`rows` of them; zeros past) × 32 k from k0 (zeros past k), transposed: pairs[p] holds pair p (k0 + 2p
+// and k0 + 2p + 1) of the 16 outputs, one a 32-bit lane.
+inline void blockPairs(const uint16_t* w, size_t k, size_t rows, size_t k0, __m512i pairs[16]) {
   const __mmask32 mask = k0 + 32 <= k ? 0xffffffffu : k0 >= k ? 0u : static_cast<__mmask32>((1ull << (k - k0)) - 1);
-  __m512i in[16], pairs[16];
+  __m512i in[16];
   for (size_t r = 0; r < 16; r++)
     in[r] = r < rows ? _mm512_maskz_loadu_epi16(mask, w + r * k + k0) : _mm512_setzero_si512();
   transpose16(in, pairs);
+}
+
+// 16 rows of W (j0 …, `rows` of them) × 32 k from k0 into the panel: pair p's even and odd k of the 16 outputs.
+inline void packBlock(const uint16_t* w, size_t k, size_t rows, size_t k0, float* even, float* odd, size_t pairStride) {
+  __m512i pairs[16];
+  blockPairs(w, k, rows, k0, pairs);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (size_t p = 0; p < 16; p++) {
     _mm512_storeu_si512(even + p * pairStride, _mm512_slli_epi32(pairs[p], 16));
@@ -205,12 +212,10 @@ void directBlock(size_t m, const float* xs, size_t kp, const uint16_t* w, size_t
   for (size_t r = 0; r < m; r++) acc[r] = PV::zero();
   for (size_t k0 = 0; k0 < kp; k0 += 32) {
     for (size_t r = 0; r < m; r++) e[r] = o[r] = PV::zero();
-    const __mmask32 mask = k0 + 32 <= k ? 0xffffffffu : k0 >= k ? 0u : static_cast<__mmask32>((1ull << (k - k0)) - 1);
-    __m512i in[16], pairs[16];
-    for (size_t j = 0; j < 16; j++) in[j] = j < rows ? _mm512_maskz_loadu_epi16(mask, w + j * k + k0) : _mm512_setzero_si512();
     if (k0 + 64 < k)
       for (size_t j = 0; j < rows; j++) _mm_prefetch(reinterpret_cast<const char*>(w + j * k + k0 + 64), _MM_HINT_T0);
-    transpose16(in, pairs);
+    __m512i pairs[16];
+    blockPairs(w, k, rows, k0, pairs);
     for (size_t r0 = 0; r0 < m; r0 += 4) directRowsTile<4>(m - r0, pairs, xs + r0 * kp, kp, k0, e + r0, o + r0);
     for (size_t r = 0; r < m; r++) acc[r] = PV::add(acc[r], PV::add(e[r], o[r], false), false);
   }
