@@ -110,8 +110,9 @@ void rmsNorm(const float* x, const float* scale, float* y, size_t rows, size_t H
 // Gemma3MLP's gelu_pytorch_tanh(gate) · up, as x / (1 + e^(−2u)) · up with u = √(2/π)·(x + 0.044715·x³) (the same
 // function: 0.5·(1 + tanh u) = 1 / (1 + e^(−2u))). e^t, for t clamped to [−87, 88] (a NaN stays NaN), is 2^k · p(r)
 // with k = ⌊t·log₂e + ½⌋, r = t − k·ln2 in two steps (ln2's first 16 bits, then the rest) and p the degree-7 Taylor
-// polynomial of e^r (|r| ≤ ln2 / 2: within float32 rounding). Every step is one IEEE operation on float32 (fma where written), the same
-// on every lane width, so the vector loops, their scalar tail and engine/kernels.ts's fallback agree bit for bit.
+// polynomial of e^r (|r| ≤ ln2 / 2: within float32 rounding). Every step is one IEEE operation on float32 (fma where
+// written), the same on every lane width, so the vector loops, their scalar tail and engine/kernels.ts's fallback
+// agree bit for bit.
 
 // Each constant is a double rounded once to float32, as the fallback's Math.fround does.
 struct GeluConstants {
