@@ -6,7 +6,7 @@ import { containsTerm, normalise } from './checks/normalise.ts';
 import { readData } from './data.ts';
 import { fill } from './families/define.ts';
 import { numberForms } from './families/world.ts';
-import { Rng } from './random.ts';
+import { Rng } from '../core/random.ts';
 import { FAMILY_VERSION, type Check, type Item } from './types.ts';
 
 type Op = '+' | '-' | '*';

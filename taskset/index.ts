@@ -18,7 +18,7 @@ export { runCheck, passes, checkParts, identifyLanguage, normalise, countWords }
 export { scoreEpisode, type EpisodeScore, type ItemScore, type Outputs, type RetentionCount } from './scoring.ts';
 export { eligibility, THRESHOLDS, type Eligibility } from './eligibility.ts';
 export { splitPool, PUBLIC_SHARE, type Split } from './split.ts';
-export { Rng } from './random.ts';
+export { Rng } from '../core/random.ts';
 export { gemma3Tokenizer } from './tokenizer.ts';
 export * from './types.ts';
 

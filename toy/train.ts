@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-wasm';
 import '@tensorflow/tfjs'; // registers the gradients, which tfjs-core's Node build leaves out
 import type { Gemma3TextConfig } from '../engine/index.ts';
-import { Rng } from '../taskset/index.ts';
+import { Rng } from '../core/random.ts';
 import { createWeights, disposeWeights, lossAt, type ToyWeights } from './model.ts';
 
 /** One chat: the prompt ids (chat template and generation prompt) followed by the answer ids and <end_of_turn>. */

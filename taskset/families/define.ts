@@ -3,7 +3,7 @@
 // practice from the public side, terminal items from the terminal side, each part from its own random sub-stream.
 import type { Tokenizer } from '../../engine/index.ts';
 import { readData } from '../data.ts';
-import { Rng } from '../random.ts';
+import { Rng } from '../../core/random.ts';
 import { onSide, type Split } from '../split.ts';
 import type { Check, EpisodeSpec, FamilyId, Item, Modulation, Objective, PracticeExample } from '../types.ts';
 import type { ChatMessage } from '../../core/chat.ts';

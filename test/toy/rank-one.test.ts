@@ -2,7 +2,7 @@
 // ridge solve inverts C + λI.
 import { describe, expect, it } from 'vitest';
 import { mlpKey, ridgeSolver } from '../../taskset/harness/builtin-rank-one.ts';
-import { Rng } from '../../taskset/random.ts';
+import { Rng } from '../../core/random.ts';
 
 const rng = new Rng('rank-one-test');
 const vector = (n: number) => Array.from({ length: n }, () => rng.next() * 2 - 1);

@@ -11,7 +11,7 @@ import { buildCorpus, corpusSeeds, PARAMETER_SETS_PER_FAMILY } from '../../toy/c
 import { createWeights, disposeWeights, logitsAt } from '../../toy/model.ts';
 import { TOY_TARGET_DIR, lossCsv, makeToyTarget, type ToyTargetRecord } from '../../toy/target.ts';
 import { epochBatches, useWasmBackend } from '../../toy/train.ts';
-import { Rng } from '../../taskset/random.ts';
+import { Rng } from '../../core/random.ts';
 import { FAMILY_IDS } from '../../taskset/types.ts';
 import { REPO_ROOT } from '../fixtures.ts';
 

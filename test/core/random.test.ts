@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../taskset/random.ts';
+import { Rng } from '../../core/random.ts';
 
 const draws = (rng: Rng, n: number) => Array.from({ length: n }, () => rng.nextUint32());
 

@@ -1,5 +1,6 @@
-// The one seeded random generator of the taskset: sfc32 (Chris Doty-Humphrey's Small Fast Counting generator,
-// as in PractRand), seeded from SHA-256 of a string key such as "0.2.2/local_factual_update/seed=7".
+// The project's one seeded random generator (the taskset's episodes and controls, the report's bootstrap, the toy's
+// training): sfc32 (Chris Doty-Humphrey's Small Fast Counting generator, as in PractRand), seeded from SHA-256 of a
+// string key such as "0.2.2/local_factual_update/seed=7".
 // Never Math.random: an episode must be byte-identical for the same key.
 import { createHash } from 'node:crypto';
 
