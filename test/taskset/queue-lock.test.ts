@@ -277,7 +277,12 @@ describe.concurrent('workers losing their jobs', () => {
 
       a.kill('SIGKILL'); // machine-a dies: its try's job is unlocked once its lock lapses
       await until("machine-a's dead try to be cleared by machine-b", () => !listing(out).tries.includes(onA), 30_000);
-      expect(listing(out).tries).toEqual([onB]); // machine-b's own, live
+      // What is left is machine-b's, and not nothing: its own live try. (On a machine loaded enough to make it miss
+      // its lock's renewal, machine-b abandons that try, whose folder goes once the stand-in stops, and its free slot
+      // may take machine-a's job: another try of machine-b's then stands beside or instead of it.)
+      const left = listing(out).tries;
+      expect(left.length).toBeGreaterThan(0);
+      expect(left.every((name) => hostOf(name) === 'machine-b')).toBe(true);
       writeFileSync(path.join(control, 'release'), '');
       await until('both jobs to complete', async () => (await queue.getCompletedCount()) === 2);
       expect(listing(out)).toEqual({ tries: [], attempts: [first!, second!].sort() });
