@@ -207,7 +207,8 @@ export function startWorker(options: WorkerOptions): AttemptWorker {
           // No job: `pilot clean` removed it if the try was this queue's; else it is another queue's, left to it.
           return record?.queue !== mine;
         };
-        await sweepTries(attempts, live, sweepStop.signal);
+        for (const name of await sweepTries(attempts, live, sweepStop.signal))
+          log(`cleared the try folder ${name}: it can no longer commit`);
         const waiting: { arithmetic: string; count: number }[] = [];
         for (const other of await ask(listLanes(client))) {
           if (other.lane === lane) continue;
@@ -311,7 +312,10 @@ async function processAttempt(ctx: Context, attempt: AttemptJob, lease: Lease, h
       throw new WaitingError(); // BullMQ leaves the job where requeue put it: waiting, this try not counted
     }
     if (ended?.reason === 'timeout') throw new TransientFailure(ended.message);
-    if (ended) throw ended;
+    if (ended) {
+      ctx.log(`${attempt.id}: ${ended.message}`); // an operator sees why a job ran again
+      throw ended;
+    }
     if (error instanceof EpisodeLost) {
       ctx.log(`${attempt.id}: ${error.message}: back to waiting, this try not counted`);
       await hooks.requeue();

@@ -113,6 +113,18 @@ function startChild(db: number, out: string, control: string, options: ChildOpti
 }
 
 /**
+ * Two workers' live tries kept through each other's sweeps: neither cleared the other's (a worker logs each try folder
+ * it clears), and both are still there. Unless a machine loaded enough to make a worker miss its own lock's renewal
+ * had it abandon its try (it logs that too): its job then runs again, as designed, and there is nothing to check.
+ */
+function expectLiveTriesKept(check: typeof expect, workers: Child[], tries: string[], out: string) {
+  const said = workers.map((w) => w.output()).join('\n');
+  if (said.includes("lost the job's lock")) return;
+  check(said).not.toContain('cleared the try folder');
+  check(listing(out).tries).toEqual([...tries].sort());
+}
+
+/**
  * A worker in this process (the stand-in attempt, the same lock), for a case whose subject is another worker's process:
  * it completes what that one leaves.
  */
@@ -273,13 +285,14 @@ describe.concurrent('workers losing their jobs', () => {
       expect(onA).toMatch(/-1-[0-9a-f]{8}$/);
       expect(onB).toMatch(/-1-[0-9a-f]{8}$/);
       await sleep(3500); // more than two sweep periods of machine-b's worker (1.5 s): machine-a's live try stays
-      expect(listing(out).tries).toEqual([onA, onB].sort());
+      expectLiveTriesKept(expect, [a, b], [onA, onB], out);
 
       a.kill('SIGKILL'); // machine-a dies: its try's job is unlocked once its lock lapses
       await until("machine-a's dead try to be cleared by machine-b", () => !listing(out).tries.includes(onA), 30_000);
       // What is left is machine-b's, and not nothing: its own live try. (On a machine loaded enough to make it miss
       // its lock's renewal, machine-b abandons that try, whose folder goes once the stand-in stops, and its free slot
       // may take machine-a's job: another try of machine-b's then stands beside or instead of it.)
+      expect(b.output()).toContain(`cleared the try folder ${onA}`); // by machine-b's sweep
       const left = listing(out).tries;
       expect(left.length).toBeGreaterThan(0);
       expect(left.every((name) => hostOf(name) === 'machine-b')).toBe(true);
@@ -362,7 +375,7 @@ describe.concurrent('workers losing their jobs', () => {
       expect(hostOf(onA).split('.').slice(0, -1)).toEqual(hostOf(onB).split('.').slice(0, -1));
       expect(hostOf(onA)).not.toBe(hostOf(onB));
       await sleep(3500); // more than two sweep periods (1.5 s) of each
-      expect(listing(out).tries).toEqual([onA, onB].sort());
+      expectLiveTriesKept(expect, [a, b], [onA, onB], out);
       writeFileSync(path.join(control, 'release'), '');
       await until('both jobs to complete', async () => (await queue.getCompletedCount()) === 2);
       expect(listing(out)).toEqual({ tries: [], attempts: [first!, second!].sort() });

@@ -388,7 +388,7 @@ describe('a worker', () => {
     const one = job('local_factual_update', 7);
     await enqueueAttempts(queueConnection({ queue: redis.url(4) }), [one], { retries: 0, backoffMs: 10 });
     const tries: { aborted?: number; started: number }[] = [];
-    worker(4, {
+    const running = worker(4, {
       outputDir,
       concurrency: 1,
       lockMs: 1000,
@@ -417,6 +417,9 @@ describe('a worker', () => {
     expect(tries[0]!.aborted! - taken).toBeLessThan(1500); // within a renewal period (500 ms) and some
     expect(done.returnvalue).toMatchObject({ reward: 2 }); // the second try's
     expect(completedAttempt(path.join(outputDir, 'attempts', one.id))!.reward).toBe(2);
+    expect(running.logs).toContain(
+      `${one.id}: this worker lost the job's lock (another worker may hold it now): the try is abandoned`,
+    );
     await sleep(400);
     expect(readdirSync(path.join(outputDir, 'attempts'))).toEqual([one.id]);
   });
