@@ -20,9 +20,9 @@
 namespace iwi {
 namespace {
 
-// a shared counter until none is left, so the caller never waits for a worker that has not woken yet (on a busy
-// machine it may not be scheduled for milliseconds): it waits only for workers already inside the job. Workers spin
-// briefly on the call counter (decode makes hundreds of short calls per token), then sleep.
+// A job takes its work items from a shared counter until none is left, so the caller never waits for a worker that
+// has not woken yet (on a busy machine it may not be scheduled for milliseconds): it waits only for workers already
+// inside the job.
 
 class Pool {
  public:
@@ -81,7 +81,7 @@ class Pool {
       // Spin about 50 µs for the next call before sleeping.
       auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
       while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) {
-IWI_PAUSE();
+        IWI_PAUSE();
       }
       {
         std::unique_lock<std::mutex> lock(mutex_);
