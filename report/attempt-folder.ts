@@ -8,11 +8,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SafetensorsFile } from '../engine/index.ts';
 import type { ResultsFile } from '../taskset/index.ts';
+import { TRACE_FILE, readTraceLines, type TraceLines } from './trace-file.ts';
 
 export const REPLAY_FILE = 'replay.json';
-
-/** One parsed line of trace.jsonl with its 1-based line number. */
-export type TraceEntry = { line: number; type: string; [key: string]: unknown };
 
 export type PatchView = {
   /** The patch.json read, or null when there is none. */
@@ -29,7 +27,7 @@ export type PatchView = {
 
 export type AttemptFiles = {
   dir: string;
-  trace: { file: string; entries: TraceEntry[] } | null;
+  trace: TraceLines | null;
   editorJson: Record<string, unknown> | null;
   attemptJson: Record<string, unknown> | null;
   patch: PatchView | null;
@@ -53,7 +51,7 @@ export function readAttemptFolder(resultsFile: string, results: ResultsFile): At
       return null;
     }
   };
-  const trace = readTrace(path.join(dir, 'trace.jsonl'), problems);
+  const trace = readTrace(path.join(dir, TRACE_FILE), problems);
   const brief = trace?.entries.find((e) => e.type === 'brief')?.brief;
   return {
     dir,
@@ -66,24 +64,17 @@ export function readAttemptFolder(resultsFile: string, results: ResultsFile): At
   };
 }
 
-/** Every JSON line of the trace; a line that does not parse (a run killed mid-write) is a problem, not an error. */
-function readTrace(file: string, problems: string[]): AttemptFiles['trace'] {
+/** The trace's lines; one that is not an entry (a run killed mid-write) is a problem, not an error. */
+function readTrace(file: string, problems: string[]): TraceLines | null {
   if (!existsSync(file)) return null;
-  const entries: TraceEntry[] = [];
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .forEach((text, i) => {
-      if (text.trim() === '') return;
-      try {
-        const value = JSON.parse(text);
-        if (isObject(value) && typeof value.type === 'string')
-          entries.push({ ...value, line: i + 1, type: value.type });
-        else problems.push(`trace.jsonl line ${i + 1} has no "type"`);
-      } catch {
-        problems.push(`trace.jsonl line ${i + 1} is not JSON (cut off?)`);
-      }
-    });
-  return { file, entries };
+  const trace = readTraceLines(file);
+  for (const { line, error } of trace.skipped)
+    problems.push(
+      error === undefined
+        ? `${TRACE_FILE} line ${line} has no "type"`
+        : `${TRACE_FILE} line ${line} is not JSON (cut off?)`,
+    );
+  return trace;
 }
 
 /** The patch next to the results (the pilot copies it to <attempt>/patch), else where results.json says it is. */

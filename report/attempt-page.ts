@@ -5,7 +5,8 @@
 // line each (name, outcome, budget left) and the page says so.
 import { formatSlice, resolveSlice, type SliceSpec } from '../service/weights/index.ts';
 import type { ItemResult, ResultsFile, EditorUsage } from '../taskset/index.ts';
-import type { AttemptFiles, PatchView, TraceEntry } from './attempt-folder.ts';
+import type { AttemptFiles, PatchView } from './attempt-folder.ts';
+import type { TraceEntry } from './trace-file.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './attempt-folder.ts';
 import {

@@ -59,7 +59,7 @@ export function summariseJson(value: unknown): Summary {
       return `${JSON.stringify(v.slice(0, FOLD.text))}… (${(v.length - FOLD.text).toLocaleString('en')} more characters)`;
     }
     const inner = indent + '  ';
-    const compact = JSON.stringify(v);
+    const compact = jsonLongerThan(v, 100) ? undefined : JSON.stringify(v);
     if (compact !== undefined && compact.length <= 100 && !compact.includes('\\n')) return compact; // small values stay on one line
     if (Array.isArray(v)) {
       if (v.length === 0) return '[]';
@@ -99,6 +99,36 @@ export function summariseJson(value: unknown): Summary {
       preview: preview(value, 0),
     };
   return { text, folded, preview: preview(value, 0) };
+}
+
+/**
+ * Whether `v`'s JSON is surely longer than `limit` characters, from a lower bound of its length that stops counting
+ * past the limit: the summary asks this of every nested value, and writing each one out made a large tool output's
+ * summary cost its size times its depth. A value with its own toJSON is not bounded (false).
+ */
+function jsonLongerThan(v: unknown, limit: number): boolean {
+  let length = 0;
+  // true: past the limit; false: not yet; null: not bounded
+  const add = (x: unknown): boolean | null => {
+    if (typeof x === 'string') length += x.length + 2;
+    else if (x === null || typeof x !== 'object') length += 1;
+    else if (typeof (x as { toJSON?: unknown }).toJSON === 'function') return null;
+    else if (Array.isArray(x)) {
+      length += 1 + x.length; // brackets and commas
+      for (const item of x) {
+        const passed = add(item);
+        if (passed !== false) return passed;
+      }
+    } else
+      for (const [key, item] of Object.entries(x)) {
+        if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue; // left out
+        length += key.length + 4; // quotes, colon, and a comma or a brace
+        const passed = add(item);
+        if (passed !== false) return passed;
+      }
+    return length > limit;
+  };
+  return add(v) === true;
 }
 
 /** What a folded value shows closed: one line, nested values named by their size. */

@@ -15,12 +15,14 @@ import { ATTEMPT_COLUMNS, SUMMARY_COLUMNS, attemptRows, summaryRows, type Attemp
 import {
   EFFICIENCY_COLUMNS,
   RESULTS_CSV_COLUMNS,
-  TRACE_FILE,
   findAttempts,
   tokenEfficiency,
+  traceUsage,
   type EfficiencyRow,
   type ResultsCsvRecord,
+  type TraceUsage,
 } from './token-efficiency.ts';
+import { TRACE_FILE, type TraceLines } from './trace-file.ts';
 
 export * from './attempt-folder.ts';
 export * from './attempt-page.ts';
@@ -30,6 +32,7 @@ export * from './html.ts';
 export * from './html-kit.ts';
 export * from './table.ts';
 export * from './token-efficiency.ts';
+export * from './trace-file.ts';
 
 export const META_FORMAT = 'iwibench-report-meta/1';
 
@@ -104,14 +107,14 @@ export function writeReport(options: {
   const pages = new Map([...pageFiles].map(([file, name]) => [file, `${PAGES_DIR}/${encodeURIComponent(name)}`]));
   const replays = replayRows(collected, replayOf, rows, pages);
   const editorTokens = new Map<string, number | null>();
-  const withTrace = new Set<string>();
+  const traceUsages = new Map<string, TraceUsage | Error>();
   // One attempt at a time: a trace can be large, and only its page and its editor tokens are kept.
   for (const row of rows) {
     const attempt = byFile.get(row.results_json)!;
     const folder = readAttemptFolder(attempt.file, attempt.results);
     const usage = editorUsage(folder, attempt.results);
     editorTokens.set(row.results_json, usage ? usage.input_tokens + usage.output_tokens : null);
-    if (folder.trace) withTrace.add(row.results_json);
+    if (folder.trace) traceUsages.set(row.results_json, usageOrError(folder.trace));
     const own = replays.filter((r) => r.original_results_json === row.results_json);
     const html = renderAttemptPage({
       results: attempt.results,
@@ -124,7 +127,7 @@ export function writeReport(options: {
     });
     writeFileAtomic(path.join(outputs.pages, pageFiles.get(row.results_json)!), html, false);
   }
-  const efficiency = efficiencyByEditor(rows, kept, withTrace);
+  const efficiency = efficiencyByEditor(rows, kept, traceUsages);
   writeFileAtomic(outputs.results_csv, recordsToCsv(ATTEMPT_COLUMNS, rows), false);
   writeFileAtomic(outputs.summary_csv, recordsToCsv(SUMMARY_COLUMNS, summary), false);
   writeFileAtomic(
@@ -138,6 +141,15 @@ export function writeReport(options: {
     false,
   );
   return { ...outputs, attempts: rows.length, replays: replays.length, skipped: skipped.map((s) => s.file) };
+}
+
+/** The editor's tokens as report-token-efficiency counts them, or why they cannot be (the scoreboard's note). */
+function usageOrError(trace: TraceLines): TraceUsage | Error {
+  try {
+    return traceUsage(trace);
+  } catch (error) {
+    return error as Error;
+  }
 }
 
 /** A file name for an attempt's page: its id with anything unusual replaced, made unique within the report. */
@@ -190,12 +202,12 @@ function replayRows(
 function efficiencyByEditor(
   rows: readonly AttemptRow[],
   kept: readonly LabelledAttempt[],
-  withTrace: ReadonlySet<string>,
+  traceUsages: ReadonlyMap<string, TraceUsage | Error>,
 ): ScoreboardExtras['efficiency'] {
   const editors = [...new Set(rows.map((r) => r.editor))].sort(compare);
   return editors.map((editor) => {
     const own = rows.filter((r) => r.editor === editor);
-    const missing = own.filter((r) => !withTrace.has(r.results_json)).length;
+    const missing = own.filter((r) => !traceUsages.has(r.results_json)).length;
     if (missing > 0)
       return {
         editor,
@@ -212,6 +224,7 @@ function efficiencyByEditor(
         id: a.attempt,
         results: { ...a.results, editor: { label: editor } },
         trace: path.join(path.dirname(a.file), TRACE_FILE),
+        usage: traceUsages.get(a.file), // read with the page: not read again
       }));
     let efficiency: EfficiencyRow[];
     try {

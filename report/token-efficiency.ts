@@ -4,13 +4,12 @@
 // usage), so editor tokens = input + output, and the cached and reasoning parts are shown apart, not added.
 // Target forward tokens (what the editor's tool calls ran on the target) are a different resource and are never
 // added to editor tokens.
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { ResultsFile, Usage } from '../taskset/index.ts';
 import { RESULTS_FILE, compare, readResults } from './collect.ts';
 import { mean } from './table.ts';
-
-export const TRACE_FILE = 'trace.jsonl';
+import { TRACE_FILE, readTraceLines, type TraceLines } from './trace-file.ts';
 
 /** The results.csv columns the join reads. */
 export const RESULTS_CSV_COLUMNS = [
@@ -27,8 +26,17 @@ export type ResultsCsvRecord = Record<(typeof RESULTS_CSV_COLUMNS)[number], stri
 
 export type TraceUsage = Usage & { requests: number; failed_requests: number };
 
-/** A completed attempt folder: it holds results.json, and its trace must be at `trace`. */
-export type AttemptFolder = { dir: string; id: string; results: ResultsFile; trace: string };
+/**
+ * A completed attempt folder: it holds results.json, and its trace must be at `trace`. `usage` is the trace's, or
+ * why it cannot be counted, where the caller has read the trace already (the report, for the attempt's page).
+ */
+export type AttemptFolder = {
+  dir: string;
+  id: string;
+  results: ResultsFile;
+  trace: string;
+  usage?: TraceUsage | Error;
+};
 
 export type EfficiencyRow = {
   /** "attempt", or an aggregate: "family" (one target and family) or "all" (one target, every family). */
@@ -78,6 +86,11 @@ export const EFFICIENCY_COLUMNS = [
 
 /** Sums the usage of every response in a trace; counts requests and failed requests (after the SDK's retries). */
 export function readTraceUsage(file: string): TraceUsage {
+  return traceUsage(readTraceLines(file));
+}
+
+/** readTraceUsage of a trace already read; throws at its first line that is not JSON or holds a malformed usage. */
+export function traceUsage({ file, entries, skipped }: TraceLines): TraceUsage {
   const total: TraceUsage = {
     requests: 0,
     failed_requests: 0,
@@ -86,29 +99,23 @@ export function readTraceUsage(file: string): TraceUsage {
     output_tokens: 0,
     reasoning_tokens: 0,
   };
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .forEach((text, i) => {
-      if (text.trim() === '') return;
-      let line: { type?: unknown; usage?: Record<string, unknown> };
-      try {
-        line = JSON.parse(text);
-      } catch (error) {
-        throw new Error(`${file}:${i + 1} is not JSON: ${(error as Error).message}`);
+  const torn = skipped.find((s) => s.error !== undefined);
+  for (const entry of entries) {
+    if (torn && torn.line < entry.line) break;
+    if (entry.type === 'request') total.requests++;
+    else if (entry.type === 'error') total.failed_requests++;
+    else if (entry.type === 'response') {
+      for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const) {
+        const value = (entry.usage as Record<string, unknown> | undefined)?.[key];
+        if (!Number.isInteger(value) || (value as number) < 0)
+          throw new Error(
+            `${file}:${entry.line}: response usage.${key} is ${JSON.stringify(value)}, expected a non-negative integer`,
+          );
+        total[key] += value as number;
       }
-      if (line.type === 'request') total.requests++;
-      else if (line.type === 'error') total.failed_requests++;
-      else if (line.type === 'response') {
-        for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const) {
-          const value = line.usage?.[key];
-          if (!Number.isInteger(value) || (value as number) < 0)
-            throw new Error(
-              `${file}:${i + 1}: response usage.${key} is ${JSON.stringify(value)}, expected a non-negative integer`,
-            );
-          total[key] += value as number;
-        }
-      }
-    });
+    }
+  }
+  if (torn) throw new Error(`${file}:${torn.line} is not JSON: ${torn.error}`);
   return total;
 }
 
@@ -181,9 +188,10 @@ export function tokenEfficiency(
     if (matches.length > 1) throw new Error(`${a.dir}: ${csvName} has ${matches.length} rows for ${what}`);
     const record = matches[0]!;
     used.add(record);
-    if (!existsSync(a.trace))
+    if (a.usage === undefined && !existsSync(a.trace))
       throw new Error(`attempt ${a.dir} has ${RESULTS_FILE} but no ${TRACE_FILE}: its editor tokens are unknown`);
-    const usage = readTraceUsage(a.trace);
+    const usage = a.usage ?? readTraceUsage(a.trace);
+    if (usage instanceof Error) throw usage;
     perAttempt.push(
       row(
         'attempt',

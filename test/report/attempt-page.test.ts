@@ -116,6 +116,27 @@ describe('folding and diffs', () => {
     expect(summariseJson(matrix).text).toMatch(/^\[3×20 numbers: min 1, max 60, mean 30\.5/);
   });
 
+  it('keeps a value on one line exactly when its JSON takes at most 100 characters', () => {
+    const oneLine = (v: unknown) => !summariseJson(v).text.includes('\n');
+    const keyed = (n: number) => ({ key: 'k'.repeat(n) }); // JSON: n + 10 characters
+    expect(JSON.stringify(keyed(90))).toHaveLength(100);
+    expect(oneLine({ outer: [keyed(90)] })).toBe(false); // its own JSON is longer
+    expect(oneLine(keyed(90))).toBe(true);
+    expect(oneLine(keyed(91))).toBe(false);
+    expect(oneLine(['x'.repeat(96)])).toBe(true); // 100 characters
+    expect(oneLine(['x'.repeat(97)])).toBe(false);
+    // What JSON leaves out or writes as null does not count as written: many keys, a short JSON.
+    const sparse = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`key${i}`, i === 0 ? 1 : undefined]));
+    expect(oneLine(sparse)).toBe(true);
+    expect(oneLine({ ...sparse, f: () => 1, s: Symbol('s') })).toBe(true);
+    expect(oneLine(Array.from({ length: 19 }, () => undefined))).toBe(true); // [null,…]: 96 characters
+    expect(oneLine(Array.from({ length: 20 }, () => undefined))).toBe(false); // 101
+    // A value with its own toJSON is written as that says.
+    expect(
+      oneLine({ ...Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`key${i}`, i])), toJSON: () => 'x' }),
+    ).toBe(true);
+  });
+
   it('marks the words that differ, escaped', () => {
     const d = diffWords('Alexander De Croo is <PM>', 'Bart De Wever is <PM>');
     expect(d.before).toBe('<del>Alexander</del> De <del>Croo</del> is &#60;PM&#62;');
