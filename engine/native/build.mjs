@@ -1,15 +1,30 @@
 // `npm ci` runs this (the root package's `install` script): builds the BF16 kernel addon with node-gyp into
 // native/build/. If that fails (no compiler, another OS), it prints one line and exits 0, so the install succeeds
 // and engine/kernels.ts uses its JavaScript fallback.
+//
+// An addon built from these sources for this Node (its stamp, build-stamp.mjs) is kept: the first `npx iwibench` in
+// a clone installs the project into npm's npx cache as a link, and npm runs this script again there. Rebuilding then
+// took half a minute and replaced the addon under every process that had it loaded. `npm rebuild` or `--force`
+// rebuilds whatever the stamp says (a new compiler, say).
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { STAMP_FILE, sourcesDigest } from './build-stamp.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const log = path.join(here, 'build.log');
 const addon = path.join(here, 'build/Release/iwibench_kernels.node');
+const stamp = path.join(here, STAMP_FILE);
+const digest = sourcesDigest(here);
+
+const forced = process.argv.includes('--force') || process.env.npm_command === 'rebuild';
+if (!forced && existsSync(addon) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) {
+  console.error(`iwibench: native BF16 kernel up to date (${path.relative(process.cwd(), addon)})`);
+  process.exit(0);
+}
+rmSync(stamp, { force: true });
 
 function fallback(reason) {
   console.error(`iwibench: native BF16 kernel not built (${reason}); using the JavaScript fallback`);
@@ -47,4 +62,5 @@ try {
 } catch (error) {
   fallback(`the built addon does not load: ${error.message.split('\n')[0]}`);
 }
+writeFileSync(stamp, digest);
 console.error(`iwibench: native BF16 kernel built (${path.relative(process.cwd(), addon)})`);
