@@ -289,10 +289,14 @@ describe.concurrent('workers losing their jobs', () => {
 
       a.kill('SIGKILL'); // machine-a dies: its try's job is unlocked once its lock lapses
       await until("machine-a's dead try to be cleared by machine-b", () => !listing(out).tries.includes(onA), 30_000);
+      // By machine-b's sweep, which logs the folders it cleared once it has removed them (the line may follow the
+      // removal through the pipe).
+      await until("machine-b to say it cleared machine-a's try", () =>
+        b.output().includes(`cleared the try folder ${onA}`),
+      );
       // What is left is machine-b's, and not nothing: its own live try. (On a machine loaded enough to make it miss
       // its lock's renewal, machine-b abandons that try, whose folder goes once the stand-in stops, and its free slot
       // may take machine-a's job: another try of machine-b's then stands beside or instead of it.)
-      expect(b.output()).toContain(`cleared the try folder ${onA}`); // by machine-b's sweep
       const left = listing(out).tries;
       expect(left.length).toBeGreaterThan(0);
       expect(left.every((name) => hostOf(name) === 'machine-b')).toBe(true);
