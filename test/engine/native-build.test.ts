@@ -25,7 +25,11 @@ describe.runIf(built && process.arch === 'x64')('the native addon', () => {
 
   it('is kept when the install script runs again on the same sources (npx runs it in its cache), not rebuilt', () => {
     // Checked first: a stale stamp would make the run below rebuild the addon under the suite's other processes.
-    expect(readFileSync(path.join(native, STAMP_FILE), 'utf8')).toBe(sourcesDigest(native));
+    const stamp = path.join(native, STAMP_FILE);
+    expect(
+      existsSync(stamp) && readFileSync(stamp, 'utf8'),
+      `${STAMP_FILE}, the sources the addon was built from (a build older than the stamp: node engine/native/build.mjs)`,
+    ).toBe(sourcesDigest(native));
     const before = statSync(addon);
     const again = spawnSync(process.execPath, [path.join(native, 'build.mjs')], {
       encoding: 'utf8',
