@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { SafetensorsFile } from '../engine/index.ts';
 import type { ResultsFile } from '../taskset/index.ts';
-import { TRACE_FILE, readTraceLines, type TraceLines } from './trace-file.ts';
+import { TRACE_FILE, isObject, readTraceLines, type TraceLines } from './trace-file.ts';
 
 export const REPLAY_FILE = 'replay.json';
 
@@ -187,6 +187,3 @@ export function readReplay(resultsFile: string, results: ResultsFile): Replay | 
     reward: results.score.reward,
   };
 }
-
-export const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);

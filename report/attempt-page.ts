@@ -8,7 +8,7 @@ import type { ItemResult, ResultsFile, EditorUsage } from '../taskset/index.ts';
 import type { AttemptFiles, PatchView } from './attempt-folder.ts';
 import type { TraceEntry } from './trace-file.ts';
 import type { ReplayRow } from './html.ts';
-import { isObject } from './attempt-folder.ts';
+import { isObject } from './trace-file.ts';
 import {
   TOY_CAVEAT,
   TOY_MODEL_ID,

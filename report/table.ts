@@ -1,6 +1,7 @@
 // The report's two tables: one row per attempt, and means per (target, editor, family) and per (target, editor)
 // with a 95 % bootstrap interval on the mean reward. A target is a model id at one revision. Rows are sorted, and
-// the bootstrap draws from the taskset's seeded generator, so the same results always give the same tables.
+// the bootstrap draws from the project's seeded generator (core/random.ts), so the same results always give the same
+// tables.
 import { Rng } from '../core/random.ts';
 import { compare, type LabelledAttempt } from './collect.ts';
 

@@ -5,13 +5,20 @@ import { readFileSync } from 'node:fs';
 
 export const TRACE_FILE = 'trace.jsonl';
 
+/** A JSON object (not null, not an array), as the report reads run files' values. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** One parsed line of trace.jsonl with its 1-based line number. */
 export type TraceEntry = { line: number; type: string; [key: string]: unknown };
 
 export type TraceLines = {
   file: string;
   entries: TraceEntry[];
-  /** Lines that are not entries, in order: no JSON (`error`: the parser's message; a run killed mid-write), or no "type". */
+  /**
+   * Lines that are not entries, in order: no JSON (`error`: the parser's message; a run killed mid-write), or no
+   * "type".
+   */
   skipped: { line: number; error?: string }[];
 };
 
@@ -29,8 +36,7 @@ export function readTraceLines(file: string): TraceLines {
         skipped.push({ line: i + 1, error: (error as Error).message });
         return;
       }
-      if (typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string')
-        entries.push({ ...(value as object), line: i + 1, type: (value as { type: string }).type });
+      if (isObject(value) && typeof value.type === 'string') entries.push({ ...value, line: i + 1, type: value.type });
       else skipped.push({ line: i + 1 });
     });
   return { file, entries, skipped };

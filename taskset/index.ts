@@ -46,7 +46,7 @@ export { recordedTerminal } from './replay.ts';
 export * from './queue/index.ts';
 
 // The service as a client sees it.
-export { AdminClient, DEFAULT_SERVICE_URL, type ServiceEnv } from './service-client.ts';
+export { AdminClient, type ServiceEnv } from './service-client.ts';
 
 // The editor harness: an editor's settings, its endpoint check, and what its calls cost.
 export {

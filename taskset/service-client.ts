@@ -19,8 +19,6 @@ export type { BudgetState, EpisodeBrief, EpisodeCreate, EpisodeSummary, ErrorRep
 /** Where a service listens and the two tokens that reach it (a `--service-env` file, the environment, or a child). */
 export type ServiceEnv = { url: string; adminToken: string; editorToken: string };
 
-export { DEFAULT_SERVICE_URL };
-
 export class ServiceError extends Error {
   constructor(
     readonly status: number,
