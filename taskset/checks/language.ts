@@ -3,12 +3,34 @@
 // among the candidates (the benchmark's languages plus English); under 10 letters, stop-word counts (the
 // `stopword` package's lists), ties to the detector. Bare names ("Angela Merkel.") and single words ("Au.") are
 // language-neutral: they cannot show which language a model answers in.
-import { eld } from 'eld/medium';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { deu, eng, fra, ita, jpn, nld, por, spa, swe } from 'stopword';
 import type { LanguageCode } from '../types.ts';
 
-/** Our own detector instance: eld's global instance has settings any other importer could change. */
-const detector = eld.newInstance();
+type Detector = ReturnType<(typeof import('eld/medium'))['eld']['newInstance']>;
+let detectorInstance: Detector | undefined;
+
+/**
+ * Our own detector instance (eld's global one has settings any other importer could change), made by the first check
+ * that needs it: eld's model takes ~1 s and ~190 MB to load, which a process that checks no language (`pilot
+ * enqueue`, a worker on other families) need not pay. The check is synchronous and eld is ESM-only, so the model is
+ * loaded with require (Node ≥ 20.19 loads an ES module that way).
+ */
+function detector(): Detector {
+  if (!detectorInstance) {
+    const file = fileURLToPath(import.meta.resolve('eld/medium'));
+    let module: typeof import('eld/medium');
+    try {
+      module = createRequire(import.meta.url)(file);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ERR_REQUIRE_ESM') throw error;
+      throw new Error(`the language check needs Node 20.19 or later (this is ${process.version})`, { cause: error });
+    }
+    detectorInstance = module.eld.newInstance();
+  }
+  return detectorInstance;
+}
 
 /** Every language the check can be asked about, English first. */
 export const LANGUAGES: readonly LanguageCode[] = ['en', 'fr', 'de', 'es', 'it', 'pt', 'nl', 'sv', 'ja'];
@@ -111,7 +133,7 @@ export function identifyLanguage(text: string, among: readonly LanguageCode[]): 
 
 /** Candidates eld scores, best first; ties keep the candidates' order so the result never depends on Map order. */
 function detectorRanking(text: string, candidates: readonly LanguageCode[]): [LanguageCode, number][] {
-  const scores = detector.detect(text).getScores();
+  const scores = detector().detect(text).getScores();
   return candidates
     .filter((lang) => (scores[lang] ?? 0) > 0)
     .map((lang) => [lang, scores[lang]!] as [LanguageCode, number])

@@ -1,9 +1,12 @@
 // The language rule of stack.md on a table of hand-written answers: every language of the benchmark, short and long,
 // with names, numbers and quoted spans; English answers that contain foreign names; language-neutral answers.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { identifyLanguage, LANGUAGES, passes, runCheck } from '../../../taskset/checks/index.ts';
 import { readData } from '../../../taskset/data.ts';
 import type { Check, LanguageCode } from '../../../taskset/types.ts';
+import { REPO_ROOT } from '../../fixtures.ts';
 
 const TABLE: [string, LanguageCode][] = [
   ['The capital of Canada is Ottawa.', 'en'],
@@ -104,5 +107,28 @@ describe('the language check', () => {
         expect(identifyLanguage(text, LANGUAGES).language, text).toBe(lang);
       }
     }
+  });
+});
+
+describe("eld's model", () => {
+  it('is loaded by the first check that needs it, not by importing the checks (a process that checks no language never pays for it)', async () => {
+    // A fresh process (this one's modules are shared with other files), its heap measured after a full collection:
+    // the model is some 60 MB of it.
+    const script = `
+      const heapMiB = () => (globalThis.gc(), process.memoryUsage().heapUsed / 2 ** 20);
+      const start = heapMiB();
+      const checks = await import('./taskset/checks/index.ts');
+      const imported = heapMiB();
+      const language = checks.identifyLanguage('Bien sûr ! La bonne réponse est Ottawa.', ['fr']).language;
+      console.log(JSON.stringify({ language, byImport: imported - start, byCheck: heapMiB() - imported }));`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: REPO_ROOT },
+    );
+    const heap = JSON.parse(stdout);
+    expect(heap.language).toBe('fr');
+    expect(heap.byImport).toBeLessThan(20);
+    expect(heap.byCheck).toBeGreaterThan(40);
   });
 });
