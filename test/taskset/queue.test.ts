@@ -1,15 +1,16 @@
-// The queue of attempts on a real Redis (scripts/redis-server.ts, one for the file; each case its own database),
-// workers in this process: enqueue twice gives one job per attempt, and other settings (another precision too) are
-// refused with the fields named, a bad precision before anything; status rows per family and editor; a worker takes
-// the jobs of its own arithmetic only and says why it leaves the others; a malformed job fails at once with its reason;
-// a deterministic failure is recorded and not retried, a transient one (a timeout too) is retried a bounded number of
-// times and keeps its last error, a lost episode is retried uncounted; a try whose lock is taken, or that cannot reach
-// Redis for a lock period (a network split, through a proxy), stops at once and never commits; the commit's fencing
-// step, and every way a claim can be left without its folder: a claimant cut off past its lock (its folder fenced,
-// its claim taken over), a claim's reply lost (a proxy drops it), Redis restarted between the claim and the rename; a
-// shutdown while dead tries are cleared requeues uncounted; which tries a worker clears (a cleaned job's too); a
-// finished folder is reused only for its own settings; retry, clean, pause and resume; a Redis that evicts, or does not
-// answer, is refused within the bound; TLS, an ACL user and a password; durations.
+// The queue of attempts on a real Redis (scripts/redis-server.ts, one for the file; each case its own database and
+// folder, so the cases run at once: most wait out locks; the one that restarts Redis has its own), workers in this
+// process: enqueue twice gives one job per attempt, and other settings (another precision too) are refused with the
+// fields named, a bad precision before anything; status rows per family and editor; a worker takes the jobs of its own
+// arithmetic only and says why it leaves the others; a malformed job fails at once with its reason; a deterministic
+// failure is recorded and not retried, a transient one (a timeout too) is retried a bounded number of times and keeps
+// its last error, a lost episode is retried uncounted; a try whose lock is taken, or that cannot reach Redis for a lock
+// period (a network split, through a proxy), stops at once and never commits; the commit's fencing step, and every way
+// a claim can be left without its folder: a claimant cut off past its lock (its folder fenced, its claim taken over), a
+// claim's reply lost (a proxy drops it), Redis restarted between the claim and the rename; a shutdown while dead tries
+// are cleared requeues uncounted; which tries a worker clears (a cleaned job's too); a finished folder is reused only
+// for its own settings; retry, clean, pause and resume; a Redis that evicts, or does not answer, is refused within the
+// bound; TLS, an ACL user and a password; durations.
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -73,9 +74,9 @@ afterAll(async () => {
 });
 
 /** The lane of the default arithmetic (bf16 on the CPU) on database `db`, registered as enqueue registers it. */
-function openQueue(db: number, arithmetic = SETTINGS.arithmetic): Queue {
+function openQueue(db: number, arithmetic = SETTINGS.arithmetic, server = redis): Queue {
   const lane = laneName(arithmetic);
-  const queue = new Queue(lane, { connection: queueConnection({ queue: redis.url(db) }) });
+  const queue = new Queue(lane, { connection: queueConnection({ queue: server.url(db) }) });
   void queue.client.then((c) => (c as unknown as Redis).hset(LANES_KEY, lane, arithmetic));
   queues.push(queue);
   return queue;
@@ -133,7 +134,7 @@ function complete(j: AttemptJob, dir: string, reward = 0.5): AttemptStatus {
   return status;
 }
 
-describe('pilot enqueue', () => {
+describe.concurrent('pilot enqueue', () => {
   it('adds one job per (episode, editor, repeat), its id readable with its settings hash; again adds nothing; other settings are refused, naming the fields', async () => {
     const calibration = path.join(work, 'calibration.json');
     writeFileSync(
@@ -280,7 +281,7 @@ describe('pilot enqueue', () => {
   });
 });
 
-describe('a worker', () => {
+describe.concurrent('a worker', () => {
   it('fails a malformed job at once with a clear reason, without running anything', async () => {
     const queue = openQueue(2);
     const good = job('local_factual_update', 0);
@@ -485,7 +486,7 @@ describe('a worker', () => {
   });
 });
 
-describe('lanes: a worker runs a job at the job’s arithmetic or leaves it', () => {
+describe.concurrent('lanes: a worker runs a job at the job’s arithmetic or leaves it', () => {
   it('a bf16 worker runs the bf16 jobs and says why it leaves a float32 one, which a float32 worker then runs; status counts each arithmetic', async () => {
     const db = 13;
     const connection = queueConnection({ queue: redis.url(db) });
@@ -540,15 +541,15 @@ describe('lanes: a worker runs a job at the job’s arithmetic or leaves it', ()
   });
 });
 
-describe('a claim without its folder', () => {
+describe.concurrent('a claim without its folder', () => {
   /** One job on database `db`, and what a worker needs to tell its tries apart: each run's reward is its number. */
-  async function oneJob(db: number, seed: number) {
+  async function oneJob(db: number, seed: number, server = redis) {
     const one = job('local_factual_update', seed);
-    await enqueueAttempts(queueConnection({ queue: redis.url(db) }), [one], { retries: 3, backoffMs: 10 });
+    await enqueueAttempts(queueConnection({ queue: server.url(db) }), [one], { retries: 3, backoffMs: 10 });
     const outputDir = path.join(work, `claims-${db}`);
     const state = { runs: 0, tokens: [] as string[] };
     const run: WorkerOptions['run'] = async (j, dir) => complete(j, dir, ++state.runs);
-    return { one, outputDir, state, run, queue: openQueue(db) };
+    return { one, outputDir, state, run, queue: openQueue(db, SETTINGS.arithmetic, server) };
   }
 
   /** The attempt's commit claim as Redis holds it. */
@@ -620,26 +621,34 @@ describe('a claim without its folder', () => {
   });
 
   it('Redis restarted between the claim and the rename, down past the lock: the folder goes into place and is the result, run once', async () => {
+    // A Redis of its own: the file's cases run at once, and the others' would see the restart.
+    const own = await startRedis();
     const db = 12;
-    const { one, outputDir, state, run, queue } = await oneJob(db, 62);
+    const { one, outputDir, state, run, queue } = await oneJob(db, 62, own);
     let restarts = 0;
-    const w = worker(db, {
-      outputDir,
-      concurrency: 1,
-      lockMs: 1000,
-      run,
-      afterClaim: async () => {
-        if (restarts++ === 0) await redis.restart(2500);
+    const w = worker(
+      db,
+      {
+        outputDir,
+        concurrency: 1,
+        lockMs: 1000,
+        run,
+        afterClaim: async () => {
+          if (restarts++ === 0) await own.restart(2500);
+        },
       },
-    });
+      own.url(db),
+    );
     await oneResult(queue, outputDir, one.id, 1);
     expect(state.runs).toBe(1);
     expect(await claimOf(queue, one.id)).toMatchObject({ committed: true });
     await w.stop(0);
+    await queue.close();
+    await own.stop();
   });
 });
 
-describe('pilot status', () => {
+describe.concurrent('pilot status', () => {
   it('shows each running job’s worker, start and phase (its transcript’s turn, its evaluation’s items), and a job waiting to retry with its last error', async () => {
     const db = 8;
     const queue = openQueue(db);
@@ -700,7 +709,7 @@ describe('pilot status', () => {
   });
 });
 
-describe('clearing tries', () => {
+describe.concurrent('clearing tries', () => {
   it('clears a dead try of this host and a try whose job holds no lock; leaves a locked one and another queue’s', async () => {
     const attempts = path.join(work, 'sweep', 'attempts');
     const dead = spawnSync(process.execPath, ['-e', 'process.pid']).pid!; // a pid no longer running
@@ -780,7 +789,7 @@ describe('clearing tries', () => {
   });
 });
 
-describe('durations', () => {
+describe.concurrent('durations', () => {
   it('reads 90s, 30m, 6h, 7d and bare seconds; refuses 0 and anything past Node’s timer limit, clearly', () => {
     expect(parseDuration('90s', '--x')).toBe(90_000);
     expect(parseDuration('1.5m', '--x')).toBe(90_000);
@@ -800,7 +809,7 @@ describe('durations', () => {
   });
 });
 
-describe("the commit's fencing step", () => {
+describe.concurrent("the commit's fencing step", () => {
   it('claims only while holding the lock, once; confirmed, a later claimant gets its result; unconfirmed, a claimant holding the lock may take it over; only its own try gives a claim back', async () => {
     const client = new Redis({ port: redis.port, host: '127.0.0.1', db: 6 });
     try {
@@ -843,7 +852,7 @@ describe("the commit's fencing step", () => {
   });
 });
 
-describe('the operator commands', () => {
+describe.concurrent('the operator commands', () => {
   it('retry puts failed jobs back, clean removes finished ones, pause and resume act on the queue; status shows them', async () => {
     const db = 7;
     const url = redis.url(db);
@@ -891,7 +900,7 @@ describe('the operator commands', () => {
   });
 });
 
-describe('--queue', () => {
+describe.concurrent('--queue', () => {
   it('reads host, port and database; rediss:// is TLS with its files; the password comes from the variable named', () => {
     expect(queueConnection({ queue: 'redis://10.0.0.5:6380/2' })).toEqual({
       host: '10.0.0.5',
@@ -1028,7 +1037,7 @@ describe('--queue', () => {
   });
 });
 
-describe('failure kinds', () => {
+describe.concurrent('failure kinds', () => {
   it('an unreachable service and a transient editor API error are transient; anything else is not', async () => {
     // A port nothing listens on (Redis's, once stopped, would do too; this one was free a moment ago).
     const server = createServer().listen(0, '127.0.0.1');
