@@ -10,9 +10,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv } from 'ajv';
+import { Ajv, type JSONSchemaType } from 'ajv';
 import * as ort from 'onnxruntime-node';
-import Type, { type Static } from 'typebox';
 import { writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { PROBE_MAX_STEPS, PROBE_ROWS, PROBE_SECONDS, type SpeedPoint } from './batch-limit.ts';
@@ -65,17 +64,36 @@ export function speedKey(config: Gemma3TextConfig, settings: EngineSettings): Re
   };
 }
 
-const SpeedEntrySchema = Type.Object({
-  format: Type.Literal(SPEED_CACHE_FORMAT),
-  key: Type.Record(Type.String(), Type.Unknown()),
-  curve: Type.Array(Type.Object({ rows: Type.Integer({ minimum: 1 }), tokensPerSecond: Type.Number({ minimum: 0 }) }), {
-    minItems: 1,
-  }),
+export type SpeedEntry = {
+  format: typeof SPEED_CACHE_FORMAT;
+  key: Record<string, unknown>;
+  curve: SpeedPoint[];
   /** The rows the probe was allowed (the memory's bound then). */
-  max_rows: Type.Integer({ minimum: 1 }),
-  measured_at: Type.String(),
-});
-export type SpeedEntry = Static<typeof SpeedEntrySchema>;
+  max_rows: number;
+  measured_at: string;
+};
+
+// Checked against SpeedEntry by ajv's JSONSchemaType. Not TypeBox, as the service's schemas are: this file loads in
+// every evaluation process, and TypeBox's 373 modules take ~0.5 s there under tsx's loader.
+const SpeedEntrySchema: JSONSchemaType<SpeedEntry> = {
+  type: 'object',
+  required: ['format', 'key', 'curve', 'max_rows', 'measured_at'],
+  properties: {
+    format: { type: 'string', const: SPEED_CACHE_FORMAT },
+    key: { type: 'object', required: [] },
+    curve: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['rows', 'tokensPerSecond'],
+        properties: { rows: { type: 'integer', minimum: 1 }, tokensPerSecond: { type: 'number', minimum: 0 } },
+      },
+    },
+    max_rows: { type: 'integer', minimum: 1 },
+    measured_at: { type: 'string' },
+  },
+};
 const validateEntry = new Ajv({ strict: false }).compile(SpeedEntrySchema);
 
 /**

@@ -1,10 +1,12 @@
-// The four tools' request bodies (the parameters the editor sees, and what the service validates: one object each),
-// the write and read op grammars they carry, and the reply every tool call gets. Deeper checks (a slice inside a
-// tensor, an operand's shape) are the weight store's, with error messages that say what was wrong.
-import Type, { type Static } from 'typebox';
+// The four tools' request bodies (the parameters the editor sees, and what the service validates: one object each), the
+// write and read op grammars they carry (the ops and their fields: op-fields.ts), and the reply every tool call gets.
+// Deeper checks (a slice inside a tensor, an operand's shape) are the weight store's, with error messages that say what
+// was wrong.
+import Type, { type Static, type TSchema } from 'typebox';
 import { TENSOR_KINDS } from '../../engine/index.ts';
 import { BudgetState, ChatMessage, ref } from './common.ts';
 import { LIMITS } from './limits.ts';
+import { COPY_SOURCE_FIELDS, READ_OPS, WRITE_OP_FIELDS, type ReadField, type WriteField } from './op-fields.ts';
 
 const sliceDim = Type.Union([
   Type.Null(),
@@ -28,12 +30,12 @@ const Operand = Type.Union(
 );
 
 /** copy's source. */
-export const CopySource = Type.Object(
-  { tensor: Type.String(), slice: Type.Optional(Slice) },
+const CopySource = Type.Object(
+  { tensor: Type.String(), slice: Type.Optional(Slice) } satisfies Record<(typeof COPY_SOURCE_FIELDS)[number], TSchema>,
   { description: 'copy: where to copy from', additionalProperties: false },
 );
 
-/** Every field a write op may carry besides `op`, in the order the editor sees them. */
+/** The schema of every field a write op may carry besides `op` (op-fields.ts), in the order the editor sees them. */
 const WRITE_FIELDS = {
   tensor: Type.Optional(Type.String({ description: 'the tensor to edit (name or alias from the manifest)' })),
   slice: Type.Optional(Slice),
@@ -47,24 +49,7 @@ const WRITE_FIELDS = {
   to_op_count: Type.Optional(
     Type.Integer({ minimum: 0, description: 'revert: keep the first to_op_count ops (default 0: pristine)' }),
   ),
-};
-
-/**
- * The write ops and the fields each takes besides `op`: the tool schema's `op` enum and properties, and the weight
- * store's field checks (service/weights/ops.ts, revert included), all come from this table.
- */
-export const WRITE_OP_FIELDS = {
-  replace: ['tensor', 'slice', 'values'],
-  fill: ['tensor', 'slice', 'value'],
-  scale: ['tensor', 'slice', 'factor'],
-  copy: ['tensor', 'slice', 'source'],
-  low_rank_add: ['tensor', 'slice', 'alpha', 'u', 'v'],
-  revert: ['to_op_count'],
-} as const satisfies Record<string, readonly (keyof typeof WRITE_FIELDS)[]>;
-
-/** The five edits a patch records (revert only moves the episode back along its own op log). */
-export type WriteOpName = Exclude<keyof typeof WRITE_OP_FIELDS, 'revert'>;
-export const WRITE_OPS = Object.keys(WRITE_OP_FIELDS).filter((op): op is WriteOpName => op !== 'revert');
+} satisfies Record<WriteField, TSchema>;
 
 export const WriteWeightsArgs = Type.Object(
   { op: Type.Enum(Object.keys(WRITE_OP_FIELDS) as (keyof typeof WRITE_OP_FIELDS)[]), ...WRITE_FIELDS },
@@ -91,17 +76,7 @@ const READ_FIELDS = {
   handle: Type.Optional(Type.String({ description: 'slice/summary: an array handle id instead of a tensor' })),
   slice: Type.Optional(Slice),
   as_handle: Type.Optional(Type.Boolean({ description: 'slice: return an array handle even for a small selection' })),
-};
-
-/** The read ops and the fields each takes besides `op` (schema and service/weights/reads.ts checks alike). */
-export const READ_OP_FIELDS = {
-  metadata: ['filter'],
-  slice: ['tensor', 'handle', 'slice', 'as_handle'],
-  summary: ['tensor', 'handle', 'slice'],
-} as const satisfies Record<string, readonly (keyof typeof READ_FIELDS)[]>;
-
-export type ReadOpName = keyof typeof READ_OP_FIELDS;
-export const READ_OPS = Object.keys(READ_OP_FIELDS) as ReadOpName[];
+} satisfies Record<ReadField, TSchema>;
 
 export const ReadWeightsArgs = Type.Object(
   { op: Type.Enum(READ_OPS), ...READ_FIELDS },

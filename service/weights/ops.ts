@@ -14,7 +14,7 @@
 import { IwiError } from '../../core/errors.ts';
 import { bf16Value, numel } from '../../engine/index.ts';
 import { LIMITS } from '../api/limits.ts';
-import { CopySource, WRITE_OP_FIELDS, WRITE_OPS, type WriteOpName } from '../api/tools.ts';
+import { COPY_SOURCE_FIELDS, WRITE_OP_FIELDS, WRITE_OPS, type WriteOpName } from '../api/op-fields.ts';
 import type { Manifest } from './manifest.ts';
 import { isNonFiniteBf16, roundToBf16Bits } from './rounding.ts';
 import { forEachRun, formatSlice, gather, resolveSlice, type Selection, type SliceSpec } from './slice.ts';
@@ -38,7 +38,7 @@ export type WriteResult = { tensor: string; changed: number; deltaFrobenius: num
 /** A validated op with the new BF16 bits of its selection (flattened row-major) computed, ready to commit. */
 export type WritePlan = { op: WriteOp; selection: Selection; shape: readonly number[]; bits: Uint16Array };
 
-/** The fields of an op request other than those its op takes (service/api/tools.ts) are refused. */
+/** The fields of an op request other than those its op takes (service/api/op-fields.ts) are refused. */
 function checkFields(name: keyof typeof WRITE_OP_FIELDS, r: Record<string, unknown>): void {
   const allowed = ['op', ...WRITE_OP_FIELDS[name]];
   const extra = Object.keys(r).filter((k) => !allowed.includes(k));
@@ -77,7 +77,7 @@ export function parseWriteOp(request: unknown, manifest: Manifest, operand: Oper
       const source = r.source as Record<string, unknown> | null;
       if (typeof source !== 'object' || source === null || Array.isArray(source))
         throw new IwiError('OP_INVALID', `${what('source')} must be {tensor, slice?}, got ${JSON.stringify(source)}`);
-      const sourceFields = Object.keys(CopySource.properties);
+      const sourceFields: readonly string[] = COPY_SOURCE_FIELDS;
       const sourceExtra = Object.keys(source).filter((k) => !sourceFields.includes(k));
       if (sourceExtra.length) {
         throw new IwiError(

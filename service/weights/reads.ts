@@ -3,7 +3,8 @@
 // or alias) or an array handle. An episode's weights run the read (EpisodeWeights.read in store.ts).
 import { IwiError } from '../../core/errors.ts';
 import type { HandleInfo } from './handles.ts';
-import { READ_OP_FIELDS, type ReadWeightsArgs } from '../api/tools.ts';
+import { READ_OP_FIELDS } from '../api/op-fields.ts';
+import type { ReadWeightsArgs } from '../api/tools.ts';
 import type { ManifestRow } from './manifest.ts';
 import type { Summary } from './summary.ts';
 

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,6 +213,26 @@ describe('evaluateInFreshProcess', () => {
     runner.kill('SIGKILL');
     while (isAlive(pid)) await sleep(100); // had it gone on, it would have written its outputs
     expect(existsSync(`${out}.tokens.json`) || existsSync(out)).toBe(false);
+  });
+
+  it('loads no package it does not use: a process per evaluation starts in ~0.5 s of modules, not ~0.9', async () => {
+    // The evaluation process's own file, in a process that records every module it loads (test/record-loads.mjs):
+    // without arguments it stops at its usage error, once its imports have loaded.
+    const record = path.join(work, 'loads.txt');
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--import', path.join(REPO_ROOT, 'test/record-loads.mjs'), EVALUATION_WORKER],
+      { cwd: REPO_ROOT, env: { ...process.env, IWIBENCH_RECORD_LOADS: record }, stdio: 'ignore' },
+    );
+    expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(1);
+    const loaded = readFileSync(record, 'utf8').split('\n');
+    expect(loaded).toContain(pathToFileURL(EVALUATION_WORKER).href);
+    const packages = new Set(loaded.map((url) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1]));
+    // TypeBox (the service's schemas: 373 modules, ~0.5 s under tsx), the tokenizer's library (the runner
+    // tokenizes), the editor's client, the queue's, the language detector.
+    for (const unused of ['typebox', '@huggingface/transformers', 'openai', 'bullmq', 'eld'])
+      expect(packages.has(unused), unused).toBe(false);
+    expect(packages.has('onnxruntime-node')).toBe(true); // the recording sees packages
   });
 
   it('refuses a folder holding another patch in this process too (patchSummary)', () => {
