@@ -155,7 +155,11 @@ export function drawBalanced(rng: Rng, candidates: readonly Candidate[], n: numb
     return seen.has(key) ? false : (seen.add(key), true);
   });
   const strata = new Map<string, Candidate[]>();
-  for (const c of unique) strata.set(c.stratum ?? '', [...(strata.get(c.stratum ?? '') ?? []), c]);
+  for (const c of unique) {
+    const stratum = strata.get(c.stratum ?? '');
+    if (stratum) stratum.push(c);
+    else strata.set(c.stratum ?? '', [c]);
+  }
   const queues = [...strata.entries()].map(([name, list]) =>
     spreadOverSubjects(rng.fork(`stratum=${name}`).shuffle(list)),
   );
