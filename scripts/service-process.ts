@@ -78,11 +78,7 @@ export function readServiceEnv(file: string, env: NodeJS.ProcessEnv = process.en
   const missing = ['IWIBENCH_ADMIN_TOKEN', 'IWIBENCH_EDITOR_TOKEN'].filter((k) => !merged[k]);
   if (missing.length > 0)
     throw new Error(`${file} lacks ${missing.join(', ')} (and the environment does not set them)`);
-  return {
-    url: merged.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL,
-    adminToken: merged.IWIBENCH_ADMIN_TOKEN!,
-    editorToken: merged.IWIBENCH_EDITOR_TOKEN!,
-  };
+  return serviceFromEnv(merged)!;
 }
 
 /** The service the environment names (both tokens set), at IWIBENCH_SERVICE_URL or 127.0.0.1:8768; else undefined. */

@@ -1,6 +1,5 @@
 // The taskset's only way to the target: the service's HTTP API. Admin calls (episodes) and editor calls (brief,
 // turns, tools, submit) are split so that an editor handle can never reach another episode or a grading input.
-import { DEFAULT_SERVICE_URL } from '../service/api/index.ts';
 import type {
   BudgetState,
   EpisodeBrief,
@@ -57,12 +56,6 @@ export class AdminClient {
     readonly baseUrl: string,
     private readonly token: string,
   ) {}
-
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): AdminClient {
-    const url = env.IWIBENCH_SERVICE_URL || DEFAULT_SERVICE_URL;
-    if (!env.IWIBENCH_ADMIN_TOKEN) throw new Error('IWIBENCH_ADMIN_TOKEN is not set');
-    return new AdminClient(url, env.IWIBENCH_ADMIN_TOKEN);
-  }
 
   private get headers() {
     return { authorization: `Bearer ${this.token}` };

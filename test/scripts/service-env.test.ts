@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SERVICE_URL } from '../../service/api/index.ts';
-import { AdminClient } from '../../taskset/service-client.ts';
 import { readServiceEnv, serviceFromEnv } from '../../scripts/service-process.ts';
 import { serviceAndTarget, TARGET_FLAG_DEFAULTS } from '../../scripts/target-flags.ts';
 import { startService } from '../../service/server.ts';
@@ -21,7 +20,6 @@ describe('the service a runner talks to', () => {
       'http://10.0.0.2:9000',
     );
     expect(serviceFromEnv({ IWIBENCH_ADMIN_TOKEN: 'admin' })).toBeUndefined();
-    expect(AdminClient.fromEnv({ IWIBENCH_ADMIN_TOKEN: 'admin' }).baseUrl).toBe(DEFAULT_SERVICE_URL);
   });
 
   it('reads a --service-env file, completing it from the environment, and names what neither gives', () => {
