@@ -24,10 +24,6 @@ const IDS = [
 ];
 
 /**
- * Greedy generation of a left-padded batch of two prompts (12 and 5 tokens of IDS) through the KV cache, every
- * step's logits checked against a full recomputation of the sequence so far; returns what was compared.
- */
-/**
  * The oracle's logits (test/reference), computed once per checkpoint and ids: the engine and each path below are
  * checked against the same sequences, and the oracle takes ~0.8 s for 23 tiny positions.
  */
@@ -40,6 +36,10 @@ function reference(checkpoint: Checkpoint, ids: number[]): Float32Array {
   return known.get(key)!;
 }
 
+/**
+ * Greedy generation of a left-padded batch of two prompts (12 and 5 tokens of IDS) through the KV cache, every
+ * step's logits checked against a full recomputation of the sequence so far; returns what was compared.
+ */
 async function decodeAgainstRecomputation(
   engine: Gemma3Engine,
   checkpoint: Checkpoint,
