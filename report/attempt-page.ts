@@ -7,6 +7,7 @@ import { formatSlice, resolveSlice, type SliceSpec } from '../service/weights/in
 import type { ItemResult, ResultsFile, EditorUsage } from '../taskset/index.ts';
 import type { AttemptFiles, PatchView } from './attempt-folder.ts';
 import type { TraceEntry } from './trace-file.ts';
+import { attemptUsage } from './token-efficiency.ts';
 import type { ReplayRow } from './html.ts';
 import { isObject } from './trace-file.ts';
 import {
@@ -165,7 +166,7 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
     entry.ms += Number(t.duration_ms) || 0;
     byName.set(name, entry);
   }
-  const usage = editorUsage(folder, results);
+  const usage = attemptUsage(folder.trace, results);
   const res = results.resources;
   const ej = folder.editorJson;
   const stop = String(
@@ -185,7 +186,7 @@ function resourceSection(results: ResultsFile, folder: AttemptFiles): string {
 <dt>Turns</dt><dd>${num(res?.turns)}</dd>
 <dt>Tool calls</dt><dd>${num(res?.tool_calls)}${tools.length ? ` (${tools.filter((t) => t.ok === false).length} answered with an error)` : ''}</dd>
 <dt>Target forward tokens</dt><dd>${num(res?.forward_tokens)} (run_target sequences ${num(res?.run_target_sequence_evaluations)}, inspect_target sequences ${num(res?.inspect_target_sequence_evaluations)})</dd>
-<dt>Editor tokens</dt><dd>${usage ? `${num(usage.input_tokens + usage.output_tokens)} = input ${num(usage.input_tokens)} (cached ${num(usage.cached_input_tokens)}) + output ${num(usage.output_tokens)} (reasoning ${num(usage.reasoning_tokens)}), ${num(usage.requests)} requests` : 'not recorded'}</dd>
+<dt>Editor tokens</dt><dd>${editorTokens(usage)}</dd>
 <dt>Editor wall time</dt><dd>${typeof ej?.duration_ms === 'number' ? `${num(ej.duration_ms / 1000, 1)} s` : 'not recorded'}</dd>
 <dt>Evaluation</dt><dd>pristine ${num(results.evaluation.pristine_seconds, 1)} s, patched ${num(results.evaluation.edited_seconds, 1)} s, ${num(results.evaluation.forward_tokens)} forward tokens (fresh processes, ${esc(results.evaluation.precision ?? 'float32')} precision on ${esc(results.evaluation.device ?? 'cpu')}; arithmetic ${esc(results.evaluation.arithmetic ?? 'unnamed')}${results.evaluation.kernel ? `, ${esc(results.evaluation.kernel)} path` : ''})</dd>
 </dl>
@@ -198,26 +199,13 @@ ${
 </section>`;
 }
 
-/** Editor usage from the trace's responses, else from results.json's resources, else unknown. */
-export function editorUsage(folder: AttemptFiles, results: ResultsFile): EditorUsage | null {
-  if (folder.trace) {
-    const total: EditorUsage = {
-      requests: 0,
-      input_tokens: 0,
-      cached_input_tokens: 0,
-      output_tokens: 0,
-      reasoning_tokens: 0,
-    };
-    for (const e of folder.trace.entries) {
-      if (e.type !== 'response') continue;
-      total.requests++;
-      const u = isObject(e.usage) ? e.usage : {};
-      for (const key of ['input_tokens', 'cached_input_tokens', 'output_tokens', 'reasoning_tokens'] as const)
-        total[key] += Number(u[key]) || 0;
-    }
-    return total;
-  }
-  return results.resources?.editor ?? null;
+/** The editor's tokens and requests, counted as report-token-efficiency counts them (attemptUsage). */
+function editorTokens(usage: EditorUsage | Error | null): string {
+  if (usage === null) return 'not recorded';
+  if (usage instanceof Error) return `not counted: ${esc(usage.message)}`;
+  // results.json written before failed requests were counted has no failed_requests.
+  const failed = usage.failed_requests ?? 0;
+  return `${num(usage.input_tokens + usage.output_tokens)} = input ${num(usage.input_tokens)} (cached ${num(usage.cached_input_tokens)}) + output ${num(usage.output_tokens)} (reasoning ${num(usage.reasoning_tokens)}), ${num(usage.requests)} requests${failed > 0 ? ` (${num(failed)} answered with an error)` : ''}`;
 }
 
 // -- patch ------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../core/files.ts';
 import { PACKAGE_VERSION } from '../core/version.ts';
 import { readAttemptFolder, readReplay, type Replay } from './attempt-folder.ts';
-import { editorUsage, renderAttemptPage } from './attempt-page.ts';
+import { renderAttemptPage } from './attempt-page.ts';
 import { collectResults, compare, labelAttempts, type Collected, type LabelledAttempt } from './collect.ts';
 import { csvField, readCsvRecords, recordsToCsv } from './csv.ts';
 import { renderHtml, type ReplayRow, type ReportMeta, type ScoreboardExtras } from './html.ts';
@@ -15,14 +15,14 @@ import { ATTEMPT_COLUMNS, SUMMARY_COLUMNS, attemptRows, summaryRows, type Attemp
 import {
   EFFICIENCY_COLUMNS,
   RESULTS_CSV_COLUMNS,
+  attemptUsage,
   findAttempts,
   tokenEfficiency,
-  traceUsage,
   type EfficiencyRow,
   type ResultsCsvRecord,
-  type TraceUsage,
 } from './token-efficiency.ts';
-import { TRACE_FILE, type TraceLines } from './trace-file.ts';
+import { TRACE_FILE } from './trace-file.ts';
+import type { EditorUsage } from '../taskset/index.ts';
 
 export * from './attempt-folder.ts';
 export * from './attempt-page.ts';
@@ -107,14 +107,17 @@ export function writeReport(options: {
   const pages = new Map([...pageFiles].map(([file, name]) => [file, `${PAGES_DIR}/${encodeURIComponent(name)}`]));
   const replays = replayRows(collected, replayOf, rows, pages);
   const editorTokens = new Map<string, number | null>();
-  const traceUsages = new Map<string, TraceUsage | Error>();
+  const traceUsages = new Map<string, EditorUsage | Error>();
   // One attempt at a time: a trace can be large, and only its page and its editor tokens are kept.
   for (const row of rows) {
     const attempt = byFile.get(row.results_json)!;
     const folder = readAttemptFolder(attempt.file, attempt.results);
-    const usage = editorUsage(folder, attempt.results);
-    editorTokens.set(row.results_json, usage ? usage.input_tokens + usage.output_tokens : null);
-    if (folder.trace) traceUsages.set(row.results_json, usageOrError(folder.trace));
+    const usage = attemptUsage(folder.trace, attempt.results);
+    editorTokens.set(
+      row.results_json,
+      usage && !(usage instanceof Error) ? usage.input_tokens + usage.output_tokens : null,
+    );
+    if (folder.trace) traceUsages.set(row.results_json, usage!);
     const own = replays.filter((r) => r.original_results_json === row.results_json);
     const html = renderAttemptPage({
       results: attempt.results,
@@ -141,15 +144,6 @@ export function writeReport(options: {
     false,
   );
   return { ...outputs, attempts: rows.length, replays: replays.length, skipped: skipped.map((s) => s.file) };
-}
-
-/** The editor's tokens as report-token-efficiency counts them, or why they cannot be (the scoreboard's note). */
-function usageOrError(trace: TraceLines): TraceUsage | Error {
-  try {
-    return traceUsage(trace);
-  } catch (error) {
-    return error as Error;
-  }
 }
 
 /** A file name for an attempt's page: its id with anything unusual replaced, made unique within the report. */
@@ -202,7 +196,7 @@ function replayRows(
 function efficiencyByEditor(
   rows: readonly AttemptRow[],
   kept: readonly LabelledAttempt[],
-  traceUsages: ReadonlyMap<string, TraceUsage | Error>,
+  traceUsages: ReadonlyMap<string, EditorUsage | Error>,
 ): ScoreboardExtras['efficiency'] {
   const editors = [...new Set(rows.map((r) => r.editor))].sort(compare);
   return editors.map((editor) => {

@@ -6,7 +6,7 @@
 // added to editor tokens.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { ResultsFile, Usage } from '../taskset/index.ts';
+import type { EditorUsage, ResultsFile } from '../taskset/index.ts';
 import { RESULTS_FILE, compare, readResults } from './collect.ts';
 import { mean } from './table.ts';
 import { TRACE_FILE, readTraceLines, type TraceLines } from './trace-file.ts';
@@ -24,8 +24,6 @@ export const RESULTS_CSV_COLUMNS = [
 ] as const;
 export type ResultsCsvRecord = Record<(typeof RESULTS_CSV_COLUMNS)[number], string>;
 
-export type TraceUsage = Usage & { requests: number; failed_requests: number };
-
 /**
  * A completed attempt folder: it holds results.json, and its trace must be at `trace`. `usage` is the trace's, or
  * why it cannot be counted, where the caller has read the trace already (the report, for the attempt's page).
@@ -35,7 +33,7 @@ export type AttemptFolder = {
   id: string;
   results: ResultsFile;
   trace: string;
-  usage?: TraceUsage | Error;
+  usage?: EditorUsage | Error;
 };
 
 export type EfficiencyRow = {
@@ -85,13 +83,13 @@ export const EFFICIENCY_COLUMNS = [
 ] as const satisfies readonly (keyof EfficiencyRow)[];
 
 /** Sums the usage of every response in a trace; counts requests and failed requests (after the SDK's retries). */
-export function readTraceUsage(file: string): TraceUsage {
+export function readTraceUsage(file: string): EditorUsage {
   return traceUsage(readTraceLines(file));
 }
 
 /** readTraceUsage of a trace already read; throws at its first line that is not JSON or holds a malformed usage. */
-export function traceUsage({ file, entries, skipped }: TraceLines): TraceUsage {
-  const total: TraceUsage = {
+export function traceUsage({ file, entries, skipped }: TraceLines): EditorUsage {
+  const total: EditorUsage = {
     requests: 0,
     failed_requests: 0,
     input_tokens: 0,
@@ -117,6 +115,20 @@ export function traceUsage({ file, entries, skipped }: TraceLines): TraceUsage {
   }
   if (torn) throw new Error(`${file}:${torn.line} is not JSON: ${torn.error}`);
   return total;
+}
+
+/**
+ * An attempt's editor usage, as its page, the scoreboard and this join show it: its trace's (traceUsage), or why the
+ * trace cannot be counted; with no trace, what its results.json recorded (the harness counts by the same rule), else
+ * null.
+ */
+export function attemptUsage(trace: TraceLines | null, results: ResultsFile): EditorUsage | Error | null {
+  if (!trace) return results.resources?.editor ?? null;
+  try {
+    return traceUsage(trace);
+  } catch (error) {
+    return error as Error;
+  }
 }
 
 /**
@@ -229,7 +241,7 @@ export function tokenEfficiency(
   };
 }
 
-type Part = { usage: TraceUsage; reward: number; forward: number | null };
+type Part = { usage: EditorUsage; reward: number; forward: number | null };
 
 /** Per (target, family), then per target over every family. */
 function aggregate(attempts: readonly EfficiencyRow[], editor: string): EfficiencyRow[] {

@@ -157,6 +157,7 @@ async function converse(
       const failure = editorApiFailure(error);
       if (!failure) throw error;
       trace.write({ type: 'error', turn, duration_ms: elapsed(sentAt), error: failure });
+      tally.failedRequest();
       return tally.end('editor_error', {
         error: `${failure.kind}${failure.status !== undefined ? ` ${failure.status}` : ''}: ${failure.message}`,
         failureKind: failure.kind,

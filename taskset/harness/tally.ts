@@ -5,7 +5,12 @@ import type { EditorApiFailureKind } from './client.ts';
 import { addUsage, ZERO_USAGE, type Usage } from './trace.ts';
 
 export type StopReason = 'final_reply' | 'turn_limit' | 'budget' | 'editor_error';
-export type EditorUsage = Usage & { requests: number };
+/**
+ * The editor API's part of an attempt, counted as report-token-efficiency counts a trace: `requests` sent (each trace
+ * line `request`), `failed_requests` among them answered with an error after the SDK's retries (each line `error`),
+ * and the tokens of the responses.
+ */
+export type EditorUsage = Usage & { requests: number; failed_requests: number };
 
 /** How the editor's part ended, before the submit. */
 export type Ending = {
@@ -32,7 +37,7 @@ export class Tally {
   toolCalls = 0;
   toolErrors = 0;
   refusedCalls: Record<string, number> = {};
-  usage: EditorUsage = { ...ZERO_USAGE, requests: 0 };
+  usage: EditorUsage = { ...ZERO_USAGE, requests: 0, failed_requests: 0 };
 
   /** A turn the service counted; returns its number (from 1). */
   turn(): number {
@@ -54,9 +59,18 @@ export class Tally {
     this.refusedCalls[tool] = (this.refusedCalls[tool] ?? 0) + 1;
   }
 
-  /** One request to the editor's API and the usage it reported. */
+  /** One request to the editor's API, answered, and the usage it reported. */
   request(usage: Usage): void {
-    this.usage = { ...addUsage(this.usage, usage), requests: this.usage.requests + 1 };
+    this.usage = { ...this.usage, ...addUsage(this.usage, usage), requests: this.usage.requests + 1 };
+  }
+
+  /** One request to the editor's API answered with an error (after the SDK's retries). */
+  failedRequest(): void {
+    this.usage = {
+      ...this.usage,
+      requests: this.usage.requests + 1,
+      failed_requests: this.usage.failed_requests + 1,
+    };
   }
 
   end(stopReason: StopReason, extra: Pick<Ending, 'finalReply' | 'error' | 'failureKind'> = {}): Ending {

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { writeSafetensors } from '../../engine/index.ts';
 import { readAttemptFolder } from '../../report/attempt-folder.ts';
 import { renderAttemptPage } from '../../report/attempt-page.ts';
+import { readTraceUsage } from '../../report/token-efficiency.ts';
 import { diffWords, summariseJson } from '../../report/html-kit.ts';
 import { GRID, OBJECTIVE, resultsFile, tempDir, writeTrace } from './fixtures.ts';
 
@@ -60,6 +61,8 @@ describe('attempt page from incomplete folders', () => {
     appendFileSync(path.join(dir, 'trace.jsonl'), '{"type":"tool","turn":2,"na');
     const html = render(dir);
     expect(html).toMatch(/trace\.jsonl line \d+ is not JSON \(cut off\?\)/);
+    // Its editor tokens are not counted, as report-token-efficiency would not count them.
+    expect(html).toMatch(/<dt>Editor tokens<\/dt><dd>not counted: .*trace\.jsonl:\d+ is not JSON/);
     expect(html).toContain(`<dd class="objective">${OBJECTIVE.replace('<', '&#60;').replace('>', '&#62;')}</dd>`);
     expect(html).toContain('u [64 × 3] = 192 numbers');
     expect(html).toContain('rank 3');
@@ -72,6 +75,24 @@ describe('attempt page from incomplete folders', () => {
 });
 
 describe('attempt page resources', () => {
+  it("counts the editor's requests and tokens as report-token-efficiency does, a failed request included", () => {
+    const dir = path.join(tempDir('page'), 'failed-request');
+    mkdirSync(dir);
+    const usage = { input_tokens: 1200, cached_input_tokens: 200, output_tokens: 50, reasoning_tokens: 7 };
+    writeTrace(dir, [usage, usage, 'error']);
+    expect(readTraceUsage(path.join(dir, 'trace.jsonl'))).toEqual({
+      input_tokens: 2400,
+      cached_input_tokens: 400,
+      output_tokens: 100,
+      reasoning_tokens: 14,
+      requests: 3,
+      failed_requests: 1,
+    });
+    expect(render(dir)).toContain(
+      '<dt>Editor tokens</dt><dd>2,500 = input 2,400 (cached 400) + output 100 (reasoning 14), 3 requests (1 answered with an error)</dd>',
+    );
+  });
+
   it('counts the calls a budget refused per tool, apart from other errors', () => {
     const dir = path.join(tempDir('page'), 'refused');
     mkdirSync(dir);

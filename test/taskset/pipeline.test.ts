@@ -209,6 +209,7 @@ describe('the pipeline on a tiny random target', () => {
     const one = JSON.parse(readFileSync(path.join(work, 'pilot', 'attempts', attempts[0]!, 'results.json'), 'utf8'));
     expect(one.resources.editor).toEqual({
       requests: 2,
+      failed_requests: 0,
       input_tokens: 2 * USAGE.input,
       cached_input_tokens: 2 * USAGE.cached,
       output_tokens: 2 * USAGE.output,

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTraceUsage } from '../../../report/token-efficiency.ts';
 import { TOOL_DEFINITIONS } from '../../../service/tools/schemas.ts';
 import { resolveEditorConfig, runEditor, type EditorOptions } from '../../../taskset/harness/index.ts';
 import { SERVICE_TOOLSET, defineToolset } from '../../../taskset/taskset.ts';
@@ -39,6 +40,7 @@ function totals(replies: FakeReply[]) {
     output_tokens: sum('output'),
     reasoning_tokens: sum('reasoning'),
     requests: used.length,
+    failed_requests: 0,
   };
 }
 
@@ -308,11 +310,12 @@ describe('how an episode ends', () => {
   });
 
   it('ends with editor_error when the API fails after the retries, and still submits the current patch', async () => {
+    const answered: FakeReply = {
+      calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [2], value: 1 })],
+      usage: usage(100, 0, 10, 0),
+    };
     api.script([
-      {
-        calls: [call('write_weights', { op: 'fill', tensor: DOWN, slice: [2], value: 1 })],
-        usage: usage(100, 0, 10, 0),
-      },
+      answered,
       { status: 500, message: 'upstream exploded' },
       { status: 500, message: 'upstream exploded again' },
     ]);
@@ -330,6 +333,9 @@ describe('how an episode ends', () => {
     expect(result.submitted.patch.ops).toBe(1);
     expect(readTrace(dir).find((l) => l.type === 'error').error).toMatchObject({ kind: 'server', status: 500 });
     expect(readSummary(dir)).toMatchObject({ stop_reason: 'editor_error', error: result.error });
+    // The failed request is counted, and as report-token-efficiency counts the trace.
+    expect(result.usage).toEqual({ ...totals([answered]), requests: 2, failed_requests: 1 });
+    expect(readTraceUsage(path.join(dir, 'trace.jsonl'))).toEqual(result.usage);
   });
 });
 
