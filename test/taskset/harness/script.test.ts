@@ -57,6 +57,7 @@ describe('script:FILE.json', () => {
       output_tokens: 0,
       reasoning_tokens: 0,
       requests: 3,
+      failed_requests: 0,
     });
     expect(result.submitted.patch.ops).toBe(1);
     expect((await service.admin.episode(editor.episodeId)).budget.used).toMatchObject({ turns: 3, tool_calls: 2 });
