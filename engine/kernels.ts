@@ -4,7 +4,7 @@
 // (engine/native/arithmetic.h), so a result depends on neither the machine, the path, the batch nor the threads. The
 // addon chooses its path once at load, from what the CPU has (its dispatch record, kernelInfo()); IWIBENCH_ISA
 // chooses a lower one. This file chooses the implementation and checks every call's arguments.
-import { existsSync } from 'node:fs';
+import { existsSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,6 +41,7 @@ type NativeAddon = KernelImpl & {
   setThreads(threads: number): void;
   threads(): number;
   adviseHugePages(view: ArrayBufferView): number;
+  readFileInto(fd: number, position: number, bytes: Uint8Array): number;
 };
 
 /**
@@ -634,6 +635,28 @@ export function adviseHugePages(view: ArrayBufferView): number {
   if (!ArrayBuffer.isView(view) || view instanceof DataView)
     throw new TypeError('adviseHugePages: view must be a typed array');
   return selection().addon?.adviseHugePages(view) ?? 0;
+}
+
+/**
+ * Reads `bytes.length` bytes of the open file `fd` from `position` into `bytes`, on the pool's threads where the
+ * addon is loaded (a tensor's copy and its fresh memory's page faults on every core: a 1B engine's load 3.0–3.2 s
+ * instead of 4.3–5.7 on a 2-vCPU VM, docs/benchmarks.md), else with readSync. Returns the bytes read, fewer than asked
+ * only where the file ends first. Bytes are bytes: nothing computed depends on which read them.
+ */
+export function readFileInto(fd: number, position: number, bytes: Uint8Array): number {
+  if (!Number.isInteger(fd) || fd < 0) throw new TypeError('readFileInto: fd must be an open file descriptor');
+  if (!Number.isSafeInteger(position) || position < 0)
+    throw new RangeError('readFileInto: position must be a non-negative safe integer');
+  if (!(bytes instanceof Uint8Array)) throw new TypeError('readFileInto: bytes must be a Uint8Array');
+  const addon = selection().addon;
+  if (addon) return addon.readFileInto(fd, position, bytes);
+  let done = 0;
+  while (done < bytes.length) {
+    const n = readSync(fd, bytes, done, bytes.length - done, position + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
 }
 
 /** Read bandwidth in GB/s: the best of `repeats` passes over `buffer` (≥ 1 MiB) with wide loads on every pool thread. */

@@ -5,6 +5,10 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../core/files.ts';
+import { readFileInto } from './kernels.ts';
+
+/** Tensors from this size up are read on every core (kernels.ts `readFileInto`): a 1B layer's MLP weights, 16 MB. */
+const PARALLEL_READ_BYTES = 4 << 20;
 
 export type DType = 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'U8';
 export const DTYPE_BYTES: Record<DType, number> = { F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, U8: 1 };
@@ -86,7 +90,9 @@ export class SafetensorsFile {
         `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`,
         name,
       );
+    // A large tensor on every core (kernels.ts); a small one here, where starting the pool would cost more.
     let done = 0;
+    if (buffer.length >= PARALLEL_READ_BYTES) done = readFileInto(this.fd, info.offset + begin, buffer);
     while (done < buffer.length) {
       const n = readSync(this.fd, buffer, done, buffer.length - done, info.offset + begin + done);
       if (n === 0) throw new SafetensorsError(this.file, 'file ended inside the tensor data (truncated?)', name);

@@ -10,6 +10,7 @@
 #endif
 
 #include "dispatch.h"
+#include "file-read.h"
 #include "pool.h"
 
 // The Node-API glue: every entry point checks its arguments (a bad call writes nothing and throws a clear error),
@@ -566,6 +567,32 @@ napi_value AdviseHugePages(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// readFileInto(fd, position, bytes): `bytes.length` bytes of the open file `fd` from `position` (file-read.h); returns
+// the bytes read, fewer only where the file ends first.
+napi_value ReadFileInto(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int32_t fd;
+  double position;
+  View bytes;
+  if (argc != 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0)
+    return throwError(env, false, "readFileInto: fd must be an open file descriptor");
+  if (napi_get_value_double(env, argv[1], &position) != napi_ok || !(position >= 0 && position <= 9007199254740991.0) ||
+      std::floor(position) != position)
+    return throwError(env, true, "readFileInto: position must be a non-negative safe integer");
+  if (!typedArray(env, argv[2], napi_uint8_array, bytes)) return throwError(env, false, "readFileInto: bytes must be a Uint8Array");
+  std::string error;
+  const size_t read = readFileInto(fd, static_cast<uint64_t>(position), static_cast<uint8_t*>(bytes.data), bytes.byteLength, error);
+  if (!error.empty()) {
+    napi_throw_error(env, nullptr, ("readFileInto: " + error).c_str());
+    return nullptr;
+  }
+  napi_value result;
+  napi_create_double(env, static_cast<double>(read), &result);
+  return result;
+}
+
 napi_value SetThreads(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -631,7 +658,7 @@ NAPI_MODULE_INIT() {
     const char* name;
     napi_callback fn;
   } functions[] = {{"products", Products},         {"gatedProducts", GatedProducts}, {"widenBf16", WidenBf16},
-                   {"readBandwidth", ReadBandwidth}, {"adviseHugePages", AdviseHugePages}, {"attendDecode", AttendDecode},
+                   {"readBandwidth", ReadBandwidth}, {"adviseHugePages", AdviseHugePages}, {"readFileInto", ReadFileInto}, {"attendDecode", AttendDecode},
                    {"attendChunk", AttendChunk},   {"residualNorm", ResidualNorm},   {"rmsNorm", RmsNorm},
                    {"gatedGelu", GatedGelu},       {"argmaxRows", ArgmaxRows},       {"normRope", NormRope},
                    {"vocabPartials", VocabPartials},

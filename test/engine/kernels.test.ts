@@ -1,7 +1,7 @@
 // The BF16 kernels: the native addon and the JavaScript fallback against a double-precision reference, exact widening,
 // bitwise determinism (batch vs alone, thread counts, addon vs fallback) and argument checks.
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +19,7 @@ import {
   matmulBf16Parts,
   nativeKernels,
   readBandwidth,
+  readFileInto,
   roundBf16,
   selectKernels,
   setKernelThreads,
@@ -120,6 +121,53 @@ it('loads the native addon unless IWIBENCH_NATIVE=0 (a broken build must not hid
       if (!has('amx_tile', 'amx_bf16')) expect(info.amx).toBe('the CPU has no AMX-BF16');
     }
   }
+});
+
+describe.skipIf(nativeOff)('readFileInto on the pool', () => {
+  // 9 MiB and 123 bytes: five chunks of 2 MiB, the last one short.
+  const bytes = Uint8Array.from({ length: 9 * 2 ** 20 + 123 }, (_, i) => Math.imul(i + 7, 0x9e3779b1) >>> 24);
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'iwibench-read-')), 'bytes');
+  writeFileSync(file, bytes);
+
+  it('reads any range, on 1 to 3 threads, as readSync does; at the end of the file, what is there', () => {
+    const fd = openSync(file, 'r');
+    try {
+      for (const threads of [1, 2, 3]) {
+        setKernelThreads(threads);
+        for (const [position, length] of [
+          [0, bytes.length],
+          [1001, 5 * 2 ** 20 + 17],
+          [bytes.length - 10, 10],
+        ] as const) {
+          const into = new Uint8Array(length);
+          expect(readFileInto(fd, position, into)).toBe(length);
+          expect(Buffer.from(into).equals(bytes.subarray(position, position + length))).toBe(true);
+        }
+        const past = new Uint8Array(3 * 2 ** 20).fill(0xaa);
+        expect(readFileInto(fd, bytes.length - 2 ** 20 - 5, past)).toBe(2 ** 20 + 5);
+        expect(Buffer.from(past.subarray(0, 2 ** 20 + 5)).equals(bytes.subarray(bytes.length - 2 ** 20 - 5))).toBe(
+          true,
+        );
+        expect(readFileInto(fd, bytes.length + 100, new Uint8Array(8))).toBe(0);
+        expect(readFileInto(fd, 0, new Uint8Array(0))).toBe(0);
+      }
+    } finally {
+      setKernelThreads(os.availableParallelism());
+      closeSync(fd);
+    }
+  });
+
+  it('refuses bad arguments and says what the OS said of a bad descriptor, writing nothing', () => {
+    const into = new Uint8Array(4 * 2 ** 20).fill(7);
+    const fd = openSync(file, 'r');
+    closeSync(fd);
+    expect(() => readFileInto(fd, 0, into)).toThrow(/^readFileInto: Bad file descriptor$/);
+    expect(into.every((b) => b === 7)).toBe(true);
+    expect(() => readFileInto(-1, 0, into)).toThrow(TypeError);
+    expect(() => readFileInto(3, -1, into)).toThrow(RangeError);
+    expect(() => readFileInto(3, 0.5, into)).toThrow(RangeError);
+    expect(() => readFileInto(3, 0, new Uint16Array(4) as unknown as Uint8Array)).toThrow(TypeError);
+  });
 });
 
 it('falls back with a one-line notice when the addon is missing', () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +54,28 @@ describe('safetensors', () => {
     expect(() => SafetensorsFile.open(file)).toThrow(
       /trunc\.safetensors \(tensor "w"\): data_offsets end 16 is outside the 13-byte data section/,
     );
+  });
+
+  it('reads a large tensor (on every core where the addon is loaded) as it reads a small one, and its end if cut', () => {
+    const file = path.join(dir, 'large.safetensors');
+    // 2.5 M BF16 values (5 MB: past the parallel read's threshold, three 2 MiB chunks), after a small tensor so that
+    // the large one starts at no chunk boundary.
+    const bits = Uint16Array.from({ length: 2_500_001 }, (_, i) => Math.imul(i, 0x9e3779b1) >>> 16);
+    writeSafetensors(file, [
+      { name: 'small', dtype: 'BF16', shape: [3], data: Uint16Array.from([1, 2, 3]) },
+      { name: 'large', dtype: 'BF16', shape: [2_500_001], data: bits },
+    ]);
+    const st = SafetensorsFile.open(file);
+    const bytesOf = (a: Uint16Array | Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+    expect(bytesOf(st.readBf16('large')).equals(bytesOf(bits))).toBe(true);
+    const middle = st.readBytes('large', 1_000_001, 4_900_001);
+    expect(bytesOf(middle).equals(Buffer.from(bits.buffer, 1_000_001, 3_900_000))).toBe(true);
+    // Cut after it was opened: the read stops at the file's end and says so.
+    truncateSync(file, st.info('large').offset + 4_000_000);
+    expect(() => st.readBytes('large')).toThrow(
+      /large\.safetensors \(tensor "large"\): file ended inside the tensor data/,
+    );
+    st.close();
   });
 
   it('refuses a header longer than the file', () => {
