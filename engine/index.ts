@@ -43,7 +43,14 @@ export {
   type TensorKind,
 } from './names.ts';
 export { Tokenizer, gemma3TokenizerDir } from './tokenizer.ts';
-export { checkpointSource, copyBf16, overlaySource, readBf16, type WeightSource } from './weight-source.ts';
+export {
+  checkpointSource,
+  copyBf16,
+  copyBf16InSlices,
+  overlaySource,
+  readBf16,
+  type WeightSource,
+} from './weight-source.ts';
 export {
   GENERATION_CONFIG,
   PRESETS,

@@ -221,7 +221,7 @@ async function runTool(target: Target, episode: EpisodeSession, call: ToolCall, 
         ledger.charge({ tool });
         return { op: 'revert', ...result };
       }
-      const outcome = weights.write(call.body);
+      const outcome = await weights.writeInSlices(call.body, slice.between);
       ledger.charge({ tool });
       episode.recordWrite(outcome);
       return outcome;

@@ -12,6 +12,7 @@ import {
   bf16ToF32,
   type Checkpoint,
   copyBf16,
+  copyBf16InSlices,
   expectedTextTensors,
   readBf16,
   type WeightSource,
@@ -190,6 +191,23 @@ export class EpisodeWeights {
   /** write_weights: validate everything, then apply. A refused op throws an IwiError and changes nothing. */
   write(request: unknown): WriteOutcome {
     return this.apply(parseWriteOp(request, this.manifest, (ref, what) => this.operand(ref, what)));
+  }
+
+  /**
+   * write() as the service's queue runs it: a tensor's first copy is made a slice at a time (copyBf16InSlices, with
+   * the queue's `between`), then the op is applied at once. The op is parsed before anything is copied, and a copy
+   * made for an op that its plan then refuses is dropped, so a refused op still changes nothing.
+   */
+  async writeInSlices(request: unknown, between: () => Promise<void>): Promise<WriteOutcome> {
+    const op = parseWriteOp(request, this.manifest, (ref, what) => this.operand(ref, what));
+    const copied = !this.overlay.has(op.tensor);
+    if (copied) this.overlay.set(op.tensor, await copyBf16InSlices(this.store.pristineBits(op.tensor), between));
+    try {
+      return this.apply(op);
+    } catch (error) {
+      if (copied) this.overlay.delete(op.tensor);
+      throw error;
+    }
   }
 
   /** Apply a parsed op (also how revert and patch replay run ops). */

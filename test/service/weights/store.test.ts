@@ -156,6 +156,42 @@ describe('WeightStore overlays', () => {
     }
   });
 
+  it('makes a first copy a slice at a time, the event loop turning between slices; a refused op keeps none', async () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const pristine = store.pristineBits(EMBED); // 262,144 × 64 values: two slices of 8 M
+    const sliced = store.createEpisode('sliced');
+    const whole = store.createEpisode('whole');
+    let turns = 0;
+    let betweens = 0;
+    let ticking = true;
+    const tick = () => {
+      if (ticking) (turns++, setImmediate(tick));
+    };
+    setImmediate(tick);
+    const between = async () => {
+      betweens++;
+    };
+    const op = { op: 'fill', tensor: EMBED, slice: [[100, 102]], value: 0.5 };
+    const outcome = await sliced.writeInSlices(op, between);
+    ticking = false;
+    expect(betweens).toBe(1);
+    expect(turns).toBeGreaterThanOrEqual(1); // the loop ran between the slices, not only after the copy
+    expect(outcome).toEqual(whole.write(op));
+    expect(
+      sameBits(new Float32Array(sliced.source.bf16(EMBED).buffer), new Float32Array(whole.source.bf16(EMBED).buffer)),
+    ).toBe(true);
+    expect(sliced.source.bf16(EMBED)).not.toBe(pristine);
+
+    // Refused by its plan after the copy (the result overflows BF16), or before it (no such tensor): nothing kept.
+    const refused = store.createEpisode('refused');
+    const overflow = { op: 'scale', tensor: EMBED, slice: [0], factor: 1e300 };
+    await expect(refused.writeInSlices(overflow, between)).rejects.toMatchObject({ code: 'NON_FINITE_VALUE' });
+    await expect(refused.writeInSlices({ ...overflow, tensor: 'model.nope' }, between)).rejects.toThrow();
+    expect(refused.source.bf16(EMBED)).toBe(pristine);
+    expect(refused.opCount).toBe(0);
+    expect(store.memory().overlayBytes.refused).toBe(0);
+  });
+
   it('answers unknown episodes with EPISODE_NOT_FOUND and keeps vision out of the cache', () => {
     const store = new WeightStore(fixture.checkpoint);
     expect(errorOf(() => store.source('nope')).code).toBe('EPISODE_NOT_FOUND');
