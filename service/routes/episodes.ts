@@ -217,7 +217,7 @@ async function runTool(target: Target, episode: EpisodeSession, call: ToolCall, 
     case 'write_weights': {
       ledger.check({ tool });
       if (call.body.op === 'revert') {
-        const result = weights.revert(parseRevert(call.body));
+        const result = await weights.revertInSlices(parseRevert(call.body), slice.between);
         ledger.charge({ tool });
         return { op: 'revert', ...result };
       }

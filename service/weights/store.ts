@@ -126,7 +126,7 @@ export class WeightStore {
 export class EpisodeWeights {
   /** The engine's view of this episode's weights: edited tensors from the overlay, the rest pristine. */
   readonly source: WeightSource;
-  private readonly overlay = new Map<string, Uint16Array>();
+  private overlay = new Map<string, Uint16Array>();
   private log: WriteOp[] = [];
 
   constructor(
@@ -219,18 +219,34 @@ export class EpisodeWeights {
   }
 
   /** Back to pristine weights (toOpCount = 0) or to the state after the first `toOpCount` ops. */
-  revert(toOpCount = 0): { opCount: number } {
+  revert(toOpCount = 0, pristineCopies: ReadonlyMap<string, Uint16Array> = new Map()): { opCount: number } {
+    const keep = this.kept(toOpCount);
+    this.overlay = new Map(pristineCopies); // fresh copies of pristine tensors the kept ops write, where given
+    this.log = [];
+    for (const op of keep) this.apply(op); // ops replay deterministically from pristine, so none can fail here
+    return { opCount: this.log.length };
+  }
+
+  /**
+   * revert() as the service's queue runs it: the tensors the kept ops write are first copied from pristine a slice at
+   * a time (copyBf16InSlices), before anything changes, then the ops are replayed onto them at once.
+   */
+  async revertInSlices(toOpCount: number, between: () => Promise<void>): Promise<{ opCount: number }> {
+    const copies = new Map<string, Uint16Array>();
+    for (const name of new Set(this.kept(toOpCount).map((op) => op.tensor)))
+      copies.set(name, await copyBf16InSlices(this.store.pristineBits(name), between));
+    return this.revert(toOpCount, copies);
+  }
+
+  /** The first `toOpCount` ops of the log, or REVERT_OUT_OF_RANGE. */
+  private kept(toOpCount: number): WriteOp[] {
     if (!Number.isSafeInteger(toOpCount) || toOpCount < 0 || toOpCount > this.log.length) {
       throw new IwiError(
         'REVERT_OUT_OF_RANGE',
         `cannot revert episode "${this.id}" to op count ${JSON.stringify(toOpCount)}: it has ${this.log.length} ops (valid: 0…${this.log.length})`,
       );
     }
-    const keep = this.log.slice(0, toOpCount);
-    this.overlay.clear();
-    this.log = [];
-    for (const op of keep) this.apply(op); // ops replay deterministically from pristine, so none can fail here
-    return { opCount: this.log.length };
+    return this.log.slice(0, toOpCount);
   }
 
   /** Tensors named by an op in the log, in manifest order (a patch's touched tensors). */

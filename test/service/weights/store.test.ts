@@ -192,6 +192,31 @@ describe('WeightStore overlays', () => {
     expect(store.memory().overlayBytes.refused).toBe(0);
   });
 
+  it('reverts in slices as revert does, and a revert stopped between slices changes nothing', async () => {
+    const store = new WeightStore(fixture.checkpoint);
+    const e = store.createEpisode('e');
+    e.write({ op: 'fill', tensor: EMBED, slice: [[3, 5]], value: 0.25 });
+    const afterOne = bf16Sha256(e.bits(EMBED));
+    e.write({ op: 'scale', tensor: EMBED, slice: [4], factor: -2 });
+    e.write({ op: 'fill', tensor: UP, slice: [0], value: 1 });
+    const afterThree = [bf16Sha256(e.bits(EMBED)), bf16Sha256(e.bits(UP))];
+    let betweens = 0;
+    const stop = async () => {
+      betweens++;
+      throw new Error('the call was cancelled');
+    };
+    await expect(e.revertInSlices(1, stop)).rejects.toThrow('the call was cancelled');
+    expect(betweens).toBe(1); // the embedding's copy, stopped after its first slice
+    expect(e.opCount).toBe(3);
+    expect([bf16Sha256(e.bits(EMBED)), bf16Sha256(e.bits(UP))]).toEqual(afterThree);
+    await expect(e.revertInSlices(4, async () => {})).rejects.toMatchObject({ code: 'REVERT_OUT_OF_RANGE' });
+
+    expect(await e.revertInSlices(1, async () => {})).toEqual({ opCount: 1 });
+    expect(bf16Sha256(e.bits(EMBED))).toBe(afterOne);
+    expect(e.bits(UP)).toBe(store.pristineBits(UP));
+    expect(e.overlayBytes()).toBe(store.pristineBits(EMBED).byteLength);
+  });
+
   it('answers unknown episodes with EPISODE_NOT_FOUND and keeps vision out of the cache', () => {
     const store = new WeightStore(fixture.checkpoint);
     expect(errorOf(() => store.source('nope')).code).toBe('EPISODE_NOT_FOUND');
