@@ -46,7 +46,7 @@ export { Tokenizer, gemma3TokenizerDir } from './tokenizer.ts';
 export {
   checkpointSource,
   copyBf16,
-  copyBf16InSlices,
+  copyBf16Steps,
   overlaySource,
   readBf16,
   type WeightSource,

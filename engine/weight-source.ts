@@ -1,7 +1,7 @@
 // Where the engine's weights come from: BF16 bits, exactly the checkpoint's values (or an episode's edits, rounded to
 // BF16 when written). Every process holds weights this way, 2 bytes per parameter; float32 exists only in transient
 // tiles inside the engine.
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Steps } from '../core/steps.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import { adviseHugePages } from './kernels.ts';
 
@@ -33,22 +33,15 @@ export function copyBf16(bits: Uint16Array): Uint16Array {
   return copy;
 }
 
-/** Values a slice of copyBf16InSlices copies: 16 MiB, ~10 ms into touched memory, ~35 where the VM touches it first. */
-const COPY_SLICE = 8 << 20;
+/** Values a step of copyBf16Steps copies: 16 MiB, ~10 ms into touched memory, ~35 where the VM touches it first. */
+const COPY_STEP = 8 << 20;
 
-/**
- * copyBf16 a slice at a time, awaiting the event loop's next turn and then `between` after each slice: a first write
- * to the 1B embedding copies 604 MB, ~1 s on these machines, which must hold neither the service's event loop nor its
- * queue's other lanes.
- */
-export async function copyBf16InSlices(bits: Uint16Array, between: () => Promise<void>): Promise<Uint16Array> {
+/** copyBf16 as steps (core/steps.ts), yielding after each 16 MiB: the service copies the 1B embedding (604 MB) so. */
+export function* copyBf16Steps(bits: Uint16Array): Steps<Uint16Array> {
   const copy = allocateBf16(bits.length);
-  for (let at = 0; at < bits.length; at += COPY_SLICE) {
-    copy.set(bits.subarray(at, at + COPY_SLICE), at);
-    if (at + COPY_SLICE < bits.length) {
-      await nextTurn();
-      await between();
-    }
+  for (let at = 0; at < bits.length; at += COPY_STEP) {
+    if (at > 0) yield;
+    copy.set(bits.subarray(at, at + COPY_STEP), at);
   }
   return copy;
 }

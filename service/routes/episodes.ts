@@ -210,7 +210,7 @@ async function runTool(target: Target, episode: EpisodeSession, call: ToolCall, 
   switch (call.tool) {
     case 'read_weights': {
       ledger.check({ tool });
-      const result = weights.read(call.body);
+      const result = await weights.readInSlices(call.body, slice.between);
       ledger.charge({ tool });
       return result;
     }

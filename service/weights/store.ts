@@ -12,7 +12,7 @@ import {
   bf16ToF32,
   type Checkpoint,
   copyBf16,
-  copyBf16InSlices,
+  copyBf16Steps,
   expectedTextTensors,
   readBf16,
   type WeightSource,
@@ -33,7 +33,8 @@ import {
 import { checkReadFields, nest, type ReadResult } from './reads.ts';
 import type { ReadWeightsArgs } from '../api/tools.ts';
 import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
-import { summarize } from './summary.ts';
+import { runSteps, runStepsInSlices, type Steps } from '../../core/steps.ts';
+import { summarySteps } from './summary.ts';
 
 export type WriteOutcome = {
   tensor: string;
@@ -160,6 +161,15 @@ export class EpisodeWeights {
    * the episode's handles.
    */
   read(r: ReadWeightsArgs): ReadResult {
+    return runSteps(this.readSteps(r));
+  }
+
+  /** read() as the service's queue runs it: a summary's passes in slices (core/steps.ts), every other read at once. */
+  readInSlices(r: ReadWeightsArgs, between: () => Promise<void>): Promise<ReadResult> {
+    return runStepsInSlices(this.readSteps(r), between);
+  }
+
+  private *readSteps(r: ReadWeightsArgs): Steps<ReadResult> {
     checkReadFields(r);
     const { op } = r;
     if (op === 'metadata') {
@@ -176,7 +186,7 @@ export class EpisodeWeights {
       return {
         op,
         ...base,
-        ...summarize(whole ? source.data : gather(source.data, source.shape, selection), selection.shape),
+        ...(yield* summarySteps(whole ? source.data : gather(source.data, source.shape, selection), selection.shape)),
       };
     }
     const values = () => decoded(gather(source.data, source.shape, selection));
@@ -194,14 +204,15 @@ export class EpisodeWeights {
   }
 
   /**
-   * write() as the service's queue runs it: a tensor's first copy is made a slice at a time (copyBf16InSlices, with
-   * the queue's `between`), then the op is applied at once. The op is parsed before anything is copied, and a copy
+   * write() as the service's queue runs it: a tensor's first copy is made a slice at a time (copyBf16Steps, with the
+   * queue's `between`), then the op is applied at once. The op is parsed before anything is copied, and a copy
    * made for an op that its plan then refuses is dropped, so a refused op still changes nothing.
    */
   async writeInSlices(request: unknown, between: () => Promise<void>): Promise<WriteOutcome> {
     const op = parseWriteOp(request, this.manifest, (ref, what) => this.operand(ref, what));
     const copied = !this.overlay.has(op.tensor);
-    if (copied) this.overlay.set(op.tensor, await copyBf16InSlices(this.store.pristineBits(op.tensor), between));
+    if (copied)
+      this.overlay.set(op.tensor, await runStepsInSlices(copyBf16Steps(this.store.pristineBits(op.tensor)), between));
     try {
       return this.apply(op);
     } catch (error) {
@@ -229,12 +240,12 @@ export class EpisodeWeights {
 
   /**
    * revert() as the service's queue runs it: the tensors the kept ops write are first copied from pristine a slice at
-   * a time (copyBf16InSlices), before anything changes, then the ops are replayed onto them at once.
+   * a time (copyBf16Steps), before anything changes, then the ops are replayed onto them at once.
    */
   async revertInSlices(toOpCount: number, between: () => Promise<void>): Promise<{ opCount: number }> {
     const copies = new Map<string, Uint16Array>();
     for (const name of new Set(this.kept(toOpCount).map((op) => op.tensor)))
-      copies.set(name, await copyBf16InSlices(this.store.pristineBits(name), between));
+      copies.set(name, await runStepsInSlices(copyBf16Steps(this.store.pristineBits(name)), between));
     return this.revert(toOpCount, copies);
   }
 

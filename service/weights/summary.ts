@@ -4,6 +4,7 @@
 // default "linear" method). A 0-d or 1-d selection has no row/column quantiles (null). BF16 bits are decoded in
 // chunks of rows as they are streamed: a summary of the 4B's embedding (671 M elements) holds no float32 copy of it.
 import { bf16ToF32 } from '../../engine/index.ts';
+import { runSteps, type Steps } from '../../core/steps.ts';
 
 /** Quantile levels reported for row and column L2 norms, as keys p0 … p100. */
 export const NORM_QUANTILES = [0, 0.05, 0.25, 0.5, 0.75, 0.95, 1] as const;
@@ -25,6 +26,14 @@ export type Summary = {
 };
 
 export function summarize(elements: Float32Array | Uint16Array, shape: readonly number[]): Summary {
+  return runSteps(summarySteps(elements, shape));
+}
+
+/** Values a step of summarySteps goes through before it yields: ~2 M, some tens of milliseconds. */
+const STEP_ELEMENTS = 1 << 21;
+
+/** summarize() as steps (core/steps.ts): it yields after each ~2 M values of either pass. */
+export function* summarySteps(elements: Float32Array | Uint16Array, shape: readonly number[]): Steps<Summary> {
   const n = elements.length;
   const cols = shape.length >= 2 ? shape[shape.length - 1]! : n;
   const rows = n / cols;
@@ -36,7 +45,9 @@ export function summarize(elements: Float32Array | Uint16Array, shape: readonly 
     zeros = 0,
     min = Infinity,
     max = -Infinity;
+  let sinceYield = 0;
   for (const { values, start } of valueChunks(elements, shape.length >= 2 ? cols : 1)) {
+    if ((sinceYield += values.length) >= STEP_ELEMENTS) ((sinceYield = 0), yield);
     for (let i = 0; i < values.length; i++) {
       const x = values[i]!;
       sum += x;
@@ -59,8 +70,10 @@ export function summarize(elements: Float32Array | Uint16Array, shape: readonly 
   }
   const mean = sum / n;
   let centred = 0; // second pass: exact enough for any spread, unlike E[x²] − E[x]²
-  for (const { values } of valueChunks(elements, 1))
+  for (const { values } of valueChunks(elements, 1)) {
+    if ((sinceYield += values.length) >= STEP_ELEMENTS) ((sinceYield = 0), yield);
     for (let i = 0; i < values.length; i++) centred += (values[i]! - mean) ** 2;
+  }
   return {
     shape: [...shape],
     count: n,
@@ -80,21 +93,21 @@ const CHUNK_ELEMENTS = 1 << 16;
 
 /**
  * The elements as float32 values in chunks of whole rows (`rowLength` elements each), in order: float32 values as
- * one chunk, BF16 bits decoded into one reused chunk, so a tensor is never copied whole.
+ * views, BF16 bits decoded into one reused chunk, so a tensor is never copied whole.
  */
 function* valueChunks(
   elements: Float32Array | Uint16Array,
   rowLength: number,
 ): Generator<{ values: Float32Array; start: number }> {
-  if (elements instanceof Float32Array) {
-    yield { values: elements, start: 0 };
-    return;
-  }
   const step = Math.max(1, Math.floor(CHUNK_ELEMENTS / rowLength)) * rowLength;
-  const buffer = new Float32Array(Math.min(step, elements.length));
+  const buffer = elements instanceof Uint16Array ? new Float32Array(Math.min(step, elements.length)) : undefined;
   for (let start = 0; start < elements.length; start += step) {
     const count = Math.min(step, elements.length - start);
-    yield { values: bf16ToF32(elements.subarray(start, start + count), buffer.subarray(0, count)), start };
+    const chunk = elements.subarray(start, start + count);
+    yield {
+      values: buffer ? bf16ToF32(chunk as Uint16Array, buffer.subarray(0, count)) : (chunk as Float32Array),
+      start,
+    };
   }
 }
 

@@ -125,6 +125,28 @@ describe('readWeights', () => {
     });
   });
 
+  it('summary in slices: the same result, the event loop turning between steps of the stream', async () => {
+    // The embedding: 262,144 × 64 values, so each of the two passes takes several steps of ~2 M.
+    const request = { op: 'summary', tensor: 'model.embed_tokens.weight' } as const;
+    let turns = 0;
+    let betweens = 0;
+    let ticking = true;
+    const tick = () => {
+      if (ticking) (turns++, setImmediate(tick));
+    };
+    setImmediate(tick);
+    const sliced = await episode.readInSlices(request, async () => {
+      betweens++;
+    });
+    ticking = false;
+    expect(betweens).toBeGreaterThanOrEqual(10);
+    expect(turns).toBeGreaterThanOrEqual(10);
+    expect(sliced).toEqual(episode.read(request));
+    // Reads that are no stream answer at once, as read() does.
+    const metadata = { op: 'metadata', filter: { layer: 1, kind: 'mlp' } } as const;
+    expect(await episode.readInSlices(metadata, async () => expect.fail('no slice'))).toEqual(episode.read(metadata));
+  });
+
   it('shows the episode its own edits, and the alias the same values', () => {
     const e = store.createEpisode('edited');
     e.write({ op: 'fill', tensor: GATE, slice: [0, [0, 2]], value: 0.75 });
