@@ -80,3 +80,19 @@ export function errorOf(run: () => unknown): { code?: string; message: string } 
   }
   throw new Error('expected an error');
 }
+
+/** Counts the event loop's turns from now until `stop()` (setImmediate callbacks run meanwhile). */
+export function turnCounter(): { stop: () => number } {
+  let turns = 0;
+  let ticking = true;
+  const tick = () => {
+    if (ticking) (turns++, setImmediate(tick));
+  };
+  setImmediate(tick);
+  return {
+    stop: () => {
+      ticking = false;
+      return turns;
+    },
+  };
+}

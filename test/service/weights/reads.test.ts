@@ -8,7 +8,7 @@ import { LIMITS } from '../../../service/api/limits.ts';
 import { ReadWeightsArgs } from '../../../service/api/tools.ts';
 import { nest } from '../../../service/weights/reads.ts';
 import { WeightStore, type EpisodeWeights } from '../../../service/weights/store.ts';
-import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
+import { errorOf, tinyFixture, turnCounter, type TinyFixture } from './fixtures.ts';
 
 const GATE = 'model.layers.1.mlp.gate_proj.weight'; // [128, 64]
 
@@ -128,19 +128,13 @@ describe('readWeights', () => {
   it('summary in slices: the same result, the event loop turning between steps of the stream', async () => {
     // The embedding: 262,144 × 64 values, so each of the two passes takes several steps of ~2 M.
     const request = { op: 'summary', tensor: 'model.embed_tokens.weight' } as const;
-    let turns = 0;
     let betweens = 0;
-    let ticking = true;
-    const tick = () => {
-      if (ticking) (turns++, setImmediate(tick));
-    };
-    setImmediate(tick);
+    const turns = turnCounter();
     const sliced = await episode.readInSlices(request, async () => {
       betweens++;
     });
-    ticking = false;
     expect(betweens).toBeGreaterThanOrEqual(10);
-    expect(turns).toBeGreaterThanOrEqual(10);
+    expect(turns.stop()).toBeGreaterThanOrEqual(10);
     expect(sliced).toEqual(episode.read(request));
     // Reads that are no stream answer at once, as read() does.
     const metadata = { op: 'metadata', filter: { layer: 1, kind: 'mlp' } } as const;

@@ -6,7 +6,7 @@ import { bf16Value, Gemma3Engine, numel } from '../../../engine/index.ts';
 import { bf16Sha256 } from '../../../service/weights/patch.ts';
 import { WeightStore } from '../../../service/weights/store.ts';
 import { sameBits } from '../../fixtures.ts';
-import { errorOf, tinyFixture, type TinyFixture } from './fixtures.ts';
+import { errorOf, tinyFixture, turnCounter, type TinyFixture } from './fixtures.ts';
 
 const UP = 'model.layers.3.mlp.up_proj.weight'; // [128, 64]
 const DOWN = 'model.layers.3.mlp.down_proj.weight'; // [64, 128]
@@ -161,21 +161,15 @@ describe('WeightStore overlays', () => {
     const pristine = store.pristineBits(EMBED); // 262,144 × 64 values: two slices of 8 M
     const sliced = store.createEpisode('sliced');
     const whole = store.createEpisode('whole');
-    let turns = 0;
     let betweens = 0;
-    let ticking = true;
-    const tick = () => {
-      if (ticking) (turns++, setImmediate(tick));
-    };
-    setImmediate(tick);
     const between = async () => {
       betweens++;
     };
     const op = { op: 'fill', tensor: EMBED, slice: [[100, 102]], value: 0.5 };
+    const turns = turnCounter();
     const outcome = await sliced.writeInSlices(op, between);
-    ticking = false;
+    expect(turns.stop()).toBeGreaterThanOrEqual(1); // the loop ran between the slices, not only after the copy
     expect(betweens).toBe(1);
-    expect(turns).toBeGreaterThanOrEqual(1); // the loop ran between the slices, not only after the copy
     expect(outcome).toEqual(whole.write(op));
     expect(
       sameBits(new Float32Array(sliced.source.bf16(EMBED).buffer), new Float32Array(whole.source.bf16(EMBED).buffer)),
