@@ -7,6 +7,7 @@
 // bound beyond ±n is refused rather than clamped, and so is a slice that selects nothing: a typo should never edit
 // another region than the one asked for.
 import { IwiError } from '../../core/errors.ts';
+import type { Steps } from '../../core/steps.ts';
 
 export type SliceDim = number | null | [number | null, number | null] | [number | null, number | null, number | null];
 export type SliceSpec = SliceDim[];
@@ -161,6 +162,31 @@ export function gather<T extends Elements>(data: T, tensorShape: readonly number
     else for (let i = 0; i < count; i++) out[k + i] = data[offset + i * stride]!;
   });
   return out;
+}
+
+/** Elements a step of gatherSteps gathers, at least one leading index's worth: ~2 M. */
+const GATHER_STEP = 1 << 21;
+
+/**
+ * gather() as steps (core/steps.ts): a few indices of the leading dim at a time, ~2 M elements a step, each piece
+ * handed to `take` with its offset in the flattened selection (gather's own `take` copies it into one array).
+ */
+export function* gatherSteps<T extends Elements>(
+  data: T,
+  tensorShape: readonly number[],
+  selection: Selection,
+  take: (piece: T, k: number) => void,
+): Steps<void> {
+  const lead = selection.dims[0];
+  if (!lead || selection.numel === 0) return take(gather(data, tensorShape, selection), 0);
+  const perIndex = selection.numel / lead.count;
+  const indices = Math.max(1, Math.floor(GATHER_STEP / perIndex));
+  for (let i = 0; i < lead.count; i += indices) {
+    if (i > 0) yield;
+    const count = Math.min(indices, lead.count - i);
+    const dims = [{ ...lead, start: lead.start + i * lead.step, count }, ...selection.dims.slice(1)];
+    take(gather(data, tensorShape, { dims, shape: selection.shape, numel: count * perIndex }), i * perIndex);
+  }
 }
 
 /** NumPy-like text of a slice for messages and op descriptions, e.g. `[0:4, ::-1, 3]`. */

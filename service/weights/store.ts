@@ -32,7 +32,15 @@ import {
 } from './ops.ts';
 import { checkReadFields, nest, type ReadResult } from './reads.ts';
 import type { ReadWeightsArgs } from '../api/tools.ts';
-import { formatSlice, gather, resolveSlice, type Elements, type Selection, type SliceSpec } from './slice.ts';
+import {
+  formatSlice,
+  gather,
+  gatherSteps,
+  resolveSlice,
+  type Elements,
+  type Selection,
+  type SliceSpec,
+} from './slice.ts';
 import { runSteps, runStepsInSlices, type Steps } from '../../core/steps.ts';
 import { summarySteps } from './summary.ts';
 
@@ -182,20 +190,24 @@ export class EpisodeWeights {
     const base = { target: source.label, slice: formatSlice(spec), shape: selection.shape };
     if (op === 'summary') {
       // A summary only reads: a whole tensor needs no copy (and a tensor's selection is gathered as bits, not values).
-      const whole = selection.numel === source.data.length && isIdentity(selection);
-      return {
-        op,
-        ...base,
-        ...(yield* summarySteps(whole ? source.data : gather(source.data, source.shape, selection), selection.shape)),
-      };
+      let elements = source.data;
+      if (selection.numel !== source.data.length || !isIdentity(selection)) {
+        const gathered = emptyLike(source.data, selection.numel);
+        yield* gatherSteps(source.data, source.shape, selection, (piece, k) => gathered.set(piece, k));
+        elements = gathered;
+      }
+      return { op, ...base, ...(yield* summarySteps(elements, selection.shape)) };
     }
-    const values = () => decoded(gather(source.data, source.shape, selection));
     if (r.as_handle !== true && selection.numel <= LIMITS.inlineElements)
-      return { op, ...base, values: nest(values(), selection.shape) };
+      return { op, ...base, values: nest(decoded(gather(source.data, source.shape, selection)), selection.shape) };
     // A handle holds a float32 copy (it must never change) and is refused before copying if it could never fit.
     const origin = `slice ${source.label}${base.slice}`;
     this.store.handles.checkFits(selection.numel * Float32Array.BYTES_PER_ELEMENT, selection.shape, origin);
-    return { op, ...base, handle: this.createHandle(values(), selection.shape, origin) };
+    const values = new Float32Array(selection.numel);
+    yield* gatherSteps(source.data, source.shape, selection, (piece, k) =>
+      piece instanceof Uint16Array ? bf16ToF32(piece, values.subarray(k, k + piece.length)) : values.set(piece, k),
+    );
+    return { op, ...base, handle: this.createHandle(values, selection.shape, origin) };
   }
 
   /** write_weights: validate everything, then apply. A refused op throws an IwiError and changes nothing. */
@@ -320,6 +332,11 @@ export class EpisodeWeights {
 }
 
 type ReadTarget = { label: string; shape: readonly number[]; data: Elements };
+
+/** An array of `length` zeros of the kind of `like` (BF16 bits or float32 values). */
+function emptyLike(like: Elements, length: number): Elements {
+  return like instanceof Uint16Array ? new Uint16Array(length) : new Float32Array(length);
+}
 
 function decoded(elements: Elements): Float32Array {
   return elements instanceof Uint16Array ? bf16ToF32(elements) : elements;

@@ -136,6 +136,24 @@ describe('readWeights', () => {
     expect(betweens).toBeGreaterThanOrEqual(10);
     expect(turns.stop()).toBeGreaterThanOrEqual(10);
     expect(sliced).toEqual(episode.read(request));
+    // A selection is gathered in steps too: a summary of most rows reversed, a handle of 40,000 rows (2 M values).
+    const reversed = { op: 'summary' as const, tensor: 'model.embed_tokens.weight', slice: [[250_000, 10, -1]] };
+    betweens = 0;
+    expect(await episode.readInSlices(reversed, async () => void betweens++)).toEqual(episode.read(reversed));
+    expect(betweens).toBeGreaterThanOrEqual(8); // 8 pieces of up to 32,768 rows, then the summary's steps
+    const rows = {
+      op: 'slice' as const,
+      tensor: 'model.embed_tokens.weight',
+      slice: [[1000, 41_000]],
+      as_handle: true,
+    };
+    betweens = 0;
+    const handled = (await episode.readInSlices(rows, async () => void betweens++)) as { handle: { id: string } };
+    expect(betweens).toBe(1);
+    const expected = bf16ToF32(store.pristineBits('model.embed_tokens.weight').subarray(1000 * 64, 41_000 * 64));
+    expect(
+      Buffer.from(store.handles.get('r', handled.handle.id).data.buffer).equals(Buffer.from(expected.buffer)),
+    ).toBe(true);
     // Reads that are no stream answer at once, as read() does.
     const metadata = { op: 'metadata', filter: { layer: 1, kind: 'mlp' } } as const;
     expect(await episode.readInSlices(metadata, async () => expect.fail('no slice'))).toEqual(episode.read(metadata));

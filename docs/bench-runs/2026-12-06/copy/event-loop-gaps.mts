@@ -1,6 +1,6 @@
-// The service's two long calls on the 1B shape, at once and in slices (core/steps.ts): a first copy of the embedding
-// (604 MB; 12 s apart, as the VM takes freed memory back) and a read_weights summary of it; each one's time and the
-// longest turn of the event loop meanwhile. Needs the 1B-shape checkpoint `bench engine` makes.
+// The service's long calls on the 1B shape, at once and in slices (core/steps.ts): a first copy of the embedding
+// (604 MB; 12 s apart, as the VM takes freed memory back), a read_weights summary of it and of most of its rows
+// reversed, and 50,000 of its rows as a handle; each one's time and the longest turn of the event loop meanwhile. Needs the 1B-shape checkpoint `bench engine` makes.
 // npx tsx docs/bench-runs/2026-12-06/copy/event-loop-gaps.mts
 import { runStepsInSlices } from '../../../../core/steps.ts';
 import { Checkpoint, copyBf16, copyBf16Steps } from '../../../../engine/index.ts';
@@ -40,15 +40,17 @@ for (const sliced of [false, true, false, true]) {
 }
 
 const episode = new WeightStore(Checkpoint.open('/tmp/iwibench-bench-gemma-3-1b-shape')).createEpisode('x');
-const request = { op: 'summary', tensor: 'model.embed_tokens.weight' } as const;
+const E = 'model.embed_tokens.weight';
+const requests = [
+  { op: 'summary' as const, tensor: E },
+  { op: 'summary' as const, tensor: E, slice: [[262_000, null, -1]] },
+  { op: 'slice' as const, tensor: E, slice: [[0, 50_000]], as_handle: true },
+];
 episode.read({ op: 'metadata' });
 episode.bits('model.embed_tokens.weight');
-for (const sliced of [false, true, false, true]) {
-  const { ms, gap, value } = await gapWhile(() =>
-    sliced ? episode.readInSlices(request, slices) : episode.read(request),
-  );
-  const std = (value as { std: number }).std;
-  console.log(
-    `${sliced ? 'in slices' : 'at once  '} summary: ${ms.toFixed(0)} ms; longest gap ${gap.toFixed(0)} ms; std ${std}`,
-  );
-}
+for (const request of requests)
+  for (const sliced of [false, true, false, true]) {
+    const { ms, gap } = await gapWhile(() => (sliced ? episode.readInSlices(request, slices) : episode.read(request)));
+    const what = `${request.op}${request.slice ? ` ${JSON.stringify(request.slice)}` : ''}`;
+    console.log(`${sliced ? 'in slices' : 'at once  '} ${what}: ${ms.toFixed(0)} ms; longest gap ${gap.toFixed(0)} ms`);
+  }
