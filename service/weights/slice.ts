@@ -169,7 +169,8 @@ const GATHER_STEP = 1 << 21;
 
 /**
  * gather() as steps (core/steps.ts): a few indices of the leading dim at a time, ~2 M elements a step, each piece
- * handed to `take` with its offset in the flattened selection (gather's own `take` copies it into one array).
+ * handed to `take` with its offset in the flattened selection (a summary copies it into one array of bits, a handle
+ * decodes it into its float32 values).
  */
 export function* gatherSteps<T extends Elements>(
   data: T,
