@@ -1,7 +1,7 @@
 // Where the engine's weights come from: BF16 bits, exactly the checkpoint's values (or an episode's edits, rounded to
 // BF16 when written). Every process holds weights this way, 2 bytes per parameter; float32 exists only in transient
 // tiles inside the engine.
-import type { Steps } from '../core/steps.ts';
+import { runSteps, type Steps } from '../core/steps.ts';
 import type { Checkpoint } from './checkpoint.ts';
 import { adviseHugePages } from './kernels.ts';
 
@@ -26,11 +26,9 @@ export function allocateBf16(length: number): Uint16Array {
   return bits;
 }
 
-/** A shared copy of BF16 bits (an episode's copy on write). */
+/** A shared copy of BF16 bits (an episode's copy on write), at once. */
 export function copyBf16(bits: Uint16Array): Uint16Array {
-  const copy = allocateBf16(bits.length);
-  copy.set(bits);
-  return copy;
+  return runSteps(copyBf16Steps(bits));
 }
 
 /** Values a step of copyBf16Steps copies: 16 MiB, ~10 ms into touched memory, ~35 where the VM touches it first. */
