@@ -90,7 +90,8 @@ export class SafetensorsFile {
         `a ${buffer.length}-byte buffer cannot take bytes [${begin}, ${stop})`,
         name,
       );
-    // A large tensor on every core (kernels.ts); a small one here, where starting the pool would cost more.
+    // A large tensor on every core (kernels.ts); a small one here, so that reading a patch's few small arrays loads
+    // no addon.
     let done = 0;
     if (buffer.length >= PARALLEL_READ_BYTES) done = readFileInto(this.fd, info.offset + begin, buffer);
     while (done < buffer.length) {
