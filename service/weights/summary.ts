@@ -47,7 +47,11 @@ export function* summarySteps(elements: Float32Array | Uint16Array, shape: reado
     max = -Infinity;
   let sinceYield = 0;
   for (const { values, start } of valueChunks(elements, shape.length >= 2 ? cols : 1)) {
-    if ((sinceYield += values.length) >= STEP_ELEMENTS) ((sinceYield = 0), yield);
+    sinceYield += values.length;
+    if (sinceYield >= STEP_ELEMENTS) {
+      sinceYield = 0;
+      yield;
+    }
     for (let i = 0; i < values.length; i++) {
       const x = values[i]!;
       sum += x;
@@ -71,7 +75,11 @@ export function* summarySteps(elements: Float32Array | Uint16Array, shape: reado
   const mean = sum / n;
   let centred = 0; // second pass: exact enough for any spread, unlike E[x²] − E[x]²
   for (const { values } of valueChunks(elements, 1)) {
-    if ((sinceYield += values.length) >= STEP_ELEMENTS) ((sinceYield = 0), yield);
+    sinceYield += values.length;
+    if (sinceYield >= STEP_ELEMENTS) {
+      sinceYield = 0;
+      yield;
+    }
     for (let i = 0; i < values.length; i++) centred += (values[i]! - mean) ** 2;
   }
   return {
